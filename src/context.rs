@@ -1,0 +1,530 @@
+//! The scoring context (libvmaf's `VmafContext`): registers extractors, schedules frames (in order
+//! on the caller's thread or in parallel on a worker pool), flushes, predicts and pools.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::collector::FeatureCollector;
+use crate::error::{Error, Result};
+use crate::feature::{self, Dict, Extractor, ExtractorFlags, FrameInput, Scores};
+use crate::log::LogLevel;
+use crate::model::{BootstrapScore, Model, ModelCollection, ModelFeature, ModelFlags};
+use crate::output::OutputFormat;
+use crate::picture::{Picture, PixelFormat};
+use crate::pooling::{self, PoolingMethod};
+
+/// libvmaf's `VmafConfiguration`, in Rust terms.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub log_level: LogLevel,
+    /// 0 = extract synchronously on the caller's thread.
+    pub n_threads: u32,
+    /// Score every n-th frame only (0 or 1 = every frame).
+    pub n_subsample: u32,
+    /// CPU features to disable (our scalar code ignores it).
+    pub cpumask: u64,
+    /// Non-zero disables the GPU.
+    pub gpumask: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            log_level: LogLevel::Info,
+            n_threads: 0,
+            n_subsample: 1,
+            cpumask: 0,
+            gpumask: 0,
+        }
+    }
+}
+
+/// Frames queued to the worker pool and the first error any of them hit.
+#[derive(Default)]
+struct InFlight {
+    count: Mutex<(usize, Option<Error>)>,
+    done: Condvar,
+}
+
+impl InFlight {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, Option<Error>)> {
+        self.count.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks until at most `max` jobs are in flight; returns the first recorded error.
+    fn wait_below(&self, max: usize) -> Result<()> {
+        let mut g = self.lock();
+        while g.0 > max {
+            g = self.done.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        match g.1.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&self, err: Option<Error>) {
+        let mut g = self.lock();
+        g.0 -= 1;
+        if g.1.is_none() {
+            g.1 = err;
+        }
+        self.done.notify_all();
+    }
+}
+
+/// First-picture parameters every later picture must match.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PicParams {
+    w: usize,
+    h: usize,
+    pix_fmt: PixelFormat,
+    bpc: u32,
+}
+
+/// A VMAF scoring session.
+pub struct Context {
+    cfg: Config,
+    extractors: Vec<Arc<dyn Extractor>>,
+    collector: Arc<FeatureCollector>,
+    prev_ref: Option<Picture>,
+    prev_prev_ref: Option<Picture>,
+    params: Option<PicParams>,
+    pic_cnt: usize,
+    flushed: bool,
+    pool: Option<rayon::ThreadPool>,
+    in_flight: Arc<InFlight>,
+}
+
+fn run_extractors(
+    exts: &[Arc<dyn Extractor>],
+    input: &FrameInput<'_>,
+    collector: &FeatureCollector,
+) -> Result<()> {
+    let mut scores: Scores = Vec::new();
+    for e in exts {
+        scores.clear();
+        e.extract(input, &mut scores)?;
+        for (name, v) in &scores {
+            collector.append(name, *v, input.index)?;
+        }
+    }
+    Ok(())
+}
+
+impl Context {
+    /// Creates a context (`vmaf_init`).
+    pub fn new(cfg: Config) -> Result<Self> {
+        crate::log::set_level(cfg.log_level);
+        let pool = if cfg.n_threads > 0 {
+            Some(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(cfg.n_threads as usize)
+                    .thread_name(|i| format!("vmaf-worker-{i}"))
+                    .build()
+                    .map_err(|e| Error::NoMem(format!("thread pool: {e}")))?,
+            )
+        } else {
+            None
+        };
+        Ok(Context {
+            cfg,
+            extractors: Vec::new(),
+            collector: Arc::new(FeatureCollector::new()),
+            prev_ref: None,
+            prev_prev_ref: None,
+            params: None,
+            pic_cnt: 0,
+            flushed: false,
+            pool,
+            in_flight: Arc::new(InFlight::default()),
+        })
+    }
+
+    /// The configuration this context was created with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The feature collector (all scores so far).
+    pub fn collector(&self) -> &FeatureCollector {
+        &self.collector
+    }
+
+    /// Number of picture pairs submitted.
+    pub fn picture_count(&self) -> usize {
+        self.pic_cnt
+    }
+
+    /// Whether the end-of-stream flush has happened.
+    pub fn is_flushed(&self) -> bool {
+        self.flushed
+    }
+
+    /// Adds `ext` unless an equivalent one is registered already.
+    fn register(&mut self, ext: Box<dyn Extractor>) {
+        let key = ext.dedup_key();
+        if self.extractors.iter().any(|e| e.dedup_key() == key) {
+            return;
+        }
+        self.extractors.push(Arc::from(ext));
+    }
+
+    fn check_can_register(&self) -> Result<()> {
+        if self.pic_cnt > 0 || self.flushed {
+            return Err(Error::inval(
+                "features must be registered before the first picture",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Registers the extractors `model` needs.
+    pub fn use_features_from_model(&mut self, model: &Model) -> Result<()> {
+        self.check_can_register()?;
+        let mut new = Vec::new();
+        for f in &model.features {
+            new.push(extractor_for_model_feature(f)?);
+        }
+        for e in new {
+            self.register(e);
+        }
+        Ok(())
+    }
+
+    /// Registers the extractors every model of `mc` needs.
+    pub fn use_features_from_model_collection(&mut self, mc: &ModelCollection) -> Result<()> {
+        for m in &mc.models {
+            self.use_features_from_model(m)?;
+        }
+        Ok(())
+    }
+
+    /// Registers extractor `name` with `opts` (`vmaf_use_feature`).
+    pub fn use_feature(&mut self, name: &str, opts: &Dict) -> Result<()> {
+        self.check_can_register()?;
+        let e = feature::create(name, opts)?;
+        self.register(e);
+        Ok(())
+    }
+
+    /// Stores an externally computed score.
+    pub fn import_feature_score(&self, name: &str, value: f64, index: usize) -> Result<()> {
+        self.collector.append(name, value, index)
+    }
+
+    fn validate(&mut self, r: &Picture, d: &Picture) -> Result<()> {
+        let p = PicParams {
+            w: r.w[0],
+            h: r.h[0],
+            pix_fmt: r.pix_fmt,
+            bpc: r.bpc,
+        };
+        if d.w[0] != r.w[0] || d.h[0] != r.h[0] || d.pix_fmt != r.pix_fmt || d.bpc != r.bpc {
+            return Err(Error::inval(format!(
+                "reference {}x{} {:?} {}-bit and distorted {}x{} {:?} {}-bit pictures differ",
+                r.w[0], r.h[0], r.pix_fmt, r.bpc, d.w[0], d.h[0], d.pix_fmt, d.bpc
+            )));
+        }
+        match self.params {
+            None => self.params = Some(p),
+            Some(first) if first != p => {
+                return Err(Error::inval(format!(
+                    "picture {}x{} {:?} {}-bit differs from the first one ({}x{} {:?} {}-bit)",
+                    p.w, p.h, p.pix_fmt, p.bpc, first.w, first.h, first.pix_fmt, first.bpc
+                )))
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Submits one reference/distorted pair (`vmaf_read_pictures`).
+    pub fn read_pictures(
+        &mut self,
+        reference: Picture,
+        distorted: Picture,
+        index: usize,
+    ) -> Result<()> {
+        if self.flushed {
+            return Err(Error::inval("context already flushed"));
+        }
+        self.validate(&reference, &distorted)?;
+        self.pic_cnt += 1;
+        let sub = self.cfg.n_subsample.max(1) as usize;
+        let skip_plain = sub > 1 && index % sub != 0;
+        let wanted = |e: &Arc<dyn Extractor>| {
+            !skip_plain
+                || e.flags()
+                    .intersects(ExtractorFlags::TEMPORAL | ExtractorFlags::PREV_REF)
+        };
+
+        match &self.pool {
+            None => {
+                let exts: Vec<_> = self
+                    .extractors
+                    .iter()
+                    .filter(|e| wanted(e))
+                    .cloned()
+                    .collect();
+                let input = FrameInput {
+                    index,
+                    reference: &reference,
+                    distorted: &distorted,
+                    prev_ref: self.prev_ref.as_ref(),
+                    prev_prev_ref: self.prev_prev_ref.as_ref(),
+                };
+                run_extractors(&exts, &input, &self.collector)?;
+            }
+            Some(pool) => {
+                // Temporal extractors run here, in order; the rest go to a worker.
+                let (temporal, parallel): (Vec<_>, Vec<_>) = self
+                    .extractors
+                    .iter()
+                    .filter(|e| wanted(e))
+                    .cloned()
+                    .partition(|e| e.flags().contains(ExtractorFlags::TEMPORAL));
+                let input = FrameInput {
+                    index,
+                    reference: &reference,
+                    distorted: &distorted,
+                    prev_ref: self.prev_ref.as_ref(),
+                    prev_prev_ref: self.prev_prev_ref.as_ref(),
+                };
+                run_extractors(&temporal, &input, &self.collector)?;
+                if !parallel.is_empty() {
+                    // Bound the queue so pictures do not pile up in memory.
+                    self.in_flight.wait_below(2 * self.cfg.n_threads as usize)?;
+                    self.in_flight.lock().0 += 1;
+                    let (r, d) = (reference.clone(), distorted.clone());
+                    let (pr, ppr) = (self.prev_ref.clone(), self.prev_prev_ref.clone());
+                    let collector = self.collector.clone();
+                    let in_flight = self.in_flight.clone();
+                    pool.spawn(move || {
+                        let input = FrameInput {
+                            index,
+                            reference: &r,
+                            distorted: &d,
+                            prev_ref: pr.as_ref(),
+                            prev_prev_ref: ppr.as_ref(),
+                        };
+                        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            run_extractors(&parallel, &input, &collector)
+                        }));
+                        let err = match res {
+                            Ok(Ok(())) => None,
+                            Ok(Err(e)) => Some(e),
+                            Err(_) => Some(Error::inval("feature extractor panicked")),
+                        };
+                        in_flight.finish(err);
+                    });
+                }
+            }
+        }
+        self.prev_prev_ref = self.prev_ref.take();
+        self.prev_ref = Some(reference);
+        Ok(())
+    }
+
+    /// End of stream (`vmaf_read_pictures(NULL, NULL)`): waits for queued frames, then lets
+    /// extractors finish their scores.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.flushed {
+            return Err(Error::inval("context already flushed"));
+        }
+        self.flushed = true;
+        self.in_flight.wait_below(0)?;
+        self.prev_ref = None;
+        self.prev_prev_ref = None;
+        if self.pic_cnt == 0 {
+            return Err(Error::inval("flush with no pictures read"));
+        }
+        for e in &self.extractors {
+            e.flush(&self.collector)?;
+        }
+        Ok(())
+    }
+
+    fn feature_value(&self, f: &ModelFeature, index: usize) -> Result<f64> {
+        let stored = extractor_for_model_feature(f)?.feature_name(&f.name);
+        self.collector
+            .get(&stored, index)
+            .ok_or_else(|| Error::inval(format!("no score for feature {stored} at index {index}")))
+    }
+
+    /// The model score of frame `index`, predicting and storing it if needed.
+    pub fn score_at_index(&self, model: &Model, index: usize) -> Result<f64> {
+        if let Some(v) = self.collector.get(&model.name, index) {
+            return Ok(v);
+        }
+        let mut values = Vec::with_capacity(model.features.len());
+        for f in &model.features {
+            values.push(self.feature_value(f, index)?);
+        }
+        let v = model.predict(&values, ModelFlags::empty())?;
+        self.collector.append(&model.name, v, index)?;
+        Ok(v)
+    }
+
+    /// Bootstrap score of frame `index` for a collection; stores each member's score and the
+    /// `_bagging`, `_stddev`, `_ci_p95_lo`, `_ci_p95_hi` values.
+    pub fn score_at_index_model_collection(
+        &self,
+        mc: &ModelCollection,
+        index: usize,
+    ) -> Result<BootstrapScore> {
+        let names = [
+            format!("{}_bagging", mc.name),
+            format!("{}_stddev", mc.name),
+            format!("{}_ci_p95_lo", mc.name),
+            format!("{}_ci_p95_hi", mc.name),
+        ];
+        let cached: Vec<_> = names.iter().map(|n| self.collector.get(n, index)).collect();
+        if let [Some(b), Some(s), Some(lo), Some(hi)] = cached[..] {
+            return Ok(BootstrapScore {
+                bagging_score: b,
+                stddev: s,
+                ci_p95_lo: lo,
+                ci_p95_hi: hi,
+            });
+        }
+        let mut values = Vec::with_capacity(mc.models.len());
+        for m in &mc.models {
+            let mut v = Vec::with_capacity(m.features.len());
+            for f in &m.features {
+                v.push(self.feature_value(f, index)?);
+            }
+            values.push(v);
+        }
+        let (members, score) = mc.predict(&values)?;
+        for (m, v) in mc.models.iter().zip(members) {
+            if self.collector.get(&m.name, index).is_none() {
+                self.collector.append(&m.name, v, index)?;
+            }
+        }
+        let vals = [
+            score.bagging_score,
+            score.stddev,
+            score.ci_p95_lo,
+            score.ci_p95_hi,
+        ];
+        for (n, v) in names.iter().zip(vals) {
+            if self.collector.get(n, index).is_none() {
+                self.collector.append(n, v, index)?;
+            }
+        }
+        Ok(score)
+    }
+
+    /// Score of feature `name` (stored name) at `index`.
+    pub fn feature_score_at_index(&self, name: &str, index: usize) -> Result<f64> {
+        self.collector
+            .get(name, index)
+            .ok_or_else(|| Error::inval(format!("no score for feature {name} at index {index}")))
+    }
+
+    fn visited(&self, lo: usize, hi: usize) -> impl Iterator<Item = usize> {
+        let sub = self.cfg.n_subsample.max(1) as usize;
+        (lo..=hi).filter(move |i| sub <= 1 || i % sub == 0)
+    }
+
+    /// Pools a model's scores over `lo..=hi`, predicting missing frames first.
+    pub fn score_pooled(
+        &self,
+        model: &Model,
+        method: PoolingMethod,
+        lo: usize,
+        hi: usize,
+    ) -> Result<f64> {
+        if lo > hi {
+            return Err(Error::inval("pooling range is empty"));
+        }
+        for i in self.visited(lo, hi) {
+            self.score_at_index(model, i)?;
+        }
+        self.feature_score_pooled(&model.name, method, lo, hi)
+    }
+
+    /// Pools a collection's bootstrap scores over `lo..=hi`.
+    pub fn score_pooled_model_collection(
+        &self,
+        mc: &ModelCollection,
+        method: PoolingMethod,
+        lo: usize,
+        hi: usize,
+    ) -> Result<BootstrapScore> {
+        if lo > hi {
+            return Err(Error::inval("pooling range is empty"));
+        }
+        for i in self.visited(lo, hi) {
+            self.score_at_index_model_collection(mc, i)?;
+        }
+        let p = |suffix: &str| {
+            self.feature_score_pooled(&format!("{}_{suffix}", mc.name), method, lo, hi)
+        };
+        Ok(BootstrapScore {
+            bagging_score: p("bagging")?,
+            stddev: p("stddev")?,
+            ci_p95_lo: p("ci_p95_lo")?,
+            ci_p95_hi: p("ci_p95_hi")?,
+        })
+    }
+
+    /// Pools stored feature `name` over `lo..=hi`.
+    pub fn feature_score_pooled(
+        &self,
+        name: &str,
+        method: PoolingMethod,
+        lo: usize,
+        hi: usize,
+    ) -> Result<f64> {
+        let v = self
+            .collector
+            .vector(name)
+            .ok_or_else(|| Error::inval(format!("no such feature: {name}")))?;
+        pooling::pool(&v, method, lo, hi, self.cfg.n_subsample)
+    }
+
+    /// Writes every score in `fmt` to `path` (`vmaf_write_output`).
+    pub fn write_output(&self, path: &Path, fmt: OutputFormat) -> Result<()> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+        let mut w = std::io::BufWriter::new(file);
+        self.write_output_to(&mut w, fmt)?;
+        use std::io::Write;
+        w.flush()
+            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+    }
+
+    /// Writes every score in `fmt` to `w`.
+    pub fn write_output_to(&self, w: &mut dyn std::io::Write, fmt: OutputFormat) -> Result<()> {
+        let (width, height) = self.params.map(|p| (p.w, p.h)).unwrap_or((0, 0));
+        let secs = self.collector.elapsed_secs();
+        let fps = self.pic_cnt as f64 / secs;
+        let data = crate::output::OutputData {
+            version: crate::VMAF_VERSION,
+            fps,
+            width,
+            height,
+            pic_cnt: self.pic_cnt,
+            n_subsample: self.cfg.n_subsample,
+            vectors: self.collector.snapshot(),
+            aggregate: Vec::new(),
+        };
+        crate::output::write(fmt, w, &data)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // Queued frames hold references to the collector; let them finish before teardown.
+        let _ = self.in_flight.wait_below(0);
+    }
+}
+
+/// Creates the extractor instance that computes model feature `f` with its options.
+fn extractor_for_model_feature(f: &ModelFeature) -> Result<Box<dyn Extractor>> {
+    let ext = feature::extractor_for_feature(&f.name)
+        .ok_or_else(|| Error::inval(format!("no feature extractor provides {}", f.name)))?;
+    feature::create(ext, &f.opts)
+}

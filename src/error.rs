@@ -1,0 +1,60 @@
+//! One error type for the whole crate; the C boundary maps it to a negative errno.
+
+use thiserror::Error;
+
+/// Every failure the library can report. `errno()` gives the negative value the C API returns.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Bad argument, bad input data or a call made in the wrong state.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    /// Allocation failure (host or device).
+    #[error("out of memory: {0}")]
+    NoMem(String),
+    /// No usable GPU device / runtime.
+    #[error("no device: {0}")]
+    NoDevice(String),
+    /// Feature not compiled in.
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    /// I/O failure (files, readers, writers).
+    #[error("i/o error: {context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A GPU runtime call failed.
+    #[error("gpu error: {0}")]
+    Gpu(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::Invalid`].
+    pub fn inval(msg: impl Into<String>) -> Self {
+        Error::Invalid(msg.into())
+    }
+
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// The negative errno libvmaf would return for this failure.
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::Invalid(_) => -libc::EINVAL,
+            Error::NoMem(_) => -libc::ENOMEM,
+            Error::NoDevice(_) => -libc::ENODEV,
+            Error::NotSupported(_) => -libc::ENOSYS,
+            Error::Io { source, .. } => -source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Gpu(_) => -libc::EIO,
+        }
+    }
+}
+
+/// Crate-wide result alias.
+pub type Result<T> = std::result::Result<T, Error>;

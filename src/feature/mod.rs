@@ -1,0 +1,103 @@
+//! Feature extractors: one module per feature, CPU reference beside its GPU dispatch.
+//!
+//! An extractor is created from an options dictionary, computes per-frame scores from a
+//! reference/distorted picture pair, and may finish scores at flush time (motion2).
+
+use bitflags::bitflags;
+
+use crate::collector::FeatureCollector;
+use crate::error::{Error, Result};
+use crate::picture::Picture;
+
+pub mod adm;
+pub mod alias;
+pub mod motion;
+pub mod options;
+pub mod psnr;
+pub mod vif;
+
+pub use options::{Dict, OptSpec, OptValue, Opts};
+
+bitflags! {
+    /// Scheduling needs of an extractor (libvmaf's `VMAF_FEATURE_EXTRACTOR_*`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct ExtractorFlags: u32 {
+        /// Stateful: must see every frame in order, on the submitting thread.
+        const TEMPORAL = 1;
+        /// Needs the previous reference picture(s); never subsampled.
+        const PREV_REF = 8;
+    }
+}
+
+/// What one `extract` call sees.
+pub struct FrameInput<'a> {
+    /// Frame index as submitted.
+    pub index: usize,
+    pub reference: &'a Picture,
+    pub distorted: &'a Picture,
+    /// Reference of the previously submitted frame (PREV_REF extractors).
+    pub prev_ref: Option<&'a Picture>,
+    /// Reference submitted two frames ago.
+    pub prev_prev_ref: Option<&'a Picture>,
+}
+
+/// Scores produced by one `extract` call: (stored feature name, value).
+pub type Scores = Vec<(String, f64)>;
+
+/// A configured feature extractor. `extract` may run on several threads at once for different
+/// frames (unless TEMPORAL), so per-frame scratch memory is allocated inside the call.
+pub trait Extractor: Send + Sync {
+    /// Extractor name as registered (`"vif"`, `"adm"`, `"motion"`, `"psnr"`).
+    fn name(&self) -> &'static str;
+
+    /// Scheduling flags.
+    fn flags(&self) -> ExtractorFlags {
+        ExtractorFlags::empty()
+    }
+
+    /// Identity for deduplication: two registrations with the same key are the same extractor.
+    /// By default the extractor name plus its stored feature names.
+    fn dedup_key(&self) -> String;
+
+    /// The name under which this instance stores the provided feature `full_name` (e.g.
+    /// `VMAF_integer_feature_adm2_score` -> `integer_adm2_egl_1` when egl=1).
+    fn feature_name(&self, full_name: &str) -> String;
+
+    /// Computes this frame's scores.
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()>;
+
+    /// Called once at end of stream, after every frame's scores are in `collector`; may append
+    /// more scores (motion2/motion3).
+    fn flush(&self, _collector: &FeatureCollector) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Extractor names `vmaf_use_feature` accepts, in lookup order.
+pub const EXTRACTOR_NAMES: &[&str] = &["vif", "adm", "motion", "psnr"];
+
+/// Creates extractor `name` with `opts`.
+pub fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
+    Ok(match name {
+        "vif" => Box::new(vif::Vif::new(opts)?),
+        "adm" => Box::new(adm::Adm::new(opts)?),
+        "motion" => Box::new(motion::Motion::new(opts)?),
+        "psnr" => Box::new(psnr::Psnr::new(opts)?),
+        _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
+    })
+}
+
+/// Which extractor provides the model feature `feature_name` (a full name such as
+/// `VMAF_integer_feature_adm2_score`), as libvmaf's provided-features lookup does.
+pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
+    const TABLE: &[(&str, &[&str])] = &[
+        ("vif", vif::PROVIDED_FEATURES),
+        ("adm", adm::PROVIDED_FEATURES),
+        ("motion", motion::PROVIDED_FEATURES),
+        ("psnr", psnr::PROVIDED_FEATURES),
+    ];
+    TABLE
+        .iter()
+        .find(|(_, feats)| feats.contains(&feature_name))
+        .map(|(n, _)| *n)
+}

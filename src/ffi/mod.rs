@@ -1,0 +1,1 @@
+//! The libvmaf C API. Only translation between C and Rust lives here.

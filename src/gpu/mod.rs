@@ -1,0 +1,1 @@
+//! The vendor-neutral GPU runtime (HIP on AMD, the CUDA driver on NVIDIA), loaded at run time.

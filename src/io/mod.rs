@@ -1,0 +1,1 @@
+//! Video readers for the CLI: y4m and raw `.yuv`.

@@ -1,0 +1,24 @@
+//! vmaf-hip: a drop-in replacement for Netflix's libvmaf, bit-exact with its scalar C path, with
+//! feature extraction on AMD and NVIDIA GPUs through HIP.
+//!
+//! Data path: [`picture`] → [`feature`] extractors → [`collector`] → [`model`] → [`pooling`] /
+//! [`output`]. [`context`] drives it; [`ffi`] exposes the libvmaf C API; [`gpu`] is the
+//! vendor-neutral GPU runtime; [`io`] holds the CLI's video readers.
+
+pub mod collector;
+pub mod context;
+pub mod error;
+pub mod feature;
+pub mod ffi;
+pub mod gpu;
+pub mod io;
+pub mod log;
+pub mod model;
+pub mod output;
+pub mod picture;
+pub mod pooling;
+
+pub use error::{Error, Result};
+
+/// Version string written into XML/JSON outputs and returned by `vmaf_version()`.
+pub const VMAF_VERSION: &str = "3.2.0";

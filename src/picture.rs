@@ -1,0 +1,232 @@
+//! Pictures: planar YUV frames at 8..16 bits, the input of every feature extractor.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// Pixel layouts, numbered as libvmaf's `enum VmafPixelFormat`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PixelFormat {
+    Unknown = 0,
+    Yuv420p = 1,
+    Yuv422p = 2,
+    Yuv444p = 3,
+    Yuv400p = 4,
+}
+
+impl PixelFormat {
+    /// From the C enum value.
+    pub fn from_raw(v: u32) -> Option<Self> {
+        Some(match v {
+            0 => PixelFormat::Unknown,
+            1 => PixelFormat::Yuv420p,
+            2 => PixelFormat::Yuv422p,
+            3 => PixelFormat::Yuv444p,
+            4 => PixelFormat::Yuv400p,
+            _ => return None,
+        })
+    }
+
+    /// Horizontal and vertical chroma subsampling shifts.
+    pub fn chroma_shift(self) -> (u32, u32) {
+        match self {
+            PixelFormat::Yuv420p => (1, 1),
+            PixelFormat::Yuv422p => (1, 0),
+            _ => (0, 0),
+        }
+    }
+
+    /// Number of planes that carry samples.
+    pub fn plane_count(self) -> usize {
+        match self {
+            PixelFormat::Yuv400p => 1,
+            PixelFormat::Unknown => 0,
+            _ => 3,
+        }
+    }
+}
+
+/// Plane dimensions of a `w`x`h` picture, with libvmaf's chroma rule: `w >> ss_hor`, `h >> ss_ver`
+/// (floor; zero for 4:0:0).
+pub fn plane_dims(pix_fmt: PixelFormat, w: usize, h: usize) -> [(usize, usize); 3] {
+    let (sx, sy) = pix_fmt.chroma_shift();
+    if pix_fmt == PixelFormat::Yuv400p {
+        return [(w, h), (0, 0), (0, 0)];
+    }
+    let c = (w >> sx, h >> sy);
+    [(w, h), c, c]
+}
+
+/// Sample storage: 8-bit pictures hold bytes, deeper ones native-endian `u16`.
+#[derive(Debug)]
+pub enum Samples {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+}
+
+/// A borrowed plane of samples.
+#[derive(Debug, Clone, Copy)]
+pub enum PlaneRef<'a> {
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+}
+
+/// The owned content of a picture. Planes live in one buffer; strides are in samples.
+#[derive(Debug)]
+pub struct PictureData {
+    pub pix_fmt: PixelFormat,
+    pub bpc: u32,
+    pub w: [usize; 3],
+    pub h: [usize; 3],
+    /// Row pitch of each plane, in samples.
+    pub stride: [usize; 3],
+    offset: [usize; 3],
+    samples: Samples,
+}
+
+/// Rows are padded to 32 samples, as libvmaf's allocator does.
+const ROW_ALIGN: usize = 32;
+
+impl PictureData {
+    /// A zeroed picture. `bpc` must be 8..=16 and the format known.
+    pub fn new(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Result<Self> {
+        if pix_fmt == PixelFormat::Unknown {
+            return Err(Error::inval("unknown pixel format"));
+        }
+        if !(8..=16).contains(&bpc) {
+            return Err(Error::inval(format!("bpc {bpc} outside 8..16")));
+        }
+        if w == 0 || h == 0 {
+            return Err(Error::inval("zero picture size"));
+        }
+        let dims = plane_dims(pix_fmt, w, h);
+        let mut stride = [0usize; 3];
+        let mut offset = [0usize; 3];
+        let mut total = 0usize;
+        for (i, &(pw, ph)) in dims.iter().enumerate() {
+            stride[i] = pw.div_ceil(ROW_ALIGN) * ROW_ALIGN;
+            offset[i] = total;
+            total = stride[i]
+                .checked_mul(ph)
+                .and_then(|n| n.checked_add(total))
+                .ok_or_else(|| Error::inval("picture too large"))?;
+        }
+        let samples = if bpc == 8 {
+            Samples::U8(vec![0; total])
+        } else {
+            Samples::U16(vec![0; total])
+        };
+        Ok(PictureData {
+            pix_fmt,
+            bpc,
+            w: [dims[0].0, dims[1].0, dims[2].0],
+            h: [dims[0].1, dims[1].1, dims[2].1],
+            stride,
+            offset,
+            samples,
+        })
+    }
+
+    /// Bytes per sample (1 or 2).
+    pub fn bytes_per_sample(&self) -> usize {
+        if self.bpc == 8 {
+            1
+        } else {
+            2
+        }
+    }
+
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
+        let len = self.stride[i] * self.h[i];
+        self.offset[i]..self.offset[i] + len
+    }
+
+    /// Plane `i` (stride `self.stride[i]` samples, `h[i]` rows).
+    pub fn plane(&self, i: usize) -> PlaneRef<'_> {
+        let r = self.range(i);
+        match &self.samples {
+            Samples::U8(v) => PlaneRef::U8(&v[r]),
+            Samples::U16(v) => PlaneRef::U16(&v[r]),
+        }
+    }
+
+    /// Plane `i` of an 8-bit picture. Panics on deeper pictures (internal misuse).
+    pub fn plane_u8(&self, i: usize) -> &[u8] {
+        match self.plane(i) {
+            PlaneRef::U8(p) => p,
+            PlaneRef::U16(_) => panic!("plane_u8 on a {}-bit picture", self.bpc),
+        }
+    }
+
+    /// Plane `i` of a 9..16-bit picture. Panics on 8-bit pictures (internal misuse).
+    pub fn plane_u16(&self, i: usize) -> &[u16] {
+        match self.plane(i) {
+            PlaneRef::U16(p) => p,
+            PlaneRef::U8(_) => panic!("plane_u16 on an 8-bit picture"),
+        }
+    }
+
+    /// Mutable plane of an 8-bit picture.
+    pub fn plane_u8_mut(&mut self, i: usize) -> &mut [u8] {
+        let r = self.range(i);
+        match &mut self.samples {
+            Samples::U8(v) => &mut v[r],
+            Samples::U16(_) => panic!("plane_u8_mut on a deep picture"),
+        }
+    }
+
+    /// Mutable plane of a 9..16-bit picture.
+    pub fn plane_u16_mut(&mut self, i: usize) -> &mut [u16] {
+        let r = self.range(i);
+        match &mut self.samples {
+            Samples::U16(v) => &mut v[r],
+            Samples::U8(_) => panic!("plane_u16_mut on an 8-bit picture"),
+        }
+    }
+
+    /// Sample at (x, y) of plane `i`, widened.
+    #[inline]
+    pub fn sample(&self, i: usize, x: usize, y: usize) -> u16 {
+        let idx = self.offset[i] + y * self.stride[i] + x;
+        match &self.samples {
+            Samples::U8(v) => v[idx] as u16,
+            Samples::U16(v) => v[idx],
+        }
+    }
+
+    /// Raw base pointer of the sample buffer, for the C boundary.
+    pub fn base_ptr_mut(&mut self) -> *mut u8 {
+        match &mut self.samples {
+            Samples::U8(v) => v.as_mut_ptr(),
+            Samples::U16(v) => v.as_mut_ptr() as *mut u8,
+        }
+    }
+
+    /// Offset of plane `i` in samples from the buffer start.
+    pub fn plane_offset(&self, i: usize) -> usize {
+        self.offset[i]
+    }
+
+    /// Copies the luma plane into a dense `u16` buffer (row pitch = width).
+    pub fn luma_u16(&self) -> Vec<u16> {
+        let (w, h, s) = (self.w[0], self.h[0], self.stride[0]);
+        let mut out = Vec::with_capacity(w * h);
+        match self.plane(0) {
+            PlaneRef::U8(p) => {
+                for y in 0..h {
+                    out.extend(p[y * s..y * s + w].iter().map(|&v| v as u16));
+                }
+            }
+            PlaneRef::U16(p) => {
+                for y in 0..h {
+                    out.extend_from_slice(&p[y * s..y * s + w]);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A shared, immutable picture handed to extractors (cheap to clone).
+pub type Picture = Arc<PictureData>;
