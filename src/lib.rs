@@ -17,6 +17,8 @@ pub mod model;
 pub mod output;
 pub mod picture;
 pub mod pooling;
+#[cfg(test)]
+pub mod testutil;
 
 pub use error::{Error, Result};
 

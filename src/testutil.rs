@@ -1,0 +1,193 @@
+//! Test helpers: parity clips from `tests/data` (decompressed once with `xz` into
+//! `target/testdata`) loaded as pictures, and upstream's expected JSON logs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use crate::picture::{Picture, PictureData, PixelFormat};
+
+/// Repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+static XZ_LOCK: Mutex<()> = Mutex::new(());
+
+/// Path of decompressed clip `file` (e.g. `ref_natural_576x324_420p8.y4m`).
+pub fn clip_path(file: &str) -> PathBuf {
+    let out_dir = repo_root().join("target").join("testdata");
+    let out = out_dir.join(file);
+    let _g = XZ_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !out.exists() {
+        std::fs::create_dir_all(&out_dir).expect("create target/testdata");
+        let src = repo_root()
+            .join("tests/data/clips")
+            .join(format!("{file}.xz"));
+        let tmp = out_dir.join(format!("{file}.part"));
+        let data = Command::new("xz")
+            .arg("-dc")
+            .arg(&src)
+            .output()
+            .expect("run xz (install xz-utils)");
+        assert!(data.status.success(), "xz failed on {}", src.display());
+        std::fs::write(&tmp, &data.stdout).expect("write clip");
+        std::fs::rename(&tmp, &out).expect("rename clip");
+    }
+    out
+}
+
+/// Expected upstream JSON log `name` (file in `tests/data/expected`).
+pub fn expected_json(name: &str) -> serde_json::Value {
+    let p = repo_root().join("tests/data/expected").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&p).expect("read expected")).expect("parse")
+}
+
+/// The value upstream printed for `metric` at `frame` in `log`.
+pub fn expected_metric(log: &serde_json::Value, frame: usize, metric: &str) -> Option<f64> {
+    log["frames"][frame]["metrics"][metric].as_f64()
+}
+
+fn read_planes(bytes: &[u8], fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> (Picture, usize) {
+    let mut pic = PictureData::new(fmt, bpc, w, h).expect("picture");
+    let bps = if bpc > 8 { 2 } else { 1 };
+    let (sx, sy) = fmt.chroma_shift();
+    // Files store ceil-sized chroma; pictures keep libvmaf's floor size.
+    let file_dims = [(w, h), ((w + sx as usize) >> sx, (h + sy as usize) >> sy)];
+    let mut pos = 0;
+    for p in 0..fmt.plane_count() {
+        let (fw, fh) = file_dims[p.min(1)];
+        let (pw, ph, stride) = (pic.w[p], pic.h[p], pic.stride[p]);
+        for y in 0..fh {
+            let row = &bytes[pos + y * fw * bps..pos + (y + 1) * fw * bps];
+            if y < ph {
+                if bpc == 8 {
+                    pic.plane_u8_mut(p)[y * stride..y * stride + pw].copy_from_slice(&row[..pw]);
+                } else {
+                    let dst = &mut pic.plane_u16_mut(p)[y * stride..y * stride + pw];
+                    for (x, d) in dst.iter_mut().enumerate() {
+                        *d = u16::from_le_bytes([row[2 * x], row[2 * x + 1]]);
+                    }
+                }
+            }
+        }
+        pos += fw * fh * bps;
+    }
+    (Arc::new(pic), pos)
+}
+
+/// Loads every frame of a y4m file.
+pub fn load_y4m(path: &Path) -> Vec<Picture> {
+    let data = std::fs::read(path).expect("read y4m");
+    let nl = data.iter().position(|&b| b == b'\n').expect("header");
+    let header = std::str::from_utf8(&data[..nl]).expect("ascii header");
+    let (mut w, mut h, mut c) = (0, 0, "420".to_string());
+    for tok in header.split_whitespace().skip(1) {
+        match tok.as_bytes()[0] {
+            b'W' => w = tok[1..].parse().unwrap(),
+            b'H' => h = tok[1..].parse().unwrap(),
+            b'C' => c = tok[1..].to_string(),
+            _ => {}
+        }
+    }
+    let (fmt, bpc) = if let Some(rest) = c.strip_prefix("420") {
+        (
+            PixelFormat::Yuv420p,
+            rest.strip_prefix('p')
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(8),
+        )
+    } else if let Some(rest) = c.strip_prefix("422") {
+        (
+            PixelFormat::Yuv422p,
+            rest.strip_prefix('p')
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(8),
+        )
+    } else if let Some(rest) = c.strip_prefix("444") {
+        (
+            PixelFormat::Yuv444p,
+            rest.strip_prefix('p')
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(8),
+        )
+    } else {
+        panic!("unsupported y4m colorspace {c}")
+    };
+    let mut pos = nl + 1;
+    let mut out = Vec::new();
+    while pos < data.len() {
+        let fnl = pos
+            + data[pos..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .expect("frame header");
+        pos = fnl + 1;
+        let (pic, used) = read_planes(&data[pos..], fmt, bpc, w, h);
+        pos += used;
+        out.push(pic);
+    }
+    out
+}
+
+/// Loads every frame of a raw planar file.
+pub fn load_yuv(path: &Path, fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Vec<Picture> {
+    let data = std::fs::read(path).expect("read yuv");
+    let mut pos = 0;
+    let mut out = Vec::new();
+    while pos < data.len() {
+        let (pic, used) = read_planes(&data[pos..], fmt, bpc, w, h);
+        pos += used;
+        out.push(pic);
+    }
+    out
+}
+
+/// Parity clip names (without `ref_`/`dist_` prefix and extension).
+pub const PARITY_CLIPS: &[&str] = &[
+    "natural_576x324_420p8",
+    "natural_640x360_420p10",
+    "mandel_352x288_422p8",
+    "testsrc_480x270_444p8",
+    "natural_1920x1080_420p8",
+    "testsrc_321x241_420p8",
+    "natural_320x180_420p12",
+    "life_320x240_420p8",
+];
+
+/// Reference and distorted frames of parity clip `name`.
+pub fn load_parity_clip(name: &str) -> (Vec<Picture>, Vec<Picture>) {
+    if name.starts_with("mandel") {
+        let r = clip_path(&format!("ref_{name}.yuv"));
+        let d = clip_path(&format!("dist_{name}.yuv"));
+        (
+            load_yuv(&r, PixelFormat::Yuv422p, 8, 352, 288),
+            load_yuv(&d, PixelFormat::Yuv422p, 8, 352, 288),
+        )
+    } else {
+        let r = clip_path(&format!("ref_{name}.y4m"));
+        let d = clip_path(&format!("dist_{name}.y4m"));
+        (load_y4m(&r), load_y4m(&d))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_parity_clips() {
+        // Despite its name this clip is stored as 320x240 in its y4m header.
+        let (r, d) = load_parity_clip("testsrc_321x241_420p8");
+        assert_eq!(r.len(), 12);
+        assert_eq!(d.len(), 12);
+        assert_eq!(
+            (r[0].w[0], r[0].h[0], r[0].w[1], r[0].h[1]),
+            (320, 240, 160, 120)
+        );
+        let (r, _) = load_parity_clip("natural_320x180_420p12");
+        assert_eq!(r[0].bpc, 12);
+        let (r, _) = load_parity_clip("mandel_352x288_422p8");
+        assert_eq!(r.len(), 24);
+    }
+}
