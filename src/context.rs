@@ -94,6 +94,7 @@ pub struct Context {
     flushed: bool,
     pool: Option<rayon::ThreadPool>,
     in_flight: Arc<InFlight>,
+    gpu: Option<Arc<crate::gpu::GpuState>>,
 }
 
 fn run_extractors(
@@ -138,6 +139,7 @@ impl Context {
             flushed: false,
             pool,
             in_flight: Arc::new(InFlight::default()),
+            gpu: None,
         })
     }
 
@@ -159,6 +161,22 @@ impl Context {
     /// Whether the end-of-stream flush has happened.
     pub fn is_flushed(&self) -> bool {
         self.flushed
+    }
+
+    /// Hands a GPU state to this context (`vmaf_hip_import_state`): extractors registered from now
+    /// on use their GPU version where one exists. Ignored when `gpumask` is non-zero.
+    pub fn import_gpu_state(&mut self, state: Arc<crate::gpu::GpuState>) -> Result<()> {
+        if self.cfg.gpumask != 0 {
+            crate::log_info!("gpumask set: GPU state not used");
+            return Ok(());
+        }
+        self.gpu = Some(state);
+        Ok(())
+    }
+
+    /// The imported GPU state, if any.
+    pub fn gpu_state(&self) -> Option<&Arc<crate::gpu::GpuState>> {
+        self.gpu.as_ref()
     }
 
     /// Adds `ext` unless an equivalent one is registered already.
