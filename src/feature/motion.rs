@@ -83,16 +83,17 @@ fn blurred_diff_sad<T: Copy + Into<i64>>(
     for i in 0..h {
         let rows: [usize; 5] =
             std::array::from_fn(|k| mirror(i as isize - 2 + k as isize, h as isize));
+        let p: [&[T]; 5] = std::array::from_fn(|k| &prev[rows[k] * prev_stride..][..w]);
+        let c: [&[T]; 5] = std::array::from_fn(|k| &cur[rows[k] * cur_stride..][..w]);
         let mut any_nonzero = false;
-        for j in 0..w {
+        for (j, e) in ext[2..w + 2].iter_mut().enumerate() {
             let mut acc = 0i64;
-            for (k, &r) in rows.iter().enumerate() {
-                let d = prev[r * prev_stride + j].into() - cur[r * cur_stride + j].into();
-                acc += FILTER[k] * d;
+            for k in 0..5 {
+                acc += FILTER[k] * (p[k][j].into() - c[k][j].into());
             }
             let y = ((acc + y_round) >> shift) as i32;
             any_nonzero |= y != 0;
-            ext[j + 2] = y;
+            *e = y;
         }
         // An all-zero row contributes nothing.
         if !any_nonzero {
