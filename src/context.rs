@@ -527,7 +527,7 @@ impl Context {
             pic_cnt: self.pic_cnt,
             n_subsample: self.cfg.n_subsample,
             vectors: self.collector.snapshot(),
-            aggregate: Vec::new(),
+            aggregate: self.extractors.iter().flat_map(|e| e.aggregate()).collect(),
         };
         crate::output::write(fmt, w, &data)
     }

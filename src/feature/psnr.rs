@@ -229,7 +229,7 @@ impl Psnr {
     /// Aggregate metrics (`apsnr_y/cb/cr`) over every frame extracted so far; empty unless
     /// `enable_apsnr` is set and a frame was seen. Like upstream, all three planes are reported
     /// even when chroma was not scored (those come out as −inf).
-    pub fn aggregate(&self) -> Vec<(String, f64)> {
+    pub fn apsnr_metrics(&self) -> Vec<(String, f64)> {
         if !self.enable_apsnr {
             return Vec::new();
         }
@@ -267,6 +267,10 @@ impl Extractor for Psnr {
 
     fn feature_name(&self, full_name: &str) -> String {
         full_name.to_string()
+    }
+
+    fn aggregate(&self) -> Vec<(String, f64)> {
+        self.apsnr_metrics()
     }
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
@@ -348,7 +352,7 @@ mod tests {
             let want = (10.0 * (4095.0f64 * 4095.0 / out[1].1).log10()).min(84.0);
             assert_eq!(out[0].1, want);
         }
-        let agg = p.aggregate();
+        let agg = p.apsnr_metrics();
         assert_eq!(agg[0].0, "apsnr_y");
         let n = 320.0 * 180.0 * scores.len() as f64;
         let want = 10.0 * ((4095.0f64 * 4095.0).log10() + n.log10() - (total as f64).log10());
@@ -371,7 +375,7 @@ mod tests {
         p.extract(&input, &mut out).unwrap();
         assert_eq!(out[0].1, 60.0);
         let cap = (10.0 * (65025.0f64 * 320.0 * 240.0 * 2.0).log10()).ceil();
-        assert_eq!(p.aggregate()[0].1, cap);
+        assert_eq!(p.apsnr_metrics()[0].1, cap);
 
         let mut d = Dict::new();
         d.set("reduced_hbd_peak", "true");
@@ -381,7 +385,7 @@ mod tests {
         assert_eq!(p.peak(8), 255);
         let want = (10.0 * (1020.0f64 * 1020.0 / (0.5 / (160.0 * 90.0))).log10()).ceil();
         assert_eq!(p.psnr_max(PixelFormat::Yuv420p, 10, 320, 180, 1), want);
-        assert!(p.aggregate().is_empty());
+        assert!(p.apsnr_metrics().is_empty());
     }
 
     #[test]
