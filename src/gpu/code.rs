@@ -119,10 +119,33 @@ pub fn select_amd_object<'a>(bundle: &'a [u8], device_arch: &str) -> Option<&'a 
         .map(|e| e.data)
 }
 
+/// Objects from `$VMAF_HIP_AOT_DIR/<kernel>.hipfb` and `.fatbin`, which take the place of the
+/// built-in ones: lets a hipcc/nvcc build be tried on a machine without a Rust toolchain.
+fn external_objects(name: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    match std::env::var_os("VMAF_HIP_AOT_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            (
+                std::fs::read(d.join(format!("{name}.hipfb"))).ok(),
+                std::fs::read(d.join(format!("{name}.fatbin"))).ok(),
+            )
+        }
+        None => (None, None),
+    }
+}
+
 /// Loads `kernel` on `dev`: the AOT object first, then the cache, then a fresh compile.
+/// `VMAF_HIP_FORCE_RTC=1` skips the AOT objects; `VMAF_HIP_NO_RTC=1` forbids run-time
+/// compilation (deployments that must run only the shipped code, and tests of the AOT path).
 pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
     let info = dev.info();
-    let aot_note = match (info.vendor, kernel.amd_bundle, kernel.nvidia_fatbin) {
+    let (ext_amd, ext_nv) = external_objects(kernel.name);
+    let mut amd = ext_amd.as_deref().or(kernel.amd_bundle);
+    let mut nv = ext_nv.as_deref().or(kernel.nvidia_fatbin);
+    if std::env::var("VMAF_HIP_FORCE_RTC").is_ok_and(|v| v == "1") {
+        (amd, nv) = (None, None);
+    }
+    let aot_note = match (info.vendor, amd, nv) {
         (Vendor::Amd, Some(bundle), _) => match select_amd_object(bundle, &info.arch) {
             Some(obj) => match Module::load(dev, obj) {
                 Ok(m) => return Ok(m),
@@ -136,11 +159,17 @@ pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Mod
         },
         _ => "built without ahead-of-time kernels".to_string(),
     };
+    if std::env::var("VMAF_HIP_NO_RTC").is_ok_and(|v| v == "1") {
+        return Err(Error::NoDevice(format!(
+            "{}: {aot_note}, and VMAF_HIP_NO_RTC=1 forbids compiling it",
+            kernel.name
+        )));
+    }
     crate::log::log(
         crate::log::LogLevel::Debug,
         &format!("{}: {aot_note}; compiling at run time", kernel.name),
     );
-    compile_cached(dev, kernel).map_err(|e| match e {
+    compile_cached(dev, kernel, cache_dir()).map_err(|e| match e {
         Error::NoDevice(m) => Error::NoDevice(format!("{aot_note}, and {m}")),
         other => other,
     })
@@ -239,7 +268,12 @@ fn rtc_job(api: Api, arch: &str) -> Result<RtcJob> {
     })
 }
 
-fn compile_cached(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
+/// Loads `kernel` from the cache in `dir`, else compiles it and stores the result there.
+pub fn compile_cached(
+    dev: &Arc<Device>,
+    kernel: &EmbeddedKernel,
+    dir: Option<PathBuf>,
+) -> Result<Arc<Module>> {
     let arch = dev.info().arch.clone();
     if arch.is_empty() {
         return Err(Error::NoDevice(
@@ -259,7 +293,7 @@ fn compile_cached(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Modu
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let path = cache_dir().map(|d| d.join(format!("{}-{safe_arch}-{key:016x}.bin", kernel.name)));
+    let path = dir.map(|d| d.join(format!("{}-{safe_arch}-{key:016x}.bin", kernel.name)));
 
     if let Some(p) = &path {
         if let Ok(bytes) = std::fs::read(p) {

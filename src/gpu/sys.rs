@@ -258,7 +258,7 @@ fn candidates(env_override: &str, names: &[&str], dir_envs: &[&str], dirs: &[&st
     out.extend(names.iter().map(|n| n.to_string()));
     let mut roots: Vec<PathBuf> = dir_envs
         .iter()
-        .filter_map(|e| std::env::var_os(e))
+        .filter_map(std::env::var_os)
         .filter(|v| !v.is_empty())
         .flat_map(|v| {
             let p = PathBuf::from(v);
@@ -293,7 +293,8 @@ fn open_first<T>(
                 Ok(t) => return Ok((t, c.clone())),
                 Err(e) => why.push(format!("{c}: {e}")),
             },
-            Err(e) => why.push(format!("{c}: {e}")),
+            // libloading's message already names the file.
+            Err(e) => why.push(e.to_string()),
         }
     }
     Err(format!("{what} not loadable ({})", why.join("; ")))

@@ -188,3 +188,42 @@ fn describe_lists_each_device() {
         assert!(l.contains(d.vendor.name()) && l.contains(&d.arch), "{l}");
     }
 }
+
+/// The run-time compile path and its cache: a first load compiles and stores an entry, a second
+/// loads the entry, and a damaged entry is compiled again and replaced.
+#[test]
+fn rtc_cache_round_trip() {
+    let Some(state) = test_state() else { return };
+    let dir = std::env::temp_dir().join(format!("vmaf-hip-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let kernel = code::embedded("psnr").unwrap();
+    let dev = state.device();
+    let entries = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default()
+    };
+
+    let m = code::compile_cached(dev, kernel, Some(dir.clone())).unwrap();
+    m.kernel("vmaf_psnr_sse_u8").unwrap();
+    let files = entries();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let good = std::fs::read(&files[0]).unwrap();
+    assert!(code::decode_entry(&good).is_some());
+
+    // Served from the cache: the file is untouched.
+    code::compile_cached(dev, kernel, Some(dir.clone())).unwrap();
+    assert_eq!(std::fs::read(&files[0]).unwrap(), good);
+
+    // Damage it: the next load recompiles and rewrites a valid entry.
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n / 2] ^= 0x55;
+    std::fs::write(&files[0], &bad).unwrap();
+    let m = code::compile_cached(dev, kernel, Some(dir.clone())).unwrap();
+    m.kernel("vmaf_psnr_sse_u16").unwrap();
+    let rewritten = std::fs::read(&files[0]).unwrap();
+    assert_ne!(rewritten, bad);
+    assert!(code::decode_entry(&rewritten).is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
