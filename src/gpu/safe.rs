@@ -467,7 +467,10 @@ pub struct PinnedHostBuffer<T: DeviceCopy> {
     dev: Arc<Device>,
     ptr: *mut T,
     len: usize,
-    pending: Option<Event>,
+    /// Recorded after the last queued copy that touches this memory (created on first use).
+    event: Option<Event>,
+    /// Whether `event` guards a copy the host has not waited for yet.
+    pending: bool,
 }
 
 // SAFETY: the buffer is owned memory like a Box<[T]>; T is Send + Sync.
@@ -501,7 +504,8 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
             dev: dev.clone(),
             ptr: p.cast(),
             len,
-            pending: None,
+            event: None,
+            pending: false,
         })
     }
 
@@ -514,8 +518,11 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 
     fn settle(&mut self) -> Result<()> {
-        if let Some(ev) = self.pending.take() {
-            ev.synchronize()?;
+        if self.pending {
+            if let Some(ev) = &self.event {
+                ev.synchronize()?;
+            }
+            self.pending = false;
         }
         Ok(())
     }
@@ -535,14 +542,31 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 
     /// Records that a copy queued on `stream` uses this memory.
-    fn mark_in_use(&mut self, stream: &Stream) -> Result<()> {
-        let ev = match self.pending.take() {
-            Some(ev) => ev,
-            None => Event::new(&self.dev)?,
-        };
-        ev.record(stream)?;
-        self.pending = Some(ev);
+    /// Creates the guard event; done before a copy is queued so that failing to create it
+    /// cannot leave a copy unguarded.
+    fn ensure_event(&mut self) -> Result<()> {
+        if self.event.is_none() {
+            self.event = Some(Event::new(&self.dev)?);
+        }
         Ok(())
+    }
+
+    /// Records that a copy just queued on `stream` uses this memory.
+    fn mark_in_use(&mut self, stream: &Stream) -> Result<()> {
+        let Some(ev) = &self.event else {
+            return stream.synchronize();
+        };
+        match ev.record(stream) {
+            Ok(()) => {
+                self.pending = true;
+                Ok(())
+            }
+            Err(e) => {
+                // Without the marker, wait for the copy here instead.
+                let _ = stream.synchronize();
+                Err(e)
+            }
+        }
     }
 }
 
@@ -662,6 +686,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
         // Host writes to `src` must be complete before the DMA reads it.
         src.settle()?;
+        src.ensure_event()?;
         let (dst, s) = (self.ptr, src.ptr.cast::<c_void>().cast_const());
         self.dev.call("copy host to device", |api| match api {
             // SAFETY: both ranges hold `bytes` bytes; `src` stays alive and untouched by the host
@@ -687,6 +712,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             return Ok(());
         }
         dst.settle()?;
+        dst.ensure_event()?;
         let (d, src) = (dst.ptr.cast::<c_void>(), self.ptr);
         self.dev.call("copy device to host", |api| match api {
             // SAFETY: both ranges hold `bytes` bytes; the host cannot see `dst` until the event
