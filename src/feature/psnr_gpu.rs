@@ -39,7 +39,7 @@ impl<T: Sample> Scratch<T> {
 }
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
-trait PlaneAs: Sized {
+pub(crate) trait PlaneAs: Sized {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
 }
 
