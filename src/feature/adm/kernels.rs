@@ -131,6 +131,7 @@ fn pad_row<T: Copy>(row: &mut [T], n: usize) {
 
 /// Scale-0 coefficient bands of one picture (int16 like upstream) and its approximation band
 /// widened to i32 for the next scale.
+#[allow(clippy::too_many_arguments)]
 fn dwt_scale0<T: Copy + Into<i32>>(
     src: &[T],
     stride: usize,
@@ -146,50 +147,79 @@ fn dwt_scale0<T: Copy + Into<i32>>(
     let round = 1i32 << (bpc - 1);
     let centre = DWT_LO_SUM.wrapping_mul(round);
     let pad = w + 3;
-    tmp.resize(2 * pad, 0);
-    let (lo, hi) = tmp.split_at_mut(pad);
+    tmp.resize(2 * pad + 4 * (bw + 1), 0);
+    let (lo, rest) = tmp.split_at_mut(pad);
+    let (hi, rest) = rest.split_at_mut(pad);
+    let (lo_even, rest) = rest.split_at_mut(bw + 1);
+    let (lo_odd, rest) = rest.split_at_mut(bw + 1);
+    let (hi_even, hi_odd) = rest.split_at_mut(bw + 1);
     for i in 0..bh {
-        let rows: [&[T]; 4] = std::array::from_fn(|k| {
-            let y = tap_index(2 * i as isize - 1 + k as isize, h);
+        let row = |k: isize| {
+            let y = tap_index(2 * i as isize - 1 + k, h);
             &src[y * stride..y * stride + w]
-        });
+        };
+        let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
         // Vertical pass (int32, wrapping like upstream for 16-bit input).
-        for j in 0..w {
-            let s: [i32; 4] = std::array::from_fn(|k| rows[k][j].into());
-            let mut l = 0i32;
-            let mut hh = 0i32;
+        let taps = r0.iter().zip(r1).zip(r2).zip(r3);
+        let outs = lo[1..=w].iter_mut().zip(hi[1..=w].iter_mut());
+        for ((((&a, &b), &c), &d), (l, hh)) in taps.zip(outs) {
+            let s = [a.into(), b.into(), c.into(), d.into()];
+            let mut vl = 0i32;
+            let mut vh = 0i32;
             for k in 0..4 {
-                l = l.wrapping_add(DWT_LO[k].wrapping_mul(s[k]));
-                hh = hh.wrapping_add(DWT_HI[k].wrapping_mul(s[k]));
+                vl = vl.wrapping_add(DWT_LO[k].wrapping_mul(s[k]));
+                vh = vh.wrapping_add(DWT_HI[k].wrapping_mul(s[k]));
             }
-            l = l.wrapping_sub(centre);
-            lo[j + 1] = (l.wrapping_add(round) >> bpc) as i16;
-            hi[j + 1] = (hh.wrapping_add(round) >> bpc) as i16;
+            *l = (vl.wrapping_sub(centre).wrapping_add(round) >> bpc) as i16;
+            *hh = (vh.wrapping_add(round) >> bpc) as i16;
         }
         pad_row(lo, w);
         pad_row(hi, w);
-        // Horizontal pass.
+        // Split even/odd samples so output column j reads e[j], o[j], e[j+1], o[j+1].
+        for m in 0..=bw {
+            lo_even[m] = lo[2 * m];
+            lo_odd[m] = lo[2 * m + 1];
+            hi_even[m] = hi[2 * m];
+            hi_odd[m] = hi[2 * m + 1];
+        }
         let o = i * bw;
-        for j in 0..bw {
-            let l = &lo[2 * j..2 * j + 4];
-            let hh = &hi[2 * j..2 * j + 4];
-            let dot = |f: &[i32; 4], x: &[i16]| {
-                let mut acc = 0i32;
-                for k in 0..4 {
-                    acc = acc.wrapping_add(f[k].wrapping_mul(x[k] as i32));
-                }
-                (acc.wrapping_add(32768) >> 16) as i16
-            };
-            approx[o + j] = dot(&DWT_LO, l) as i32;
-            band_v[o + j] = dot(&DWT_HI, l);
-            band_h[o + j] = dot(&DWT_LO, hh);
-            band_d[o + j] = dot(&DWT_HI, hh);
+        let dot = |f: &[i32; 4], x: [i16; 4]| {
+            let mut acc = 0i32;
+            for k in 0..4 {
+                acc = acc.wrapping_add(f[k].wrapping_mul(x[k] as i32));
+            }
+            (acc.wrapping_add(32768) >> 16) as i16
+        };
+        let l = lo_even[..bw]
+            .iter()
+            .zip(&lo_odd[..bw])
+            .zip(&lo_even[1..=bw])
+            .zip(&lo_odd[1..=bw]);
+        let hh = hi_even[..bw]
+            .iter()
+            .zip(&hi_odd[..bw])
+            .zip(&hi_even[1..=bw])
+            .zip(&hi_odd[1..=bw]);
+        let outs = approx[o..o + bw]
+            .iter_mut()
+            .zip(&mut band_v[o..o + bw])
+            .zip(&mut band_h[o..o + bw])
+            .zip(&mut band_d[o..o + bw]);
+        for (((((&l0, &l1), &l2), &l3), (((&h0, &h1), &h2), &h3)), (((a, v), bh_), d)) in
+            l.zip(hh).zip(outs)
+        {
+            let (l, hh) = ([l0, l1, l2, l3], [h0, h1, h2, h3]);
+            *a = dot(&DWT_LO, l) as i32;
+            *v = dot(&DWT_HI, l);
+            *bh_ = dot(&DWT_LO, hh);
+            *d = dot(&DWT_HI, hh);
         }
     }
 }
 
 /// One DWT level of scales 1-3 on the previous approximation band (`w` x `h`, int32), int64
 /// accumulation without mean removal.
+#[inline(never)]
 fn dwt_scale123(
     src: &[i32],
     w: usize,
@@ -207,41 +237,70 @@ fn dwt_scale123(
     };
     let (bw, bh) = (w.div_ceil(2), h.div_ceil(2));
     let pad = w + 3;
-    tmp.resize(2 * pad, 0);
-    let (lo, hi) = tmp.split_at_mut(pad);
+    tmp.resize(2 * pad + 4 * (bw + 1), 0);
+    let (lo, rest) = tmp.split_at_mut(pad);
+    let (hi, rest) = rest.split_at_mut(pad);
+    let (lo_even, rest) = rest.split_at_mut(bw + 1);
+    let (lo_odd, rest) = rest.split_at_mut(bw + 1);
+    let (hi_even, hi_odd) = rest.split_at_mut(bw + 1);
     for i in 0..bh {
-        let rows: [&[i32]; 4] = std::array::from_fn(|k| {
-            let y = tap_index(2 * i as isize - 1 + k as isize, h);
+        let row = |k: isize| {
+            let y = tap_index(2 * i as isize - 1 + k, h);
             &src[y * w..y * w + w]
-        });
-        for j in 0..w {
-            let mut l = 0i64;
-            let mut hh = 0i64;
+        };
+        let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        let taps = r0.iter().zip(r1).zip(r2).zip(r3);
+        let outs = lo[1..=w].iter_mut().zip(hi[1..=w].iter_mut());
+        for ((((&a, &b), &c), &d), (l, hh)) in taps.zip(outs) {
+            let s = [a as i64, b as i64, c as i64, d as i64];
+            let mut vl = 0i64;
+            let mut vh = 0i64;
             for k in 0..4 {
-                let s = rows[k][j] as i64;
-                l += DWT_LO[k] as i64 * s;
-                hh += DWT_HI[k] as i64 * s;
+                vl += DWT_LO[k] as i64 * s[k];
+                vh += DWT_HI[k] as i64 * s[k];
             }
-            lo[j + 1] = ((l + rv) >> sv) as i32;
-            hi[j + 1] = ((hh + rv) >> sv) as i32;
+            *l = ((vl + rv) >> sv) as i32;
+            *hh = ((vh + rv) >> sv) as i32;
         }
         pad_row(lo, w);
         pad_row(hi, w);
+        for m in 0..=bw {
+            lo_even[m] = lo[2 * m];
+            lo_odd[m] = lo[2 * m + 1];
+            hi_even[m] = hi[2 * m];
+            hi_odd[m] = hi[2 * m + 1];
+        }
         let o = i * bw;
-        for j in 0..bw {
-            let l = &lo[2 * j..2 * j + 4];
-            let hh = &hi[2 * j..2 * j + 4];
-            let dot = |f: &[i32; 4], x: &[i32]| {
-                let mut acc = 0i64;
-                for k in 0..4 {
-                    acc += f[k] as i64 * x[k] as i64;
-                }
-                ((acc + rh) >> sh) as i32
-            };
-            approx[o + j] = dot(&DWT_LO, l);
-            band_v[o + j] = dot(&DWT_HI, l);
-            band_h[o + j] = dot(&DWT_LO, hh);
-            band_d[o + j] = dot(&DWT_HI, hh);
+        let dot = |f: &[i32; 4], x: [i32; 4]| {
+            let mut acc = 0i64;
+            for k in 0..4 {
+                acc += f[k] as i64 * x[k] as i64;
+            }
+            ((acc + rh) >> sh) as i32
+        };
+        let l = lo_even[..bw]
+            .iter()
+            .zip(&lo_odd[..bw])
+            .zip(&lo_even[1..=bw])
+            .zip(&lo_odd[1..=bw]);
+        let hh = hi_even[..bw]
+            .iter()
+            .zip(&hi_odd[..bw])
+            .zip(&hi_even[1..=bw])
+            .zip(&hi_odd[1..=bw]);
+        let outs = approx[o..o + bw]
+            .iter_mut()
+            .zip(&mut band_v[o..o + bw])
+            .zip(&mut band_h[o..o + bw])
+            .zip(&mut band_d[o..o + bw]);
+        for (((((&l0, &l1), &l2), &l3), (((&h0, &h1), &h2), &h3)), (((a, v), bh_), d)) in
+            l.zip(hh).zip(outs)
+        {
+            let (l, hh) = ([l0, l1, l2, l3], [h0, h1, h2, h3]);
+            *a = dot(&DWT_LO, l);
+            *v = dot(&DWT_HI, l);
+            *bh_ = dot(&DWT_LO, hh);
+            *d = dot(&DWT_HI, hh);
         }
     }
 }
@@ -275,7 +334,49 @@ fn enhance(rst: i64, o_pos: bool, t: i64, egl: f64) -> f64 {
     }
 }
 
+/// Decoupling driver over the CSF window: per row, the angle test on the (h, v) pairs, then
+/// `split(o, t, angle)` -> (restored, additive) for every band.
+#[allow(clippy::type_complexity)]
+#[inline(always)]
+fn decouple<T: Copy + Into<i64>>(
+    o: [&[T]; 3],
+    t: [&[T]; 3],
+    bw: usize,
+    bh: usize,
+    r: [&mut [T]; 3],
+    a: [&mut [T]; 3],
+    split: impl Fn(T, T, bool) -> (T, T),
+) {
+    let (left, right) = csf_window(bw);
+    let (top, bottom) = csf_window(bh);
+    let mut angle = vec![false; right - left];
+    let [r0, r1, r2] = r;
+    let [a0, a1, a2] = a;
+    let mut r = [r0, r1, r2];
+    let mut a = [a0, a1, a2];
+    for i in top..bottom {
+        let rg = i * bw + left..i * bw + right;
+        let hv = o[0][rg.clone()]
+            .iter()
+            .zip(&o[1][rg.clone()])
+            .zip(&t[0][rg.clone()])
+            .zip(&t[1][rg.clone()]);
+        for (f, (((&oh, &ov), &th), &tv)) in angle.iter_mut().zip(hv) {
+            let (oh, ov, th, tv) = (oh.into(), ov.into(), th.into(), tv.into());
+            *f = within_one_degree(oh * th + ov * tv, oh * oh + ov * ov, th * th + tv * tv);
+        }
+        for b in 0..3 {
+            let ins = o[b][rg.clone()].iter().zip(&t[b][rg.clone()]).zip(&angle);
+            let outs = r[b][rg.clone()].iter_mut().zip(a[b][rg.clone()].iter_mut());
+            for (((&ob, &tb), &f), (rv, av)) in ins.zip(outs) {
+                (*rv, *av) = split(ob, tb, f);
+            }
+        }
+    }
+}
+
 /// Scale-0 decoupling into restored (`r`) and additive (`a`) bands.
+#[inline(never)]
 fn decouple_scale0(
     o: [&[i16]; 3],
     t: [&[i16]; 3],
@@ -286,31 +387,22 @@ fn decouple_scale0(
     a: [&mut [i16]; 3],
 ) {
     let lut = div_lookup();
-    let (left, right) = csf_window(bw);
-    let (top, bottom) = csf_window(bh);
-    for i in top..bottom {
-        for j in left..right {
-            let p = i * bw + j;
-            let (oh, ov) = (o[0][p] as i64, o[1][p] as i64);
-            let (th, tv) = (t[0][p] as i64, t[1][p] as i64);
-            let angle = within_one_degree(oh * th + ov * tv, oh * oh + ov * ov, th * th + tv * tv);
-            for b in 0..3 {
-                let (ob, tb) = (o[b][p] as i32, t[b][p] as i32);
-                let k = if ob == 0 {
-                    32768
-                } else {
-                    ((lut[(ob + 32768) as usize] as i64 * tb as i64 + 16384) >> 15) as i32
-                }
-                .clamp(0, 32768);
-                let mut rst = ((k * ob + 16384) >> 15) as i16;
-                if angle && k > 0 && ob != 0 {
-                    rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i16;
-                }
-                r[b][p] = rst;
-                a[b][p] = (tb - rst as i32) as i16;
-            }
+    decouple(o, t, bw, bh, r, a, |o: i16, t: i16, angle| {
+        let (ob, tb) = (o as i32, t as i32);
+        let k = if ob == 0 {
+            32768
+        } else {
+            let q = lut[ob.unsigned_abs() as usize] as i64 * tb as i64;
+            let q = if ob < 0 { -q } else { q };
+            ((q + 16384) >> 15) as i32
         }
-    }
+        .clamp(0, 32768);
+        let mut rst = ((k * ob + 16384) >> 15) as i16;
+        if angle && k > 0 && ob != 0 {
+            rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i16;
+        }
+        (rst, (tb - rst as i32) as i16)
+    });
 }
 
 /// `|o|` reduced to at most 15 significant bits for the reciprocal table, with the shift used.
@@ -325,6 +417,7 @@ fn reduce15(abs_o: u32) -> (usize, u32) {
 }
 
 /// Decoupling of scales 1-3 (int32 bands, int64 gains).
+#[inline(never)]
 fn decouple_scale123(
     o: [&[i32]; 3],
     t: [&[i32]; 3],
@@ -335,33 +428,22 @@ fn decouple_scale123(
     a: [&mut [i32]; 3],
 ) {
     let lut = div_lookup();
-    let (left, right) = csf_window(bw);
-    let (top, bottom) = csf_window(bh);
-    for i in top..bottom {
-        for j in left..right {
-            let p = i * bw + j;
-            let (oh, ov) = (o[0][p] as i64, o[1][p] as i64);
-            let (th, tv) = (t[0][p] as i64, t[1][p] as i64);
-            let angle = within_one_degree(oh * th + ov * tv, oh * oh + ov * ov, th * th + tv * tv);
-            for b in 0..3 {
-                let (ob, tb) = (o[b][p], t[b][p]);
-                let k = if ob == 0 {
-                    32768
-                } else {
-                    let (m, sh) = reduce15(ob.unsigned_abs());
-                    let sign = if ob < 0 { -1 } else { 1 };
-                    (lut[m + 32768] as i64 * tb as i64 * sign + (1i64 << (14 + sh))) >> (15 + sh)
-                }
-                .clamp(0, 32768);
-                let mut rst = ((k * ob as i64 + 16384) >> 15) as i32;
-                if angle && k > 0 && ob != 0 {
-                    rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i32;
-                }
-                r[b][p] = rst;
-                a[b][p] = tb.wrapping_sub(rst);
-            }
+    decouple(o, t, bw, bh, r, a, |ob: i32, tb: i32, angle| {
+        let k = if ob == 0 {
+            32768
+        } else {
+            let (m, sh) = reduce15(ob.unsigned_abs());
+            let q = lut[m] as i64 * tb as i64;
+            let q = if ob < 0 { -q } else { q };
+            (q + (1i64 << (14 + sh))) >> (15 + sh)
         }
-    }
+        .clamp(0, 32768);
+        let mut rst = ((k * ob as i64 + 16384) >> 15) as i32;
+        if angle && k > 0 && ob != 0 {
+            rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i32;
+        }
+        (rst, tb.wrapping_sub(rst))
+    });
 }
 
 /// Scale-0 CSF: weighted coefficients (`dst`) and their masking contributions (`flt` ~ |dst|/30).
@@ -424,6 +506,7 @@ fn csf_scale123(
 }
 
 /// Scale-0 denominator: per row, the sum of `|c|^3` of the reference bands, rounded and shifted.
+#[inline(never)]
 fn den_scale0(o: [&[i16]; 3], bw: usize, bh: usize, shift: u32) -> [u64; 3] {
     let (left, right) = score_window(bw);
     let (top, bottom) = score_window(bh);
@@ -446,6 +529,7 @@ fn den_scale0(o: [&[i16]; 3], bw: usize, bh: usize, shift: u32) -> [u64; 3] {
 }
 
 /// Denominator of scales 1-3: the square is rounded with the full divisor `1 << ssq` (upstream).
+#[inline(never)]
 fn den_scale123(o: [&[i32]; 3], scale: usize, bw: usize, bh: usize, sh: &ScaleShifts) -> [u64; 3] {
     let ssq = [31u32, 30, 31][scale - 1];
     let (left, right) = score_window(bw);
@@ -494,46 +578,60 @@ fn contrast_mask<T: Copy + Into<i32>>(
     let (top, bottom) = score_window(bh);
     let add = half(row_shift);
     let mut acc = [0i64; 3];
+    // Per column, summed over bands: the 3 vertical flt neighbours (`col`) and the centre
+    // term minus the middle flt value (`cen`); integer sums, so regrouping is exact.
+    let mut col = vec![0i32; bw];
+    let mut cen = vec![0i32; bw];
+    let mut thr = vec![0i32; bw];
     for i in top..bottom {
         let up = if i == 0 { 1 } else { i - 1 };
         let dn = if i + 1 == bh { bh - 1 } else { i + 1 };
         let (fu, fm, fd) = (rows(flt, up, bw), rows(flt, i, bw), rows(flt, dn, bw));
         let (dm, sm) = (rows(dst, i, bw), rows(src, i, bw));
-        let mut inner = [0i64; 3];
-        let mut at = |j: usize, jl: usize, jr: usize| {
-            let mut thr = 0i32;
-            for b in 0..3 {
-                let n: i32 = fu[b][jl].into()
-                    + fu[b][j].into()
-                    + fu[b][jr].into()
-                    + fm[b][jl].into()
-                    + fm[b][jr].into()
-                    + fd[b][jl].into()
-                    + fd[b][j].into()
-                    + fd[b][jr].into();
-                thr = thr.wrapping_add(n.wrapping_add(centre(dm[b][j])));
+        col.fill(0);
+        cen.fill(0);
+        for b in 0..3 {
+            let ins = fu[b].iter().zip(fm[b]).zip(fd[b]).zip(dm[b]);
+            for ((c, e), (((&u, &m), &d), &x)) in col.iter_mut().zip(cen.iter_mut()).zip(ins) {
+                let m: i32 = m.into();
+                *c = c
+                    .wrapping_add(u.into())
+                    .wrapping_add(m)
+                    .wrapping_add(d.into());
+                *e = e.wrapping_add(centre(x)).wrapping_sub(m);
             }
-            for (b, acc) in inner.iter_mut().enumerate() {
-                *acc += pix(b, sm[b][j], thr);
-            }
+        }
+        // Threshold = 3x3 box of `col` minus the centre flt plus the centre term; outside the
+        // band column -1 reads column 1 and column bw reads column bw-1.
+        let box3 = |j: usize, jl: usize, jr: usize| {
+            col[jl]
+                .wrapping_add(col[j])
+                .wrapping_add(col[jr])
+                .wrapping_add(cen[j])
         };
-        let (mut j0, mut j1) = (left, right);
-        if j0 == 0 {
-            at(0, 1, 1);
-            j0 = 1;
+        let (j0, j1) = (left.max(1), right.min(bw - 1));
+        if left == 0 {
+            thr[0] = box3(0, 1, 1);
         }
-        let last = j1 == bw;
-        if last {
-            j1 = bw - 1;
+        if right == bw {
+            thr[bw - 1] = box3(bw - 1, bw - 2, bw - 1);
         }
-        for j in j0..j1 {
-            at(j, j - 1, j + 1);
-        }
-        if last {
-            at(bw - 1, bw - 2, bw - 1);
+        if j1 > j0 {
+            let ins = col[j0 - 1..j1 - 1]
+                .iter()
+                .zip(&col[j0..j1])
+                .zip(&col[j0 + 1..j1 + 1])
+                .zip(&cen[j0..j1]);
+            for (t, (((&a, &b), &c), &e)) in thr[j0..j1].iter_mut().zip(ins) {
+                *t = a.wrapping_add(b).wrapping_add(c).wrapping_add(e);
+            }
         }
         for b in 0..3 {
-            acc[b] += (inner[b] + add) >> row_shift;
+            let mut inner = 0i64;
+            for (&x, &t) in sm[b][left..right].iter().zip(&thr[left..right]) {
+                inner += pix(b, x, t);
+            }
+            acc[b] += (inner + add) >> row_shift;
         }
     }
     acc

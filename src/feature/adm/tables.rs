@@ -14,16 +14,16 @@ pub const DWT_LO_SUM: i32 = 46342;
 /// `cos(1 deg)^2` rounded to `f32`, the threshold of the decoupling angle test.
 pub const COS_1DEG_SQ: f32 = f32::from_bits(0x3f7f_ec0a);
 
-/// Reciprocal table: entry `32768 + i` is `2^30 / i` and entry `32768 - i` its negation,
-/// for `i` in 1..=32768. Entry 32768 is never read (a zero denominator is special-cased).
-pub fn div_lookup() -> &'static [i32; 65537] {
-    static TABLE: OnceLock<Box<[i32; 65537]>> = OnceLock::new();
+/// Reciprocal table: entry `i` is `2^30 / i` for `i` in 1..=32768 (entry 0 is never read: a
+/// zero denominator is special-cased). Upstream's table also stores the negated values for
+/// negative denominators; `-(2^30 / i) * t == -((2^30 / i) * t)`, so the sign is applied by
+/// the caller instead, halving the table.
+pub fn div_lookup() -> &'static [i32; 32769] {
+    static TABLE: OnceLock<Box<[i32; 32769]>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut t = Box::new([0i32; 65537]);
+        let mut t = Box::new([0i32; 32769]);
         for i in 1..=32768i32 {
-            let r = (1i32 << 30) / i;
-            t[(32768 + i) as usize] = r;
-            t[(32768 - i) as usize] = -r;
+            t[i as usize] = (1i32 << 30) / i;
         }
         t
     })
@@ -219,20 +219,21 @@ const BLEND_480_5H_MAE: Blend = [
 /// The blend table for a viewing condition; only a few conditions were fitted.
 /// 2160 lines at 1.5H has the same pixels per degree as 1080 lines at 3H.
 fn blend_table(mae: bool, nvd: f64, rdh: i32) -> Option<&'static Blend> {
-    let pick =
-        |legacy: &'static Blend, fixed: &'static Blend| Some(if mae { fixed } else { legacy });
-    match (rdh, nvd) {
-        (1080, d) if d == 3.0 => pick(&BLEND_1080_3H, &BLEND_1080_3H_MAE),
-        (1080, d) if d == 5.0 => pick(&BLEND_1080_5H, &BLEND_1080_5H_MAE),
-        (2160, d) if d == 1.5 => pick(&BLEND_1080_3H, &BLEND_1080_3H_MAE),
-        (2160, d) if d == 3.0 => pick(&BLEND_2160_3H, &BLEND_2160_3H_MAE),
-        (2160, d) if d == 5.0 => pick(&BLEND_2160_5H, &BLEND_2160_5H_MAE),
-        (720, d) if d == 3.0 => pick(&BLEND_720_3H, &BLEND_720_3H_MAE),
-        (720, d) if d == 5.0 => pick(&BLEND_720_5H, &BLEND_720_5H_MAE),
-        (480, d) if d == 3.0 => pick(&BLEND_480_3H, &BLEND_480_3H_MAE),
-        (480, d) if d == 5.0 => pick(&BLEND_480_5H, &BLEND_480_5H_MAE),
-        _ => None,
-    }
+    const CONDITIONS: [(i32, f64, &Blend, &Blend); 9] = [
+        (1080, 3.0, &BLEND_1080_3H, &BLEND_1080_3H_MAE),
+        (1080, 5.0, &BLEND_1080_5H, &BLEND_1080_5H_MAE),
+        (2160, 1.5, &BLEND_1080_3H, &BLEND_1080_3H_MAE),
+        (2160, 3.0, &BLEND_2160_3H, &BLEND_2160_3H_MAE),
+        (2160, 5.0, &BLEND_2160_5H, &BLEND_2160_5H_MAE),
+        (720, 3.0, &BLEND_720_3H, &BLEND_720_3H_MAE),
+        (720, 5.0, &BLEND_720_5H, &BLEND_720_5H_MAE),
+        (480, 3.0, &BLEND_480_3H, &BLEND_480_3H_MAE),
+        (480, 5.0, &BLEND_480_5H, &BLEND_480_5H_MAE),
+    ];
+    CONDITIONS
+        .iter()
+        .find(|c| c.0 == rdh && c.1 == nvd)
+        .map(|c| if mae { c.3 } else { c.2 })
 }
 
 /// The CSF weights `[h/v, d]` of `scale` (0 = finest) as `f32`, or `None` when a blended mode
@@ -275,11 +276,10 @@ mod tests {
     #[test]
     fn reciprocal_table() {
         let t = div_lookup();
-        assert_eq!(t[32768 + 1], 1 << 30);
-        assert_eq!(t[32768 - 3], -357913941);
-        assert_eq!(t[65536], 32768);
-        assert_eq!(t[0], -32768);
-        assert_eq!(t[32768], 0);
+        assert_eq!(t[1], 1 << 30);
+        assert_eq!(t[3], 357913941);
+        assert_eq!(t[32768], 32768);
+        assert_eq!(t[0], 0);
     }
 
     #[test]
