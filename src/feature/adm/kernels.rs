@@ -350,10 +350,6 @@ fn decouple<T: Copy + Into<i64>>(
     let (left, right) = csf_window(bw);
     let (top, bottom) = csf_window(bh);
     let mut angle = vec![false; right - left];
-    let [r0, r1, r2] = r;
-    let [a0, a1, a2] = a;
-    let mut r = [r0, r1, r2];
-    let mut a = [a0, a1, a2];
     for i in top..bottom {
         let rg = i * bw + left..i * bw + right;
         let hv = o[0][rg.clone()]
