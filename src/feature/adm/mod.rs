@@ -117,7 +117,7 @@ impl AdmParams {
                 })?;
             *r = [hv, hv, d];
         }
-        let rf_cube = rf.map(|s| s.map(|f| (f as f64).powf(3.0)));
+        let rf_cube = rf.map(|s| s.map(|f| tables::pow(f as f64, 3.0)));
         // At the default viewing condition upstream hard-codes these (the formula would give
         // 36451/49414). Elsewhere it converts like gcc: double -> int32 -> low bits.
         let irf0 = if (nvd * rdh as f64 - 3240.0).abs() < 1.0e-8 && csf_mode == CsfMode::Watson97 {

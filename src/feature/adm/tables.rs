@@ -65,6 +65,12 @@ const WATSON_AMPLITUDE: [[f32; 4]; 6] = [
     [0.023013, 0.030018, 0.039156, 0.030018],
 ];
 
+/// libm `pow`, hidden from the optimiser so a constant base or exponent is not rewritten
+/// (`pow(10, x)` -> `exp10`, `pow(x, 0.5)` -> `sqrt`) where gcc keeps the call.
+pub fn pow(x: f64, y: f64) -> f64 {
+    std::hint::black_box(x).powf(std::hint::black_box(y))
+}
+
 /// Display resolution in pixels per degree of visual angle, as a float.
 fn pixels_per_degree(nvd: f64, rdh: i32) -> f32 {
     (nvd * rdh as f64 * PI / 180.0) as f32
@@ -75,11 +81,10 @@ fn pixels_per_degree(nvd: f64, rdh: i32) -> f32 {
 fn watson_quant_step(lambda: usize, theta: usize, nvd: f64, rdh: i32) -> f32 {
     let r = pixels_per_degree(nvd, rdh);
     let ratio =
-        2f64.powf((lambda + 1) as f64) * WATSON_F0 as f64 * WATSON_G[theta] as f64 / r as f64;
+        pow(2.0, (lambda + 1) as f64) * WATSON_F0 as f64 * WATSON_G[theta] as f64 / r as f64;
     let temp = ratio.log10() as f32;
     let expo = WATSON_K * temp * temp;
-    (2.0 * WATSON_A as f64 * 10f64.powf(expo as f64) / WATSON_AMPLITUDE[lambda][theta] as f64)
-        as f32
+    (2.0 * WATSON_A as f64 * pow(10.0, expo as f64) / WATSON_AMPLITUDE[lambda][theta] as f64) as f32
 }
 
 // Barten CSF (simplified HDR-VDP-2 form).
@@ -93,7 +98,14 @@ const BARTEN_PARAMS: [[f32; 5]; 6] = [
     [1.46213, 0.394533, 2.7755, 1.16577, 7.45665],
 ];
 const BARTEN_SA: [f32; 4] = [30.162, 4.0627, 1.6596, 0.2712];
-const BARTEN_MTF_A: [f32; 4] = [0.424_838_6, 0.572_435_1, 0.000_167_576_24, 0.002_558_723_5];
+// Upstream's literals verbatim (more digits than f32 holds; they round the same way).
+#[allow(clippy::excessive_precision)]
+const BARTEN_MTF_A: [f32; 4] = [
+    0.424838596301290,
+    0.572435103936480,
+    0.000167576239164937,
+    0.00255872352306433,
+];
 const BARTEN_MTF_B: [f32; 4] = [0.028, 0.37, 37.0, 360.0];
 /// Luminance (cd/m2) at which the Barten CSF is evaluated.
 const BARTEN_LUM: f64 = 100.0;
@@ -103,8 +115,8 @@ fn lerp_f32(lp: f32, lv: f32, rp: f32, rv: f32, sp: f32) -> f32 {
 }
 
 fn barten_rod_cone_sens(lum: f32) -> f32 {
-    let inner = ((BARTEN_SA[1] / lum) as f64).powf(BARTEN_SA[2] as f64) + 1.0;
-    (BARTEN_SA[0] as f64 * inner.powf(-BARTEN_SA[3] as f64)) as f32
+    let inner = pow((BARTEN_SA[1] / lum) as f64, BARTEN_SA[2] as f64) + 1.0;
+    (BARTEN_SA[0] as f64 * pow(inner, -BARTEN_SA[3] as f64)) as f32
 }
 
 fn barten_mtf(sf: f32) -> f32 {
@@ -118,7 +130,7 @@ fn barten_mtf(sf: f32) -> f32 {
 
 fn barten_csf(lambda: usize, nvd: f64, rdh: i32, lum: f64, csf_scale: f64) -> f32 {
     let r = pixels_per_degree(nvd, rdh);
-    let sf = (r as f64 / 2f64.powf((lambda + 1) as f64)) as f32;
+    let sf = (r as f64 / pow(2.0, (lambda + 1) as f64)) as f32;
     let lo = BARTEN_LUM_ANCHORS[0] as f64;
     let hi = BARTEN_LUM_ANCHORS[5] as f64;
     let clamped = if lum > hi {
@@ -141,10 +153,11 @@ fn barten_csf(lambda: usize, nvd: f64, rdh: i32, lum: f64, csf_scale: f64) -> f3
     let sp = clamped.log10() as f32;
     let p = |k: usize| lerp_f32(lp, BARTEN_PARAMS[li][k], rp, BARTEN_PARAMS[ri][k], sp);
     let (p0, p1, p2, p3) = (p(1), p(2), p(3), p(4));
-    let a = (1.0 + ((p0 * sf) as f64).powf(p1 as f64)) as f32;
-    let g = ((sf / 7.0) as f64).powf(2.0);
-    let b = (1.0 / (1.0 - (-g).exp()).powf(p2 as f64)) as f32;
-    let csf = (p3 as f64 / ((a * b) as f64).powf(0.5)) as f32;
+    let a = (1.0 + pow((p0 * sf) as f64, p1 as f64)) as f32;
+    // gcc folds `pow(x, 2)` to `x * x`.
+    let q = (sf / 7.0) as f64;
+    let b = (1.0 / pow(1.0 - (-(q * q)).exp(), p2 as f64)) as f32;
+    let csf = (p3 as f64 / pow((a * b) as f64, 0.5)) as f32;
     let prod = csf * barten_mtf(sf) * barten_rod_cone_sens(lum as f32);
     (prod as f64 * csf_scale) as f32
 }
