@@ -6,6 +6,10 @@
 //! are order independent), and [`vif_scores`] / [`vif_num_den`] turn those into scores with the
 //! same float/double evaluation order as upstream.
 
+use std::sync::Arc;
+
+use crate::feature::vif_gpu;
+use crate::gpu::GpuState;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
@@ -676,6 +680,8 @@ pub struct Vif {
     skip_scale0: bool,
     /// Stored names of `PROVIDED_FEATURES`, same order.
     names: Vec<String>,
+    /// GPU used for the integer sums, when one was imported.
+    gpu: Option<Arc<GpuState>>,
 }
 
 impl Vif {
@@ -692,7 +698,14 @@ impl Vif {
             skip_scale0: opts.bool("vif_skip_scale0"),
             opts,
             names,
+            gpu: None,
         })
+    }
+
+    /// Computes the integer sums on `gpu` (when given and the frame is large enough).
+    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+        self.gpu = gpu;
+        self
     }
 }
 
@@ -710,7 +723,13 @@ impl Extractor for Vif {
     }
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
-        let acc = compute_accums(input.reference, input.distorted, self.egl, self.skip_scale0)?;
+        let (r, d) = (&**input.reference, &**input.distorted);
+        let acc = match &self.gpu {
+            Some(g) if r.w[0] >= vif_gpu::MIN_SIDE && r.h[0] >= vif_gpu::MIN_SIDE => {
+                vif_gpu::compute_accums(g, r, d, self.egl, self.skip_scale0)?
+            }
+            _ => compute_accums(r, d, self.egl, self.skip_scale0)?,
+        };
         let scores = vif_scores(&acc, self.skip_scale0);
         out.extend(self.names.iter().cloned().zip(scores));
         if self.debug {

@@ -59,6 +59,17 @@ impl<T: Sample> Scratch<T> {
     }
 }
 
+/// A `w`x`h` plane filling `buf` from its start with rows `w` apart.
+pub(crate) fn dense<T: Sample>(buf: &DeviceBuffer<T>, w: usize, h: usize) -> DevicePlane<'_, T> {
+    DevicePlane {
+        buf,
+        offset: 0,
+        w,
+        h,
+        stride: w,
+    }
+}
+
 /// Copies the luma plane of `pic` densely (row pitch = width) into `dst`.
 pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -> Result<()> {
     let (w, h, s) = (pic.w[0], pic.h[0], pic.stride[0]);
@@ -89,19 +100,12 @@ fn accums_typed<T: Sample + PlaneAs>(
         s.acc_dev.zero(stream)?;
         s.ref_dev.upload_async(stream, &mut s.ref_host, w * h)?;
         s.dis_dev.upload_async(stream, &mut s.dis_host, w * h)?;
-        let plane = |buf, w, h| DevicePlane {
-            buf,
-            offset: 0,
-            w,
-            h,
-            stride: w,
-        };
         if !skip_scale0 {
             kernels::vif_stats(
                 state,
                 stream,
-                plane(&s.ref_dev, w, h),
-                plane(&s.dis_dev, w, h),
+                dense(&s.ref_dev, w, h),
+                dense(&s.dis_dev, w, h),
                 0,
                 bpc,
                 &s.table,
@@ -112,12 +116,12 @@ fn accums_typed<T: Sample + PlaneAs>(
         kernels::vif_down(
             state,
             stream,
-            plane(&s.ref_dev, w, h),
-            plane(&s.dis_dev, w, h),
+            dense(&s.ref_dev, w, h),
+            dense(&s.dis_dev, w, h),
             0,
             bpc,
-            plane(&s.pyr_ref[0], w / 2, h / 2),
-            plane(&s.pyr_dis[0], w / 2, h / 2),
+            dense(&s.pyr_ref[0], w / 2, h / 2),
+            dense(&s.pyr_dis[0], w / 2, h / 2),
         )?;
         let (mut cw, mut ch) = (w / 2, h / 2);
         for scale in 1..4 {
@@ -125,8 +129,8 @@ fn accums_typed<T: Sample + PlaneAs>(
             kernels::vif_stats(
                 state,
                 stream,
-                plane(pr, cw, ch),
-                plane(pd, cw, ch),
+                dense(pr, cw, ch),
+                dense(pd, cw, ch),
                 scale,
                 bpc,
                 &s.table,
@@ -137,12 +141,12 @@ fn accums_typed<T: Sample + PlaneAs>(
                 kernels::vif_down(
                     state,
                     stream,
-                    plane(pr, cw, ch),
-                    plane(pd, cw, ch),
+                    dense(pr, cw, ch),
+                    dense(pd, cw, ch),
                     scale,
                     bpc,
-                    plane(&s.pyr_ref[scale], cw / 2, ch / 2),
-                    plane(&s.pyr_dis[scale], cw / 2, ch / 2),
+                    dense(&s.pyr_ref[scale], cw / 2, ch / 2),
+                    dense(&s.pyr_dis[scale], cw / 2, ch / 2),
                 )?;
             }
             cw /= 2;

@@ -141,8 +141,7 @@ pub fn vif_stats<T: Sample>(
     egl: f64,
     acc: &DeviceBuffer<u64>,
 ) -> Result<()> {
-    if (reference.w, reference.h, reference.stride)
-        != (distorted.w, distorted.h, distorted.stride)
+    if (reference.w, reference.h, reference.stride) != (distorted.w, distorted.h, distorted.stride)
     {
         return Err(Error::inval("VIF planes differ in geometry"));
     }
@@ -158,7 +157,11 @@ pub fn vif_stats<T: Sample>(
     let out = acc.ptr().offset(4 * scale);
     let kernel = state.kernel("vif", T::VIF_STATS_KERNEL)?;
     let cfg = LaunchConfig {
-        grid: ((w as u32).div_ceil(VIF_TILE.0), (h as u32).div_ceil(VIF_TILE.1), 1),
+        grid: (
+            (w as u32).div_ceil(VIF_TILE.0),
+            (h as u32).div_ceil(VIF_TILE.1),
+            1,
+        ),
         block: (VIF_TILE.0, VIF_TILE.1, 1),
         shared_mem_bytes: 0,
     };
@@ -189,8 +192,7 @@ pub fn vif_down<T: Sample>(
     out_ref: DevicePlane<'_, u16>,
     out_dis: DevicePlane<'_, u16>,
 ) -> Result<()> {
-    if (reference.w, reference.h, reference.stride)
-        != (distorted.w, distorted.h, distorted.stride)
+    if (reference.w, reference.h, reference.stride) != (distorted.w, distorted.h, distorted.stride)
         || (out_ref.w, out_ref.h, out_ref.stride) != (out_dis.w, out_dis.h, out_dis.stride)
         || out_ref.w != reference.w / 2
         || out_ref.h != reference.h / 2
@@ -211,7 +213,11 @@ pub fn vif_down<T: Sample>(
     let (sc, bpc) = (scale as i32, bpc as i32);
     let kernel = state.kernel("vif", T::VIF_DOWN_KERNEL)?;
     let cfg = LaunchConfig {
-        grid: (((w / 2) as u32).div_ceil(32), ((h / 2) as u32).div_ceil(8), 1),
+        grid: (
+            ((w / 2) as u32).div_ceil(32),
+            ((h / 2) as u32).div_ceil(8),
+            1,
+        ),
         block: (32, 8, 1),
         shared_mem_bytes: 0,
     };
