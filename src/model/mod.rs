@@ -85,6 +85,28 @@ pub struct ModelCollection {
 }
 
 impl ModelCollection {
+    /// Loads built-in collection `version` (`vmaf_model_collection_load`): returns model `"0"`
+    /// (a normal model named `cfg.name`) and the collection of the others.
+    pub fn load(_version: &str, _cfg: &ModelConfig) -> Result<(Model, ModelCollection)> {
+        Err(Error::NotSupported("models not implemented yet".into()))
+    }
+
+    /// Loads a collection JSON file; see [`ModelCollection::load`].
+    pub fn load_from_path(
+        _path: &std::path::Path,
+        _cfg: &ModelConfig,
+    ) -> Result<(Model, ModelCollection)> {
+        Err(Error::NotSupported("models not implemented yet".into()))
+    }
+
+    /// Applies [`Model::feature_overload`] to every member.
+    pub fn feature_overload(&mut self, extractor_name: &str, opts: &Dict) -> Result<()> {
+        for m in &mut self.models {
+            m.feature_overload(extractor_name, opts)?;
+        }
+        Ok(())
+    }
+
     /// Predicts one frame with every member: returns each member's ordinary (clipped,
     /// transformed) score in member order and the bootstrap summary. `values[i]` are member
     /// `i`'s feature values in its feature order.
