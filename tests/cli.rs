@@ -170,26 +170,6 @@ fn model_4k_on_1080p() {
 }
 
 #[test]
-fn model_v1_0_16_3d0h() {
-    check_special(
-        "v1_0_16_3d0h",
-        "natural_1920x1080_420p8",
-        &["-m", "version=vmaf_v1.0.16_3d0h"],
-        "natural_1920x1080_420p8.vmaf_v1.0.16_3d0h.json",
-    );
-}
-
-#[test]
-fn model_v1_0_16_5d0h() {
-    check_special(
-        "v1_0_16_5d0h",
-        "natural_1920x1080_420p8",
-        &["-m", "version=vmaf_v1.0.16_5d0h"],
-        "natural_1920x1080_420p8.vmaf_v1.0.16_5d0h.json",
-    );
-}
-
-#[test]
 fn thread_count_does_not_change_results() {
     let runs: Vec<String> = ["0", "1", "2"]
         .iter()
