@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{ArgAction, Parser, ValueEnum};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use vmaf_hip::context::{Config, Context};
 use vmaf_hip::feature::Dict;
@@ -416,16 +416,22 @@ fn progress_bar(show: bool, len: Option<u64>) -> ProgressBar {
     let (pb, template) = match len {
         Some(n) => (
             ProgressBar::new(n),
-            "{spinner} [{elapsed_precise}] [{wide_bar}] {pos}/{len} frames, {per_sec}, ETA {eta}",
+            "{spinner} [{elapsed_precise}] [{wide_bar}] {pos}/{len} frames, {fps}, ETA {eta}",
         ),
         None => (
             ProgressBar::new_spinner(),
-            "{spinner} [{elapsed_precise}] {pos} frames, {per_sec}",
+            "{spinner} [{elapsed_precise}] {pos} frames, {fps}",
         ),
     };
     pb.set_draw_target(ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(template) {
-        pb.set_style(style.progress_chars("=> "));
+        let style = style.progress_chars("=> ").with_key(
+            "fps",
+            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.2} fps", s.per_sec());
+            },
+        );
+        pb.set_style(style);
     }
     pb
 }

@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn truncated_file_is_an_error() {
-        let data = vec![0u8; 6 + 3];
+        let data = [0u8; 6 + 3];
         let mut r =
             YuvReader::new(&data[..], "t.yuv", info(2, 2, PixelFormat::Yuv420p, 8)).unwrap();
         assert!(r.read_frame().unwrap().is_some());
