@@ -346,12 +346,11 @@ fn load_model(arg: &ModelArg) -> Result<Loaded, CliError> {
     };
     for (ext, opts) in &arg.overloads {
         let what = format!("problem overloading {ext} options of model {label}");
-        if let Some(c) = &mut collection {
-            c.feature_overload(ext, opts).map_err(with_context(&what))?;
+        match &mut collection {
+            Some(c) => c.feature_overload(&mut model, ext, opts),
+            None => model.feature_overload(ext, opts),
         }
-        model
-            .feature_overload(ext, opts)
-            .map_err(with_context(&what))?;
+        .map_err(with_context(&what))?;
     }
     Ok(Loaded {
         label,
