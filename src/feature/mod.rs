@@ -14,6 +14,7 @@ pub mod alias;
 pub mod motion;
 pub mod options;
 pub mod psnr;
+pub mod psnr_gpu;
 pub mod vif;
 
 pub use options::{Dict, OptSpec, OptValue, Opts};

@@ -1,1 +1,2 @@
 //! The libvmaf C API. Only translation between C and Rust lives here.
+pub mod hip;
