@@ -359,9 +359,19 @@ fn load_model(arg: &ModelArg) -> Result<Loaded, CliError> {
     })
 }
 
-/// The GPU state for `--backend hip`.
-fn hip_state(_device: Option<HipDevice>) -> Result<Arc<vmaf_hip::gpu::GpuState>, CliError> {
-    Err(CliError("hip backend not available".into()))
+/// The GPU state for `--backend hip`: the given device, or the first usable one.
+fn hip_state(device: Option<HipDevice>) -> Result<Arc<vmaf_hip::gpu::GpuState>, CliError> {
+    let index = match device {
+        None => None,
+        Some(HipDevice::Index(i)) => Some(i as usize),
+        Some(HipDevice::All) => {
+            return Err(CliError(
+                "hip backend not available for --hip-device all yet; pick one device".into(),
+            ))
+        }
+    };
+    vmaf_hip::gpu::GpuState::new(index)
+        .map_err(|e| CliError(format!("hip backend not available: {}", describe(&e))))
 }
 
 fn check_compatible(
