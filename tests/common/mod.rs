@@ -69,12 +69,16 @@ pub fn work_dir(name: &str) -> PathBuf {
     d
 }
 
-/// Runs the `vmaf` binary.
+/// Runs the `vmaf` binary. `VMAF_TEST_BACKEND=hip` runs every invocation on the GPU (the
+/// device machine runs the whole suite that way).
 pub fn vmaf<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_vmaf"))
-        .args(args)
-        .output()
-        .expect("run vmaf")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vmaf"));
+    cmd.args(args);
+    let has_backend = args.iter().any(|a| a.as_ref() == "--backend");
+    if let (Ok(backend), false) = (std::env::var("VMAF_TEST_BACKEND"), has_backend) {
+        cmd.args(["--backend", &backend]);
+    }
+    cmd.output().expect("run vmaf")
 }
 
 /// Runs `vmaf` and asserts success.
