@@ -85,6 +85,20 @@ pub struct ModelCollection {
 }
 
 impl ModelCollection {
+    /// Loads built-in collection `version`: model `"0"` as the main model (named `cfg.name`),
+    /// the others as the collection (libvmaf's `vmaf_model_collection_load`).
+    pub fn load(_version: &str, _cfg: &ModelConfig) -> Result<(Model, ModelCollection)> {
+        Err(Error::NotSupported("models not implemented yet".into()))
+    }
+
+    /// Loads a collection JSON file (libvmaf's `vmaf_model_collection_load_from_path`).
+    pub fn load_from_path(
+        _path: &std::path::Path,
+        _cfg: &ModelConfig,
+    ) -> Result<(Model, ModelCollection)> {
+        Err(Error::NotSupported("models not implemented yet".into()))
+    }
+
     /// Predicts one frame with every member: returns each member's ordinary (clipped,
     /// transformed) score in member order and the bootstrap summary. `values[i]` are member
     /// `i`'s feature values in its feature order.
