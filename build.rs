@@ -1,3 +1,300 @@
+//! Build script: embeds the GPU kernels.
+//!
+//! Every `kernels/*.hip` source (and the prelude) is always embedded as text, for run-time
+//! compilation with hiprtc/nvrtc. When `hipcc` is found, each source is also compiled ahead of
+//! time into one AMD offload bundle holding a code object per gfx arch; when `nvcc` is found,
+//! into one NVIDIA fatbin (SASS per sm arch plus PTX). Missing tools, or a tool that fails, only
+//! produce a warning: the library then compiles at run time.
+//!
+//! Environment: `VMAF_HIP_ARCHS` (comma/space separated gfx list, empty = no AMD AOT),
+//! `VMAF_HIP_CUDA_ARCHS` (sm_XX list, empty = no NVIDIA AOT), `VMAF_HIP_AOT=0` (skip both),
+//! `HIPCC`/`NVCC` (explicit compiler paths), `HIP_PATH`, `ROCM_PATH`, `CUDA_PATH`.
+
+use std::env;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const DEFAULT_AMD_ARCHS: &[&str] = &[
+    "gfx900", "gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx1030", "gfx1100",
+    "gfx1101", "gfx1102", "gfx1200", "gfx1201",
+];
+const DEFAULT_CUDA_ARCHS: &[&str] = &["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
+
 fn main() {
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let kdir = root.join("kernels");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=kernels");
+    for v in [
+        "VMAF_HIP_ARCHS",
+        "VMAF_HIP_CUDA_ARCHS",
+        "VMAF_HIP_AOT",
+        "HIPCC",
+        "NVCC",
+        "HIP_PATH",
+        "ROCM_PATH",
+        "CUDA_PATH",
+        "PATH",
+    ] {
+        println!("cargo:rerun-if-env-changed={v}");
+    }
+
+    let mut sources: Vec<PathBuf> = fs::read_dir(&kdir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "hip"))
+                .collect()
+        })
+        .unwrap_or_default();
+    sources.sort();
+
+    let aot = env::var("VMAF_HIP_AOT").map_or(true, |v| v != "0");
+    let hipcc = if aot {
+        find_tool("HIPCC", "hipcc", &["HIP_PATH", "ROCM_PATH"], "/opt/rocm")
+    } else {
+        None
+    };
+    let nvcc = if aot {
+        find_tool("NVCC", "nvcc", &["CUDA_PATH"], "/usr/local/cuda")
+    } else {
+        None
+    };
+
+    let amd_archs = match &hipcc {
+        Some(h) => amd_archs(h, &out),
+        None => Vec::new(),
+    };
+    let cuda_archs = match &nvcc {
+        Some(n) => cuda_archs(n),
+        None => Vec::new(),
+    };
+
+    let mut table = String::new();
+    let prelude = kdir.join("vmaf_prelude.h");
+    writeln!(table, "/// The kernel prelude every source includes.").unwrap();
+    if prelude.exists() {
+        writeln!(
+            table,
+            "pub static PRELUDE: &str = include_str!({:?});",
+            prelude
+        )
+        .unwrap();
+    } else {
+        writeln!(table, "pub static PRELUDE: &str = \"\";").unwrap();
+    }
+    writeln!(table, "/// gfx archs in each AMD bundle.").unwrap();
+    writeln!(table, "pub static AMD_ARCHS: &[&str] = &{:?};", amd_archs).unwrap();
+    writeln!(
+        table,
+        "/// sm archs (SASS) in each NVIDIA fatbin; PTX of the last one is added."
+    )
+    .unwrap();
+    writeln!(table, "pub static CUDA_ARCHS: &[&str] = &{:?};", cuda_archs).unwrap();
+    writeln!(
+        table,
+        "/// Every kernels/*.hip source with what was built from it."
+    )
+    .unwrap();
+    writeln!(table, "pub static KERNELS: &[EmbeddedKernel] = &[").unwrap();
+    for src in &sources {
+        let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+        let amd = match &hipcc {
+            Some(h) if !amd_archs.is_empty() => build_amd(
+                h,
+                &kdir,
+                src,
+                &out.join(format!("{stem}.hipfb")),
+                &amd_archs,
+            ),
+            _ => None,
+        };
+        let nv = match &nvcc {
+            Some(n) if !cuda_archs.is_empty() => build_cuda(
+                n,
+                &kdir,
+                src,
+                &out.join(format!("{stem}.fatbin")),
+                &cuda_archs,
+            ),
+            _ => None,
+        };
+        let embed = |p: Option<PathBuf>| match p {
+            Some(p) => format!("Some(include_bytes!({p:?}))"),
+            None => "None".to_string(),
+        };
+        writeln!(
+            table,
+            "    EmbeddedKernel {{ name: {stem:?}, source: include_str!({src:?}), amd_bundle: {}, nvidia_fatbin: {} }},",
+            embed(amd),
+            embed(nv)
+        )
+        .unwrap();
+    }
+    writeln!(table, "];").unwrap();
+    fs::write(out.join("vmaf_kernels.rs"), table).unwrap();
+}
+
+/// `$ENV_VAR`, then `name` on PATH, then `<root>/bin/name` for each root variable, then
+/// `<fallback>/bin/name`.
+fn find_tool(var: &str, name: &str, roots: &[&str], fallback: &str) -> Option<PathBuf> {
+    if let Some(p) = env::var_os(var).filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(path) = env::var_os("PATH") {
+        for dir in env::split_paths(&path) {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    roots
+        .iter()
+        .filter_map(|r| env::var_os(r).filter(|v| !v.is_empty()))
+        .map(PathBuf::from)
+        .chain(std::iter::once(PathBuf::from(fallback)))
+        .map(|r| r.join("bin").join(name))
+        .find(|p| p.is_file())
+}
+
+fn list_from_env(var: &str) -> Option<Vec<String>> {
+    let v = env::var(var).ok()?;
+    Some(
+        v.split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// The requested AMD archs that this hipcc can target. Probing compiles an empty file per arch
+/// (about 0.7 s each, in parallel): that runs the driver checks that reject an arch the clang or
+/// the installed device libraries lack, without parsing the HIP headers.
+fn amd_archs(hipcc: &Path, out: &Path) -> Vec<String> {
+    if let Some(list) = list_from_env("VMAF_HIP_ARCHS") {
+        return list;
+    }
+    let empty = out.join("vmaf_probe.hip");
+    if fs::write(&empty, "").is_err() {
+        return Vec::new();
+    }
+    let handles: Vec<_> = DEFAULT_AMD_ARCHS
+        .iter()
+        .map(|&arch| {
+            let (hipcc, empty) = (hipcc.to_path_buf(), empty.clone());
+            std::thread::spawn(move || {
+                let ok = Command::new(&hipcc)
+                    .arg("-fsyntax-only")
+                    .arg("--cuda-device-only")
+                    .arg("-nogpuinc")
+                    .arg(format!("--offload-arch={arch}"))
+                    .arg(&empty)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success());
+                ok.then(|| arch.to_string())
+            })
+        })
+        .collect();
+    let archs: Vec<String> = handles
+        .into_iter()
+        .filter_map(|h| h.join().ok().flatten())
+        .collect();
+    if archs.is_empty() {
+        println!("cargo:warning=hipcc at {} accepts none of the default gfx archs; AMD kernels will be compiled at run time", hipcc.display());
+    }
+    archs
+}
+
+fn build_amd(
+    hipcc: &Path,
+    kdir: &Path,
+    src: &Path,
+    dst: &Path,
+    archs: &[String],
+) -> Option<PathBuf> {
+    let mut cmd = Command::new(hipcc);
+    cmd.arg("--genco").arg("-O3").arg("-I").arg(kdir);
+    for a in archs {
+        cmd.arg(format!("--offload-arch={a}"));
+    }
+    cmd.arg(src).arg("-o").arg(dst);
+    run_tool(cmd, "hipcc", src, dst)
+}
+
+/// The requested sm archs this nvcc supports (`--list-gpu-code`, CUDA 11.5+; older ones get the
+/// default list and fail loudly if it is too new).
+fn cuda_archs(nvcc: &Path) -> Vec<String> {
+    let wanted: Vec<String> = list_from_env("VMAF_HIP_CUDA_ARCHS")
+        .unwrap_or_else(|| DEFAULT_CUDA_ARCHS.iter().map(|s| s.to_string()).collect());
+    let listed = Command::new(nvcc)
+        .arg("--list-gpu-code")
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    match listed {
+        Some(text) => {
+            let supported: Vec<&str> = text.split_whitespace().collect();
+            wanted
+                .into_iter()
+                .filter(|a| supported.contains(&a.as_str()))
+                .collect()
+        }
+        None => wanted,
+    }
+}
+
+fn build_cuda(
+    nvcc: &Path,
+    kdir: &Path,
+    src: &Path,
+    dst: &Path,
+    archs: &[String],
+) -> Option<PathBuf> {
+    let mut cmd = Command::new(nvcc);
+    // -fmad=false: no fused multiply-add, so float steps round as on the CPU.
+    cmd.arg("--fatbin")
+        .arg("-O3")
+        .arg("-fmad=false")
+        .arg("-I")
+        .arg(kdir)
+        .arg("-x")
+        .arg("cu");
+    for a in archs {
+        let n = a.trim_start_matches("sm_");
+        cmd.arg(format!("-gencode=arch=compute_{n},code=sm_{n}"));
+    }
+    if let Some(last) = archs.last() {
+        let n = last.trim_start_matches("sm_");
+        cmd.arg(format!("-gencode=arch=compute_{n},code=compute_{n}"));
+    }
+    cmd.arg(src).arg("-o").arg(dst);
+    run_tool(cmd, "nvcc", src, dst)
+}
+
+fn run_tool(mut cmd: Command, tool: &str, src: &Path, dst: &Path) -> Option<PathBuf> {
+    let _ = fs::remove_file(dst);
+    match cmd.output() {
+        Ok(o) if o.status.success() && dst.is_file() => Some(dst.to_path_buf()),
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let first = err.lines().find(|l| l.contains("error")).unwrap_or("");
+            println!(
+                "cargo:warning={tool} failed on {} ({}); it will be compiled at run time. {first}",
+                src.display(),
+                o.status
+            );
+            None
+        }
+        Err(e) => {
+            println!("cargo:warning=could not run {tool}: {e}");
+            None
+        }
+    }
 }

@@ -270,7 +270,7 @@ impl Context {
         self.validate(&reference, &distorted)?;
         self.pic_cnt += 1;
         let sub = self.cfg.n_subsample.max(1) as usize;
-        let skip_plain = sub > 1 && index % sub != 0;
+        let skip_plain = sub > 1 && !index.is_multiple_of(sub);
         let wanted = |e: &Arc<dyn Extractor>| {
             !skip_plain
                 || e.flags()
@@ -443,7 +443,7 @@ impl Context {
 
     fn visited(&self, lo: usize, hi: usize) -> impl Iterator<Item = usize> {
         let sub = self.cfg.n_subsample.max(1) as usize;
-        (lo..=hi).filter(move |i| sub <= 1 || i % sub == 0)
+        (lo..=hi).filter(move |i| sub <= 1 || i.is_multiple_of(sub))
     }
 
     /// Pools a model's scores over `lo..=hi`, predicting missing frames first.
@@ -527,7 +527,7 @@ impl Context {
             pic_cnt: self.pic_cnt,
             n_subsample: self.cfg.n_subsample,
             vectors: self.collector.snapshot(),
-            aggregate: Vec::new(),
+            aggregate: self.extractors.iter().flat_map(|e| e.aggregate()).collect(),
         };
         crate::output::write(fmt, w, &data)
     }

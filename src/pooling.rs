@@ -53,9 +53,14 @@ pub fn pool(
             min = s;
             max = s;
         } else {
-            // Same operand order as C's MIN/MAX macros (matters only for NaN).
-            min = if min < s { min } else { s };
-            max = if max > s { max } else { s };
+            // libvmaf replaces only on a strict comparison, so a tie (0.0 vs -0.0) keeps the
+            // earlier value and a NaN score never replaces (nor is replaced by) a number.
+            if s < min {
+                min = s;
+            }
+            if s > max {
+                max = s;
+            }
         }
         cnt += 1.0;
     }

@@ -14,6 +14,7 @@ pub mod alias;
 pub mod motion;
 pub mod options;
 pub mod psnr;
+pub mod psnr_gpu;
 pub mod vif;
 
 pub use options::{Dict, OptSpec, OptValue, Opts};
@@ -65,6 +66,11 @@ pub trait Extractor: Send + Sync {
 
     /// Computes this frame's scores.
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()>;
+
+    /// Stream-level metrics for the writers' `aggregate_metrics` (e.g. `apsnr_y`).
+    fn aggregate(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
 
     /// Called once at end of stream, after every frame's scores are in `collector`; may append
     /// more scores (motion2/motion3).

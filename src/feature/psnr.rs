@@ -1,18 +1,254 @@
 //! psnr feature extractor (CPU reference; GPU dispatch when a HIP state is imported).
+//!
+//! Per plane: an exact integer SSE, then `10·log10(peak² / mse)` capped at a per-bit-depth
+//! maximum. With `enable_apsnr` the SSEs and pixel counts of all frames are summed for an
+//! aggregate PSNR, which is why upstream registers the extractor as TEMPORAL.
+
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::feature::{Dict, Extractor, FrameInput, Scores};
+use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
+use crate::picture::{PictureData, PixelFormat, PlaneRef};
 
 /// Full feature names this extractor provides.
-pub const PROVIDED_FEATURES: &[&str] = &[];
+pub const PROVIDED_FEATURES: &[&str] = &["psnr_y", "psnr_cb", "psnr_cr"];
+
+const PSNR_NAMES: [&str; 3] = ["psnr_y", "psnr_cb", "psnr_cr"];
+const MSE_NAMES: [&str; 3] = ["mse_y", "mse_cb", "mse_cr"];
+const APSNR_NAMES: [&str; 3] = ["apsnr_y", "apsnr_cb", "apsnr_cr"];
+
+// None of these are feature parameters: psnr names never depend on options.
+static OPTIONS: [OptSpec; 5] = [
+    OptSpec::boolean("enable_chroma", None, true, false),
+    OptSpec::boolean("enable_mse", None, false, false),
+    OptSpec::boolean("enable_apsnr", None, false, false),
+    OptSpec::boolean("reduced_hbd_peak", None, false, false),
+    OptSpec::double("min_sse", None, 0.0, 0.0, f64::MAX, false),
+];
+
+/// C's `MIN(a, b)`: `a < b ? a : b`.
+#[inline]
+fn c_min(a: f64, b: f64) -> f64 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// C's `MAX(a, b)`: `a > b ? a : b`.
+#[inline]
+fn c_max(a: f64, b: f64) -> f64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Sum of squared differences of plane `plane` over the reference's plane size. The caller
+/// guarantees both pictures share format, size and bit depth. 8-bit rows are summed in a
+/// wrapping `u32` before joining the `u64` total, as upstream does; deeper samples go straight
+/// into the `u64`.
+pub fn sse_plane(reference: &PictureData, distorted: &PictureData, plane: usize) -> u64 {
+    let (w, h) = (reference.w[plane], reference.h[plane]);
+    let (rs, ds) = (reference.stride[plane], distorted.stride[plane]);
+    match (reference.plane(plane), distorted.plane(plane)) {
+        (PlaneRef::U8(r), PlaneRef::U8(d)) => (0..h)
+            .map(|y| {
+                let (rr, dr) = (&r[y * rs..y * rs + w], &d[y * ds..y * ds + w]);
+                let row = rr.iter().zip(dr).fold(0u32, |acc, (&a, &b)| {
+                    let e = i32::from(a) - i32::from(b);
+                    acc.wrapping_add((e * e) as u32)
+                });
+                u64::from(row)
+            })
+            .sum(),
+        (PlaneRef::U16(r), PlaneRef::U16(d)) => (0..h)
+            .map(|y| {
+                let (rr, dr) = (&r[y * rs..y * rs + w], &d[y * ds..y * ds + w]);
+                rr.iter()
+                    .zip(dr)
+                    .map(|(&a, &b)| {
+                        // |e| <= 65535, so e² fits in u32.
+                        let e = u32::from(a.abs_diff(b));
+                        u64::from(e * e)
+                    })
+                    .sum::<u64>()
+            })
+            .sum(),
+        // Mixed storage cannot pass the extractor's validation.
+        _ => 0,
+    }
+}
+
+/// One plane's score from its SSE over a `w`x`h` plane: `(psnr, mse)`, the PSNR capped at
+/// `psnr_max` and with the MSE floored at 1e-16 inside the logarithm.
+pub fn psnr_from_sse(sse: u64, w: usize, h: usize, peak: u32, psnr_max: f64) -> (f64, f64) {
+    // libvmaf divides by the unsigned 32-bit pixel count and squares the peak in 32 bits.
+    let n = (w as u32).wrapping_mul(h as u32);
+    let mse = sse as f64 / f64::from(n);
+    let peak_sq = f64::from(peak.wrapping_mul(peak));
+    let psnr = c_min(10.0 * (peak_sq / c_max(mse, 1e-16)).log10(), psnr_max);
+    (psnr, mse)
+}
+
+/// Running sums for aggregate PSNR.
+#[derive(Debug, Default)]
+struct ApsnrState {
+    sse: [u64; 3],
+    n_pixels: [u64; 3],
+    /// Bit depth of the stream, fixed by the first frame.
+    bpc: Option<u32>,
+}
 
 /// The psnr extractor.
-pub struct Psnr {}
+pub struct Psnr {
+    opts: Opts,
+    enable_chroma: bool,
+    enable_mse: bool,
+    enable_apsnr: bool,
+    reduced_hbd_peak: bool,
+    min_sse: f64,
+    apsnr: Mutex<ApsnrState>,
+}
 
 impl Psnr {
     /// Creates the extractor from its options.
-    pub fn new(_opts: &Dict) -> Result<Self> {
-        Ok(Psnr {})
+    pub fn new(opts: &Dict) -> Result<Self> {
+        let o = Opts::parse(&OPTIONS, opts)?;
+        Ok(Psnr {
+            enable_chroma: o.bool("enable_chroma"),
+            enable_mse: o.bool("enable_mse"),
+            enable_apsnr: o.bool("enable_apsnr"),
+            reduced_hbd_peak: o.bool("reduced_hbd_peak"),
+            min_sse: o.double("min_sse"),
+            opts: o,
+            apsnr: Mutex::new(ApsnrState::default()),
+        })
+    }
+
+    /// Peak sample value at `bpc`: `2^bpc − 1`, or `255·2^(bpc−8)` with `reduced_hbd_peak`.
+    pub fn peak(&self, bpc: u32) -> u32 {
+        if self.reduced_hbd_peak {
+            255 << (bpc - 8)
+        } else {
+            (1 << bpc) - 1
+        }
+    }
+
+    /// Number of planes scored for a picture of `pix_fmt` (chroma is off for 4:0:0).
+    pub fn plane_count(&self, pix_fmt: PixelFormat) -> usize {
+        if self.enable_chroma && pix_fmt != PixelFormat::Yuv400p {
+            3
+        } else {
+            1
+        }
+    }
+
+    /// Cap of plane `plane`'s PSNR for a `w`x`h` picture: `6·bpc + 12`, or with `min_sse` the
+    /// PSNR that SSE would give, rounded up.
+    pub fn psnr_max(
+        &self,
+        pix_fmt: PixelFormat,
+        bpc: u32,
+        w: usize,
+        h: usize,
+        plane: usize,
+    ) -> f64 {
+        if self.min_sse == 0.0 {
+            return f64::from(6 * bpc + 12);
+        }
+        // Upstream's plane size rule here: any non-4:4:4 halves chroma width, only 4:2:0
+        // halves its height.
+        let chroma = plane > 0;
+        let pw = if chroma && pix_fmt != PixelFormat::Yuv444p {
+            w as u32 / 2
+        } else {
+            w as u32
+        };
+        let ph = if chroma && pix_fmt == PixelFormat::Yuv420p {
+            h as u32 / 2
+        } else {
+            h as u32
+        };
+        let mse = self.min_sse / f64::from(pw.wrapping_mul(ph));
+        let peak = self.peak(bpc);
+        (10.0 * (f64::from(peak.wrapping_mul(peak)) / mse).log10()).ceil()
+    }
+
+    fn check_pair(reference: &PictureData, distorted: &PictureData) -> Result<()> {
+        if !matches!(reference.bpc, 8 | 10 | 12 | 16) {
+            return Err(Error::inval(format!(
+                "psnr: unsupported bit depth {}",
+                reference.bpc
+            )));
+        }
+        if reference.bpc != distorted.bpc
+            || reference.pix_fmt != distorted.pix_fmt
+            || reference.w != distorted.w
+            || reference.h != distorted.h
+        {
+            return Err(Error::inval(
+                "psnr: reference and distorted pictures differ in format or size",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Host finishing of one frame from the SSE of each scored plane (`sse.len()` is
+    /// [`Psnr::plane_count`]): appends psnr (and mse) scores and feeds the APSNR sums.
+    pub fn finish(&self, reference: &PictureData, sse: &[u64], out: &mut Scores) -> Result<()> {
+        let bpc = reference.bpc;
+        if sse.len() != self.plane_count(reference.pix_fmt) {
+            return Err(Error::inval("psnr: wrong number of plane SSEs"));
+        }
+        let (w, h) = (reference.w[0], reference.h[0]);
+        let peak = self.peak(bpc);
+        for (p, &s) in sse.iter().enumerate() {
+            let psnr_max = self.psnr_max(reference.pix_fmt, bpc, w, h, p);
+            let (pw, ph) = (reference.w[p], reference.h[p]);
+            let (psnr, mse) = psnr_from_sse(s, pw, ph, peak, psnr_max);
+            out.push((PSNR_NAMES[p].to_string(), psnr));
+            if self.enable_mse {
+                out.push((MSE_NAMES[p].to_string(), mse));
+            }
+        }
+        if self.enable_apsnr {
+            let mut st = self.apsnr.lock().unwrap_or_else(|e| e.into_inner());
+            st.bpc.get_or_insert(bpc);
+            for (p, &s) in sse.iter().enumerate() {
+                st.sse[p] += s;
+                let n = (reference.w[p] as u32).wrapping_mul(reference.h[p] as u32);
+                st.n_pixels[p] += u64::from(n);
+            }
+        }
+        Ok(())
+    }
+
+    /// Aggregate metrics (`apsnr_y/cb/cr`) over every frame extracted so far; empty unless
+    /// `enable_apsnr` is set and a frame was seen. Like upstream, all three planes are reported
+    /// even when chroma was not scored (those come out as −inf).
+    pub fn apsnr_metrics(&self) -> Vec<(String, f64)> {
+        if !self.enable_apsnr {
+            return Vec::new();
+        }
+        let st = self.apsnr.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(bpc) = st.bpc else {
+            return Vec::new();
+        };
+        let peak_sq = self.peak(bpc).wrapping_mul(self.peak(bpc));
+        (0..3)
+            .map(|p| {
+                let n = st.n_pixels[p];
+                let apsnr = 10.0
+                    * (f64::from(peak_sq).log10() + (n as f64).log10()
+                        - (st.sse[p] as f64).log10());
+                let cap_arg = u64::from(peak_sq).wrapping_mul(n).wrapping_mul(2);
+                let max_apsnr = (10.0 * (cap_arg as f64).log10()).ceil();
+                (APSNR_NAMES[p].to_string(), c_min(apsnr, max_apsnr))
+            })
+            .collect()
     }
 }
 
@@ -21,15 +257,169 @@ impl Extractor for Psnr {
         "psnr"
     }
 
+    fn flags(&self) -> ExtractorFlags {
+        ExtractorFlags::TEMPORAL
+    }
+
     fn dedup_key(&self) -> String {
-        "psnr".to_string()
+        self.opts.feature_name("psnr")
     }
 
     fn feature_name(&self, full_name: &str) -> String {
         full_name.to_string()
     }
 
-    fn extract(&self, _input: &FrameInput<'_>, _out: &mut Scores) -> Result<()> {
-        Err(Error::NotSupported("psnr not implemented yet".into()))
+    fn aggregate(&self) -> Vec<(String, f64)> {
+        self.apsnr_metrics()
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        let (r, d) = (&**input.reference, &**input.distorted);
+        Self::check_pair(r, d)?;
+        let sse: Vec<u64> = (0..self.plane_count(r.pix_fmt))
+            .map(|p| sse_plane(r, d, p))
+            .collect();
+        self.finish(r, &sse, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{expected_json, load_parity_clip, PARITY_CLIPS};
+
+    fn run(clip: &str, psnr: &Psnr) -> Vec<Scores> {
+        let (refs, dists) = load_parity_clip(clip);
+        refs.iter()
+            .zip(&dists)
+            .enumerate()
+            .map(|(i, (r, d))| {
+                let input = FrameInput {
+                    index: i,
+                    reference: r,
+                    distorted: d,
+                    prev_ref: None,
+                    prev_prev_ref: None,
+                };
+                let mut out = Scores::new();
+                psnr.extract(&input, &mut out).unwrap();
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parity_clips_match_upstream() {
+        for clip in PARITY_CLIPS {
+            let log = expected_json(&format!("{clip}.json"));
+            let frames = log["frames"].as_array().unwrap();
+            let scores = run(clip, &Psnr::new(&Dict::new()).unwrap());
+            assert_eq!(scores.len(), frames.len(), "{clip}");
+            for (i, (fr, out)) in frames.iter().zip(&scores).enumerate() {
+                assert_eq!(out.len(), 3);
+                for (name, v) in out {
+                    let want = fr["metrics"][name.as_str()]
+                        .as_f64()
+                        .unwrap_or_else(|| panic!("{clip} frame {i}: no {name}"));
+                    assert_eq!(
+                        format!("{v:.6}"),
+                        format!("{want:.6}"),
+                        "{clip} frame {i} {name}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mse_apsnr_and_options() {
+        let mut d = Dict::new();
+        d.set("enable_mse", "true");
+        d.set("enable_apsnr", "true");
+        d.set("enable_chroma", "false");
+        let p = Psnr::new(&d).unwrap();
+        assert_eq!(p.dedup_key(), "psnr");
+        assert_eq!(p.flags(), ExtractorFlags::TEMPORAL);
+        let scores = run("natural_320x180_420p12", &p);
+        let (refs, dists) = load_parity_clip("natural_320x180_420p12");
+        let mut total = 0u64;
+        for (i, out) in scores.iter().enumerate() {
+            let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(names, ["psnr_y", "mse_y"]);
+            let sse = sse_plane(&refs[i], &dists[i], 0);
+            total += sse;
+            assert_eq!(out[1].1, sse as f64 / (320.0 * 180.0));
+            let want = (10.0 * (4095.0f64 * 4095.0 / out[1].1).log10()).min(84.0);
+            assert_eq!(out[0].1, want);
+        }
+        let agg = p.apsnr_metrics();
+        assert_eq!(agg[0].0, "apsnr_y");
+        let n = 320.0 * 180.0 * scores.len() as f64;
+        let want = 10.0 * ((4095.0f64 * 4095.0).log10() + n.log10() - (total as f64).log10());
+        assert_eq!(agg[0].1, want);
+        // Chroma was never scored: upstream's formula degenerates to -inf.
+        assert_eq!(agg[1].1, f64::NEG_INFINITY);
+        assert_eq!(agg[2].0, "apsnr_cr");
+
+        // Identical pictures: capped at 6·bpc + 12 per frame, and at the aggregate cap.
+        let p = Psnr::new(&d).unwrap();
+        let (refs, _) = load_parity_clip("life_320x240_420p8");
+        let input = FrameInput {
+            index: 0,
+            reference: &refs[0],
+            distorted: &refs[0],
+            prev_ref: None,
+            prev_prev_ref: None,
+        };
+        let mut out = Scores::new();
+        p.extract(&input, &mut out).unwrap();
+        assert_eq!(out[0].1, 60.0);
+        let cap = (10.0 * (65025.0f64 * 320.0 * 240.0 * 2.0).log10()).ceil();
+        assert_eq!(p.apsnr_metrics()[0].1, cap);
+
+        let mut d = Dict::new();
+        d.set("reduced_hbd_peak", "true");
+        d.set("min_sse", "0.5");
+        let p = Psnr::new(&d).unwrap();
+        assert_eq!(p.peak(10), 1020);
+        assert_eq!(p.peak(8), 255);
+        let want = (10.0 * (1020.0f64 * 1020.0 / (0.5 / (160.0 * 90.0))).log10()).ceil();
+        assert_eq!(p.psnr_max(PixelFormat::Yuv420p, 10, 320, 180, 1), want);
+        assert!(p.apsnr_metrics().is_empty());
+    }
+
+    #[test]
+    fn rejects_unsupported_depth_and_mismatch() {
+        let p = Psnr::new(&Dict::new()).unwrap();
+        let a = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv420p, 9, 16, 16).unwrap());
+        let input = FrameInput {
+            index: 0,
+            reference: &a,
+            distorted: &a,
+            prev_ref: None,
+            prev_prev_ref: None,
+        };
+        assert!(p.extract(&input, &mut Scores::new()).is_err());
+        let b = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 16, 16).unwrap());
+        let c = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 18, 16).unwrap());
+        let input = FrameInput {
+            index: 0,
+            reference: &b,
+            distorted: &c,
+            prev_ref: None,
+            prev_prev_ref: None,
+        };
+        assert!(p.extract(&input, &mut Scores::new()).is_err());
+        let y = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv400p, 8, 16, 16).unwrap());
+        let input = FrameInput {
+            index: 0,
+            reference: &y,
+            distorted: &y,
+            prev_ref: None,
+            prev_prev_ref: None,
+        };
+        let mut out = Scores::new();
+        p.extract(&input, &mut out).unwrap();
+        assert_eq!(out.len(), 1);
     }
 }

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 
 pub mod feature;
+pub mod hip;
 pub mod libvmaf;
 pub mod model;
 pub mod picture;

@@ -1,5 +1,181 @@
 //! The vendor-neutral GPU runtime (HIP on AMD, the CUDA driver on NVIDIA), loaded at run time.
+//!
+//! Layers, after cudarc: [`sys`] holds our own C types and the per-library function tables
+//! (resolved with `libloading`, all-or-nothing, once); [`safe`] wraps them in RAII types that
+//! bind the device on every thread they are used from; [`code`] finds device code for a kernel
+//! source (ahead-of-time object, else a cached hiprtc/nvrtc compile); [`kernels`] has the typed,
+//! bounds-checked launchers. [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one
+//! compute stream, the loaded kernels and per-feature scratch buffers.
+//!
+//! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
+//! reasons; nothing here panics or aborts on a missing library or symbol.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+
+pub mod code;
+pub mod kernels;
+pub mod safe;
+pub mod sys;
+#[cfg(test)]
+mod tests;
+
+pub use safe::Device;
+pub use safe::{
+    enumerate, DeviceBuffer, DeviceCopy, DeviceInfo, DevicePtr, Event, Kernel, KernelArg,
+    LaunchConfig, Module, PinnedHostBuffer, Stream,
+};
+pub use sys::Vendor;
+
+type ScratchSlot = Arc<Mutex<Option<Box<dyn Any + Send>>>>;
 
 /// One device and its compute stream, shared by the contexts it is imported into.
-#[derive(Debug)]
-pub struct GpuState {}
+pub struct GpuState {
+    device: Arc<safe::Device>,
+    stream: Stream,
+    kernels: Mutex<HashMap<(&'static str, String), Arc<Kernel>>>,
+    scratch: Mutex<HashMap<TypeId, ScratchSlot>>,
+}
+
+impl std::fmt::Debug for GpuState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuState")
+            .field("device", self.device.info())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl GpuState {
+    /// Opens device `index` of [`enumerate`]'s list, or the first compute-capable one.
+    pub fn new(index: Option<usize>) -> Result<Arc<GpuState>> {
+        let (devices, notes) = enumerate();
+        let why = || {
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
+        };
+        let info = match index {
+            Some(i) => devices.get(i).cloned().ok_or_else(|| {
+                Error::NoDevice(format!(
+                    "device index {i} out of range: {} device(s){}",
+                    devices.len(),
+                    why()
+                ))
+            })?,
+            None => devices
+                .iter()
+                .find(|d| d.compute_capable)
+                .cloned()
+                .ok_or_else(|| Error::NoDevice(format!("no GPU found{}", why())))?,
+        };
+        let api = safe::Api::load(info.vendor).map_err(|e| Error::NoDevice(e.to_string()))?;
+        let device = safe::Device::open(api, info)?;
+        let stream = Stream::new(&device)?;
+        Ok(Arc::new(GpuState {
+            device,
+            stream,
+            kernels: Mutex::new(HashMap::new()),
+            scratch: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    pub fn device(&self) -> &Arc<safe::Device> {
+        &self.device
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        self.device.info()
+    }
+
+    /// The state's compute stream.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Makes the device current on the calling thread (every operation does this itself; this
+    /// is for callers that mix in their own runtime calls).
+    pub fn bind(&self) -> Result<()> {
+        self.device.bind()
+    }
+
+    /// Entry point `entry` of kernels/`file`.hip, loading the module on first use.
+    pub fn kernel(&self, file: &'static str, entry: &str) -> Result<Arc<Kernel>> {
+        let mut map = lock(&self.kernels);
+        if let Some(k) = map.get(&(file, entry.to_string())) {
+            return Ok(k.clone());
+        }
+        let module = match map.iter().find(|((f, _), _)| *f == file) {
+            Some((_, k)) => k.module().clone(),
+            None => code::load_module(&self.device, code::embedded(file)?)?,
+        };
+        let k = Arc::new(module.kernel(entry)?);
+        map.insert((file, entry.to_string()), k.clone());
+        Ok(k)
+    }
+
+    /// Runs `f` with this state's scratch value of type `S` (None the first time; what `f`
+    /// leaves there is kept for the next call). Calls for the same `S` are serialised, so
+    /// buffers in it are never used by two frames at once.
+    pub fn with_scratch<S: Any + Send, R>(
+        &self,
+        f: impl FnOnce(&mut Option<S>) -> Result<R>,
+    ) -> Result<R> {
+        let slot = lock(&self.scratch)
+            .entry(TypeId::of::<S>())
+            .or_default()
+            .clone();
+        let mut guard = lock(&slot);
+        let mut typed: Option<S> = guard
+            .take()
+            .and_then(|b| b.downcast::<S>().ok())
+            .map(|b| *b);
+        let r = f(&mut typed);
+        *guard = typed.map(|s| Box::new(s) as Box<dyn Any + Send>);
+        r
+    }
+}
+
+/// Human-readable description of every device, one per line, as `vmaf_hip_list_devices`
+/// prints it.
+pub fn describe_devices() -> Vec<String> {
+    enumerate()
+        .0
+        .iter()
+        .map(|d| {
+            format!(
+                "{}: {} [{}] arch {} memory {} MiB",
+                d.ordinal,
+                d.name,
+                d.vendor.name(),
+                if d.arch.is_empty() {
+                    "unknown"
+                } else {
+                    &d.arch
+                },
+                d.total_mem >> 20
+            )
+        })
+        .collect()
+}
+
+/// A state for tests, or None (after printing why) on machines without a GPU.
+#[cfg(test)]
+pub(crate) fn test_state() -> Option<Arc<GpuState>> {
+    match GpuState::new(None) {
+        Ok(s) => Some(s),
+        Err(Error::NoDevice(why)) => {
+            println!("skipped: no device ({why})");
+            None
+        }
+        Err(e) => panic!("GPU present but unusable: {e}"),
+    }
+}

@@ -1,4 +1,15 @@
 //! Output writers: XML, JSON, CSV and SUB, byte-identical to libvmaf's (except `fps`).
+//!
+//! Shared rules: frames are visited in index order, skipping `i % n_subsample != 0`; a frame is
+//! printed only when some feature has a score at it, and then lists the features that do, in
+//! creation order. Feature names go through [`crate::feature::alias::alias`]. Numbers follow
+//! [`num::value`].
+
+mod csv;
+mod json;
+pub mod num;
+mod sub;
+mod xml;
 
 /// libvmaf's `enum VmafOutputFormat`.
 #[repr(C)]
@@ -12,7 +23,9 @@ pub enum OutputFormat {
 }
 
 use crate::collector::FeatureVector;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::feature::alias::alias;
+use crate::pooling::{pool, PoolingMethod};
 
 /// Everything a writer prints.
 #[derive(Debug, Clone)]
@@ -35,12 +48,68 @@ pub struct OutputData<'a> {
 }
 
 /// Writes `data` in `fmt`.
-pub fn write(
-    _fmt: OutputFormat,
-    _w: &mut dyn std::io::Write,
-    _data: &OutputData<'_>,
-) -> Result<()> {
-    Err(crate::error::Error::NotSupported(
-        "writers not implemented yet".into(),
-    ))
+pub fn write(fmt: OutputFormat, w: &mut dyn std::io::Write, data: &OutputData<'_>) -> Result<()> {
+    let text = match fmt {
+        OutputFormat::Xml => xml::render(data),
+        OutputFormat::Json => json::render(data),
+        OutputFormat::Csv => csv::render(data),
+        OutputFormat::Sub => sub::render(data),
+        OutputFormat::None => return Err(Error::inval("no output format selected")),
+    };
+    w.write_all(text.as_bytes())
+        .and_then(|()| w.flush())
+        .map_err(|e| Error::io("writing output", e))
 }
+
+/// One printed frame: its index and the (printed name, score) of every feature written there.
+struct Frame<'a> {
+    index: usize,
+    scores: Vec<(&'a str, f64)>,
+}
+
+/// The frames a writer prints, in order.
+///
+/// libvmaf walks up to the largest vector capacity; indices past every vector's end hold no
+/// scores and would be skipped anyway, so the longest vector bounds the walk here. (Upstream's
+/// `i > capacity` guard also reads one slot past a vector's end; that stray read is not copied.)
+fn frames<'a>(data: &'a OutputData<'_>) -> impl Iterator<Item = Frame<'a>> + 'a {
+    let end = data
+        .vectors
+        .iter()
+        .map(|v| v.scores.len())
+        .max()
+        .unwrap_or(0);
+    let step = data.n_subsample.max(1) as usize;
+    (0..end)
+        .filter(move |i| i % step == 0)
+        .filter_map(move |index| {
+            let scores: Vec<_> = data
+                .vectors
+                .iter()
+                .filter_map(|v| v.get(index).map(|s| (alias(&v.name), s)))
+                .collect();
+            (!scores.is_empty()).then_some(Frame { index, scores })
+        })
+}
+
+/// Pooling methods in the order (and with the names) the writers print them.
+const POOL_METHODS: [(PoolingMethod, &str); 4] = [
+    (PoolingMethod::Min, "min"),
+    (PoolingMethod::Max, "max"),
+    (PoolingMethod::Mean, "mean"),
+    (PoolingMethod::HarmonicMean, "harmonic_mean"),
+];
+
+/// `v` pooled over frames `0..=pic_cnt-1` by each of [`POOL_METHODS`]; `None` where pooling
+/// fails (a visited frame has no score), which the writers show by leaving the method out.
+fn pooled(data: &OutputData<'_>, v: &FeatureVector) -> [Option<f64>; 4] {
+    POOL_METHODS.map(|(method, _)| {
+        // With no pictures libvmaf's unsigned `pic_cnt - 1` wraps, and the range runs past
+        // every vector's end, so pooling fails.
+        let hi = data.pic_cnt.checked_sub(1)?;
+        pool(v, method, 0, hi, data.n_subsample).ok()
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,77 @@
+/*
+ * libvmaf_hip.h - feature extraction on AMD and NVIDIA GPUs (vmaf-hip).
+ *
+ * The GPU runtime (ROCm's libamdhip64, or the NVIDIA driver's libcuda.so.1) is
+ * loaded when a state is created, so a program built against this header runs
+ * on machines without any GPU: vmaf_hip_state_init() then returns -ENODEV and
+ * the context keeps extracting on the CPU.
+ *
+ * Typical use:
+ *
+ *     VmafHipState *hip = NULL;
+ *     VmafHipConfiguration hcfg = { .device_index = -1, .flags = 0 };
+ *     if (vmaf_hip_state_init(&hip, hcfg) == 0)
+ *         vmaf_hip_import_state(vmaf, hip);   // before registering features
+ *     ...
+ *     vmaf_close(vmaf);
+ *     vmaf_hip_state_free(&hip);
+ *
+ * All functions return 0 or a negative errno value unless stated otherwise.
+ */
+
+#ifndef LIBVMAF_HIP_H_
+#define LIBVMAF_HIP_H_
+
+#include "libvmaf.h"
+#include "picture.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One GPU device together with one compute stream. Opaque. */
+typedef struct VmafHipState VmafHipState;
+
+typedef struct VmafHipConfiguration {
+    /* Device ordinal as printed by vmaf_hip_list_devices(); -1 selects the
+     * first device that accepts compute work. */
+    int device_index;
+    /* Reserved for future use; must be 0. */
+    int flags;
+} VmafHipConfiguration;
+
+/* Returns 1 when this library can drive a GPU. Loads nothing and touches no
+ * device; whether a device is actually present is vmaf_hip_state_init()'s
+ * answer. */
+int vmaf_hip_available(void);
+
+/* Opens the configured device and creates its compute stream.
+ * On success stores a new state in *out and returns 0.
+ * -ENODEV: no GPU runtime or device, or device_index is past the last device;
+ *          *out is set to NULL.
+ * -EINVAL: out is NULL, device_index < -1, or flags has unknown bits.
+ * -ENOSYS: this build has no GPU support (never the case for vmaf-hip). */
+int vmaf_hip_state_init(VmafHipState **out, VmafHipConfiguration cfg);
+
+/* Makes vmaf extract on the state's device. Call it before features or
+ * models are registered; those registered later use their GPU version where
+ * one exists. The context holds its own reference to the device, valid for
+ * the context's lifetime.
+ * -EINVAL: vmaf or state is NULL. */
+int vmaf_hip_import_state(VmafContext *vmaf, VmafHipState *state);
+
+/* Releases the state and sets *state to NULL. Accepts NULL and a pointer to
+ * NULL. Call it after vmaf_close() of every context the state was imported
+ * into. */
+void vmaf_hip_state_free(VmafHipState **state);
+
+/* Writes one line per usable GPU to stdout (ordinal, name, vendor, compute
+ * capability or gfx arch, memory) and returns how many there are; 0 when
+ * there are none. */
+int vmaf_hip_list_devices(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBVMAF_HIP_H_ */

@@ -1,0 +1,250 @@
+//! PSNR on the GPU: per-plane integer sums of squared differences, which the CPU extractor turns
+//! into PSNR with the same formula it uses for its own sums (so both paths agree bit for bit).
+//!
+//! Each call stages both pictures in pinned memory, uploads them, runs one kernel per plane and
+//! reads back three `u64`s. Staging and device buffers live in the [`GpuState`]'s scratch and
+//! are reused while the picture size stays the same.
+
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{self, DevicePlane, Sample};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::picture::{Picture, PictureData, PlaneRef};
+
+/// Buffers for one sample type, sized for the largest picture seen.
+struct Scratch<T: Sample> {
+    ref_host: PinnedHostBuffer<T>,
+    dis_host: PinnedHostBuffer<T>,
+    ref_dev: DeviceBuffer<T>,
+    dis_dev: DeviceBuffer<T>,
+    sums_dev: DeviceBuffer<u64>,
+    sums_host: PinnedHostBuffer<u64>,
+}
+
+impl<T: Sample> Scratch<T> {
+    fn new(state: &GpuState, ref_len: usize, dis_len: usize) -> Result<Self> {
+        let dev = state.device();
+        Ok(Scratch {
+            ref_host: PinnedHostBuffer::new(dev, ref_len)?,
+            dis_host: PinnedHostBuffer::new(dev, dis_len)?,
+            ref_dev: DeviceBuffer::new(dev, ref_len)?,
+            dis_dev: DeviceBuffer::new(dev, dis_len)?,
+            sums_dev: DeviceBuffer::new(dev, 3)?,
+            sums_host: PinnedHostBuffer::new(dev, 3)?,
+        })
+    }
+
+    fn fits(&self, ref_len: usize, dis_len: usize) -> bool {
+        self.ref_dev.len() >= ref_len && self.dis_dev.len() >= dis_len
+    }
+}
+
+/// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
+trait PlaneAs: Sized {
+    fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
+}
+
+impl PlaneAs for u8 {
+    fn plane_of(pic: &PictureData, i: usize) -> Option<&[u8]> {
+        match pic.plane(i) {
+            PlaneRef::U8(p) => Some(p),
+            PlaneRef::U16(_) => None,
+        }
+    }
+}
+
+impl PlaneAs for u16 {
+    fn plane_of(pic: &PictureData, i: usize) -> Option<&[u16]> {
+        match pic.plane(i) {
+            PlaneRef::U16(p) => Some(p),
+            PlaneRef::U8(_) => None,
+        }
+    }
+}
+
+/// Element offsets of each plane when the planes are packed back to back, and the total.
+fn packed_layout<T: PlaneAs>(pic: &PictureData, n_planes: usize) -> Result<([usize; 3], usize)> {
+    let mut offs = [0usize; 3];
+    let mut total = 0usize;
+    for (i, off) in offs.iter_mut().enumerate().take(n_planes) {
+        let plane = T::plane_of(pic, i).ok_or_else(|| Error::inval("sample depth mismatch"))?;
+        *off = total;
+        total += plane.len();
+    }
+    Ok((offs, total))
+}
+
+fn fill<T: Sample + PlaneAs>(
+    host: &mut PinnedHostBuffer<T>,
+    pic: &PictureData,
+    offs: &[usize; 3],
+    n_planes: usize,
+) -> Result<()> {
+    let dst = host.as_mut_slice()?;
+    for (i, &off) in offs.iter().enumerate().take(n_planes) {
+        let src = T::plane_of(pic, i).ok_or_else(|| Error::inval("sample depth mismatch"))?;
+        dst[off..off + src.len()].copy_from_slice(src);
+    }
+    Ok(())
+}
+
+fn sse_typed<T: Sample + PlaneAs>(
+    state: &GpuState,
+    r: &PictureData,
+    d: &PictureData,
+    n_planes: usize,
+) -> Result<[u64; 3]> {
+    let (r_offs, r_len) = packed_layout::<T>(r, n_planes)?;
+    let (d_offs, d_len) = packed_layout::<T>(d, n_planes)?;
+    state.with_scratch(|slot: &mut Option<Scratch<T>>| {
+        if !slot.as_ref().is_some_and(|s| s.fits(r_len, d_len)) {
+            // Free the old buffers before allocating larger ones.
+            *slot = None;
+            *slot = Some(Scratch::new(state, r_len, d_len)?);
+        }
+        let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
+        let stream = state.stream();
+        fill(&mut s.ref_host, r, &r_offs, n_planes)?;
+        fill(&mut s.dis_host, d, &d_offs, n_planes)?;
+        s.sums_dev.zero(stream)?;
+        s.ref_dev.upload_async(stream, &mut s.ref_host, r_len)?;
+        s.dis_dev.upload_async(stream, &mut s.dis_host, d_len)?;
+        for i in 0..n_planes {
+            let plane = |buf, offset, stride| DevicePlane {
+                buf,
+                offset,
+                w: r.w[i],
+                h: r.h[i],
+                stride,
+            };
+            kernels::psnr_sse(
+                state,
+                stream,
+                plane(&s.ref_dev, r_offs[i], r.stride[i]),
+                plane(&s.dis_dev, d_offs[i], d.stride[i]),
+                &s.sums_dev,
+                i,
+            )?;
+        }
+        s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
+        let sums = s.sums_host.as_slice()?;
+        Ok([sums[0], sums[1], sums[2]])
+    })
+}
+
+/// Sum over each plane of (reference - distorted)^2 as exact integers: `[Y, U, V]` (chroma 0 for
+/// 4:0:0). Both pictures must have the same format, depth and size; strides may differ.
+pub fn sse_planes(state: &GpuState, reference: &Picture, distorted: &Picture) -> Result<[u64; 3]> {
+    let (r, d) = (&**reference, &**distorted);
+    if r.pix_fmt != d.pix_fmt || r.bpc != d.bpc || r.w != d.w || r.h != d.h {
+        return Err(Error::inval(
+            "GPU PSNR: reference and distorted pictures differ in format, depth or size",
+        ));
+    }
+    let n_planes = r.pix_fmt.plane_count();
+    if n_planes == 0 {
+        return Err(Error::inval("GPU PSNR: unknown pixel format"));
+    }
+    if r.bpc == 8 {
+        sse_typed::<u8>(state, r, d, n_planes)
+    } else {
+        sse_typed::<u16>(state, r, d, n_planes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::picture::PixelFormat;
+    use std::sync::Arc;
+
+    /// Reference SSE written independently of the GPU code: walks (x, y) through `sample()`.
+    fn cpu_sse(r: &PictureData, d: &PictureData) -> [u64; 3] {
+        let mut out = [0u64; 3];
+        for (p, o) in out.iter_mut().enumerate().take(r.pix_fmt.plane_count()) {
+            for y in 0..r.h[p] {
+                for x in 0..r.w[p] {
+                    let e = r.sample(p, x, y) as i64 - d.sample(p, x, y) as i64;
+                    *o += (e * e) as u64;
+                }
+            }
+        }
+        out
+    }
+
+    fn noise_picture(fmt: PixelFormat, bpc: u32, w: usize, h: usize, seed: u64) -> Picture {
+        let mut pic = PictureData::new(fmt, bpc, w, h).unwrap();
+        let mut s = seed;
+        let mut next = move || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (s >> 33) as u32
+        };
+        let max = (1u32 << bpc) - 1;
+        for i in 0..fmt.plane_count() {
+            if bpc == 8 {
+                pic.plane_u8_mut(i)
+                    .iter_mut()
+                    .for_each(|v| *v = next() as u8);
+            } else {
+                pic.plane_u16_mut(i)
+                    .iter_mut()
+                    .for_each(|v| *v = (next() & max) as u16);
+            }
+        }
+        Arc::new(pic)
+    }
+
+    #[test]
+    fn gpu_sse_equals_cpu_sse() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let cases = [
+            (PixelFormat::Yuv420p, 8, 576, 324),
+            (PixelFormat::Yuv420p, 10, 641, 361),
+            (PixelFormat::Yuv422p, 8, 352, 288),
+            (PixelFormat::Yuv444p, 12, 33, 17),
+            (PixelFormat::Yuv400p, 16, 1920, 1080),
+            (PixelFormat::Yuv420p, 8, 1920, 1080),
+            (PixelFormat::Yuv420p, 8, 321, 241),
+        ];
+        for (k, &(fmt, bpc, w, h)) in cases.iter().enumerate() {
+            let r = noise_picture(fmt, bpc, w, h, 2 * k as u64 + 1);
+            let d = noise_picture(fmt, bpc, w, h, 2 * k as u64 + 2);
+            let got = sse_planes(&state, &r, &d).unwrap();
+            assert_eq!(got, cpu_sse(&r, &d), "{fmt:?} {bpc}-bit {w}x{h}");
+            // Identical pictures: exactly zero.
+            assert_eq!(sse_planes(&state, &r, &r).unwrap(), [0, 0, 0]);
+        }
+    }
+
+    #[test]
+    fn gpu_sse_on_parity_clips() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        for clip in [
+            "natural_576x324_420p8",
+            "natural_640x360_420p10",
+            "mandel_352x288_422p8",
+        ] {
+            let (refs, dists) = crate::testutil::load_parity_clip(clip);
+            for (r, d) in refs.iter().zip(&dists).take(3) {
+                assert_eq!(sse_planes(&state, r, d).unwrap(), cpu_sse(r, d), "{clip}");
+            }
+        }
+    }
+
+    #[test]
+    fn mismatched_pictures_are_invalid() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let a = noise_picture(PixelFormat::Yuv420p, 8, 64, 64, 1);
+        let b = noise_picture(PixelFormat::Yuv420p, 10, 64, 64, 1);
+        let c = noise_picture(PixelFormat::Yuv420p, 8, 64, 66, 1);
+        assert!(matches!(sse_planes(&state, &a, &b), Err(Error::Invalid(_))));
+        assert!(matches!(sse_planes(&state, &a, &c), Err(Error::Invalid(_))));
+    }
+}

@@ -1,0 +1,202 @@
+//! `libvmaf_hip.h`: creating a GPU state and handing it to a context.
+//!
+//! `VmafHipState*` is a `Box<HipStateHandle>` holding an `Arc<GpuState>`; importing clones the
+//! `Arc` into the context, so the context keeps the device alive even if the caller frees the
+//! state first. Every body runs under `catch_unwind`: a panic becomes `-EINVAL` (or nothing for
+//! `void` functions), never an unwind into C.
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::gpu::GpuState;
+
+/// The opaque `VmafHipState`.
+pub struct HipStateHandle {
+    state: Arc<GpuState>,
+}
+
+/// `VmafHipConfiguration`, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VmafHipConfiguration {
+    /// Device ordinal as `vmaf_hip_list_devices` prints it; -1 picks the first usable one.
+    pub device_index: c_int,
+    /// Reserved, must be 0.
+    pub flags: c_int,
+}
+
+/// Runs `body`, logging an error and turning it (or a panic) into a negative errno.
+fn boundary(name: &str, body: impl FnOnce() -> Result<c_int>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            // A missing GPU is an expected outcome of probing, not worth an error line.
+            if matches!(e, Error::NoDevice(_)) {
+                crate::log_info!("{name}: {e}");
+            } else {
+                crate::log_error!("{name}: {e}");
+            }
+            e.errno()
+        }
+        Err(_) => {
+            crate::log_error!("{name}: internal error (panic)");
+            -libc::EINVAL
+        }
+    }
+}
+
+/// 1: this library always has GPU support (the runtime is loaded when a state is created).
+#[no_mangle]
+pub extern "C" fn vmaf_hip_available() -> c_int {
+    1
+}
+
+/// Opens a device and its compute stream. 0 and `*out` set on success; `-ENODEV` when there is
+/// no usable device or the index is past the last one (`*out` left NULL); `-EINVAL` for a NULL
+/// `out`, an index below -1 or unknown flags.
+///
+/// # Safety
+/// `out` is NULL or points to writable storage for one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_hip_state_init(
+    out: *mut *mut HipStateHandle,
+    cfg: VmafHipConfiguration,
+) -> c_int {
+    boundary("vmaf_hip_state_init", || {
+        if out.is_null() {
+            return Err(Error::inval("state pointer is NULL"));
+        }
+        // SAFETY: non-NULL and writable (caller's contract). Cleared first so that every failure
+        // below leaves NULL behind.
+        unsafe { *out = std::ptr::null_mut() };
+        if cfg.device_index < -1 {
+            return Err(Error::inval(format!("device index {}", cfg.device_index)));
+        }
+        if cfg.flags != 0 {
+            return Err(Error::inval(format!("unknown flags {:#x}", cfg.flags)));
+        }
+        let index = usize::try_from(cfg.device_index).ok();
+        let state = GpuState::new(index)?;
+        let handle = Box::into_raw(Box::new(HipStateHandle { state }));
+        // SAFETY: as above.
+        unsafe { *out = handle };
+        Ok(0)
+    })
+}
+
+/// Makes `ctx` extract on `state`'s device (features registered afterwards use their GPU
+/// versions where they have one). The context holds its own reference to the device.
+///
+/// # Safety
+/// `ctx` is NULL or a live context from `vmaf_init` not used concurrently; `state` is NULL or a
+/// live state from `vmaf_hip_state_init`.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_hip_import_state(
+    ctx: *mut Context,
+    state: *mut HipStateHandle,
+) -> c_int {
+    boundary("vmaf_hip_import_state", || {
+        if ctx.is_null() || state.is_null() {
+            return Err(Error::inval("context or state is NULL"));
+        }
+        // SAFETY: both live and unaliased for the call (caller's contract).
+        let (ctx, state) = unsafe { (&mut *ctx, &*state) };
+        ctx.import_gpu_state(state.state.clone())?;
+        Ok(0)
+    })
+}
+
+/// Releases a state and sets `*state` to NULL. NULL and pointers to NULL are accepted.
+///
+/// # Safety
+/// `state` is NULL or points to NULL or to a live state not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_hip_state_free(state: *mut *mut HipStateHandle) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if state.is_null() {
+            return;
+        }
+        // SAFETY: readable and writable (caller's contract).
+        let handle = unsafe { std::mem::replace(&mut *state, std::ptr::null_mut()) };
+        if !handle.is_null() {
+            // SAFETY: came from Box::into_raw in vmaf_hip_state_init and is released once, since
+            // the caller's pointer is now NULL.
+            drop(unsafe { Box::from_raw(handle) });
+        }
+    }));
+}
+
+/// Prints one line per device to stdout and returns how many there are (0 when none).
+#[no_mangle]
+pub extern "C" fn vmaf_hip_list_devices() -> c_int {
+    let r = catch_unwind(|| {
+        let lines = crate::gpu::describe_devices();
+        for l in &lines {
+            println!("{l}");
+        }
+        lines.len()
+    });
+    match r {
+        Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_without_or_with_device() {
+        assert_eq!(vmaf_hip_available(), 1);
+        let cfg = |device_index, flags| VmafHipConfiguration {
+            device_index,
+            flags,
+        };
+        // SAFETY: NULL is part of the contract.
+        unsafe {
+            assert_eq!(
+                vmaf_hip_state_init(std::ptr::null_mut(), cfg(-1, 0)),
+                -libc::EINVAL
+            );
+            assert_eq!(
+                vmaf_hip_import_state(std::ptr::null_mut(), std::ptr::null_mut()),
+                -libc::EINVAL
+            );
+            vmaf_hip_state_free(std::ptr::null_mut());
+        }
+        let mut s: *mut HipStateHandle = std::ptr::null_mut();
+        // SAFETY: `s` is a valid out-pointer.
+        unsafe {
+            assert_eq!(vmaf_hip_state_init(&mut s, cfg(-2, 0)), -libc::EINVAL);
+            assert!(s.is_null());
+            assert_eq!(vmaf_hip_state_init(&mut s, cfg(-1, 4)), -libc::EINVAL);
+            assert!(s.is_null());
+            assert_eq!(vmaf_hip_state_init(&mut s, cfg(4096, 0)), -libc::ENODEV);
+            assert!(s.is_null());
+            vmaf_hip_state_free(&mut s);
+        }
+        let n = vmaf_hip_list_devices();
+        // SAFETY: `s` is a valid out-pointer.
+        let rc = unsafe { vmaf_hip_state_init(&mut s, cfg(-1, 0)) };
+        if n == 0 {
+            assert_eq!(rc, -libc::ENODEV);
+            assert!(s.is_null());
+            println!("skipped: no device");
+            return;
+        }
+        assert_eq!(rc, 0);
+        assert!(!s.is_null());
+        let mut ctx = Context::new(Default::default()).unwrap();
+        // SAFETY: both live.
+        assert_eq!(unsafe { vmaf_hip_import_state(&mut ctx, s) }, 0);
+        assert!(ctx.gpu_state().is_some());
+        // SAFETY: `s` is live and freed once; the context keeps its own reference.
+        unsafe { vmaf_hip_state_free(&mut s) };
+        assert!(s.is_null());
+        assert!(ctx.gpu_state().is_some());
+    }
+}

@@ -1,0 +1,619 @@
+//! Getting device code for a kernel source: the ahead-of-time object built by build.rs when it
+//! fits the device, else a run-time compile (hiprtc / nvrtc) cached on disk.
+//!
+//! Cache entries live in `$VMAF_HIP_CACHE_DIR`, else `$XDG_CACHE_HOME/vmaf-hip`, else
+//! `~/.cache/vmaf-hip`; `VMAF_HIP_CACHE=0` disables the cache. The file name carries a hash of
+//! the source, prelude, arch, driver and compiler versions and options, so any change picks a new
+//! entry. Each entry has a header with its length and checksum; a damaged entry, or one the
+//! driver refuses, is compiled again and overwritten.
+
+use std::ffi::{c_char, c_int, CString};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::safe::{Api, Device, Module};
+use super::sys::{self, RawProgram, Status, Vendor};
+use crate::error::{Error, Result};
+
+/// One kernel source and what build.rs made of it.
+#[derive(Debug)]
+pub struct EmbeddedKernel {
+    /// File stem under kernels/ (`psnr`).
+    pub name: &'static str,
+    pub source: &'static str,
+    /// Clang offload bundle with one code object per arch of [`AMD_ARCHS`].
+    pub amd_bundle: Option<&'static [u8]>,
+    /// nvcc fatbin (SASS for [`CUDA_ARCHS`] and PTX).
+    pub nvidia_fatbin: Option<&'static [u8]>,
+}
+
+include!(concat!(env!("OUT_DIR"), "/vmaf_kernels.rs"));
+
+/// The embedded kernel `name`.
+pub fn embedded(name: &str) -> Result<&'static EmbeddedKernel> {
+    KERNELS
+        .iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| Error::inval(format!("no GPU kernel source {name}")))
+}
+
+/// One entry of a clang offload bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleEntry<'a> {
+    /// Target id, e.g. `hipv4-amdgcn-amd-amdhsa--gfx90a`.
+    pub id: &'a str,
+    pub data: &'a [u8],
+}
+
+impl BundleEntry<'_> {
+    /// The gfx target of a device entry (`gfx90a`, `gfx90a:xnack+`), or None for the host one.
+    pub fn gfx_target(&self) -> Option<&str> {
+        let at = self.id.find("amdhsa-")? + "amdhsa-".len();
+        Some(self.id[at..].trim_start_matches('-'))
+    }
+}
+
+const BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+
+/// Parses an uncompressed clang offload bundle (what `hipcc --genco` writes): the magic, an
+/// entry count, then (offset, size, id length, id) per entry, all integers little-endian u64.
+pub fn parse_bundle(b: &[u8]) -> Result<Vec<BundleEntry<'_>>> {
+    let bad = || Error::inval("malformed offload bundle");
+    if !b.starts_with(BUNDLE_MAGIC) {
+        return Err(bad());
+    }
+    let mut pos = BUNDLE_MAGIC.len();
+    let read_u64 = |pos: &mut usize| -> Result<usize> {
+        let bytes: [u8; 8] = b
+            .get(*pos..*pos + 8)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?;
+        *pos += 8;
+        usize::try_from(u64::from_le_bytes(bytes)).map_err(|_| bad())
+    };
+    let n = read_u64(&mut pos)?;
+    if n > 4096 {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let off = read_u64(&mut pos)?;
+        let size = read_u64(&mut pos)?;
+        let id_len = read_u64(&mut pos)?;
+        let id = b
+            .get(pos..pos.checked_add(id_len).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        pos += id_len;
+        let id = std::str::from_utf8(id).map_err(|_| bad())?;
+        let data = b
+            .get(off..off.checked_add(size).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        out.push(BundleEntry { id, data });
+    }
+    Ok(out)
+}
+
+/// Whether code built for `target` (`gfx90a`, `gfx90a:xnack+`) runs on a device whose
+/// `gcnArchName` is `device` (`gfx90a:sramecc+:xnack-`): same base arch, and every feature the
+/// code pins is set the same way on the device (an unpinned feature means "any").
+pub fn gfx_compatible(target: &str, device: &str) -> bool {
+    let mut t = target.split(':');
+    let mut d = device.split(':');
+    if t.next() != d.next() {
+        return false;
+    }
+    let dev_features: Vec<&str> = d.collect();
+    t.all(|f| dev_features.contains(&f))
+}
+
+/// The code object in `bundle` for `device_arch`, if any.
+pub fn select_amd_object<'a>(bundle: &'a [u8], device_arch: &str) -> Option<&'a [u8]> {
+    parse_bundle(bundle)
+        .ok()?
+        .into_iter()
+        .find(|e| {
+            e.gfx_target()
+                .is_some_and(|t| gfx_compatible(t, device_arch))
+        })
+        .map(|e| e.data)
+}
+
+/// Objects from `$VMAF_HIP_AOT_DIR/<kernel>.hipfb` and `.fatbin`, which take the place of the
+/// built-in ones: lets a hipcc/nvcc build be tried on a machine without a Rust toolchain.
+fn external_objects(name: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    match std::env::var_os("VMAF_HIP_AOT_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => {
+            let d = PathBuf::from(d);
+            (
+                std::fs::read(d.join(format!("{name}.hipfb"))).ok(),
+                std::fs::read(d.join(format!("{name}.fatbin"))).ok(),
+            )
+        }
+        None => (None, None),
+    }
+}
+
+/// Loads `kernel` on `dev`: the AOT object first, then the cache, then a fresh compile.
+/// `VMAF_HIP_FORCE_RTC=1` skips the AOT objects; `VMAF_HIP_NO_RTC=1` forbids run-time
+/// compilation (deployments that must run only the shipped code, and tests of the AOT path).
+pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
+    let info = dev.info();
+    let (ext_amd, ext_nv) = external_objects(kernel.name);
+    let mut amd = ext_amd.as_deref().or(kernel.amd_bundle);
+    let mut nv = ext_nv.as_deref().or(kernel.nvidia_fatbin);
+    if std::env::var("VMAF_HIP_FORCE_RTC").is_ok_and(|v| v == "1") {
+        (amd, nv) = (None, None);
+    }
+    let aot_note = match (info.vendor, amd, nv) {
+        (Vendor::Amd, Some(bundle), _) => match select_amd_object(bundle, &info.arch) {
+            Some(obj) => match Module::load(dev, obj) {
+                Ok(m) => return Ok(m),
+                Err(e) => format!("built-in code object for {} refused: {e}", info.arch),
+            },
+            None => format!("no built-in code object for {}", info.arch),
+        },
+        (Vendor::Nvidia, _, Some(fatbin)) => match Module::load(dev, fatbin) {
+            Ok(m) => return Ok(m),
+            Err(e) => format!("built-in fatbin refused for {}: {e}", info.arch),
+        },
+        _ => "built without ahead-of-time kernels".to_string(),
+    };
+    if std::env::var("VMAF_HIP_NO_RTC").is_ok_and(|v| v == "1") {
+        return Err(Error::NoDevice(format!(
+            "{}: {aot_note}, and VMAF_HIP_NO_RTC=1 forbids compiling it",
+            kernel.name
+        )));
+    }
+    crate::log::log(
+        crate::log::LogLevel::Debug,
+        &format!("{}: {aot_note}; compiling at run time", kernel.name),
+    );
+    compile_cached(dev, kernel, cache_dir()).map_err(|e| match e {
+        Error::NoDevice(m) => Error::NoDevice(format!("{aot_note}, and {m}")),
+        other => other,
+    })
+}
+
+/// 64-bit FNV-1a: stable across Rust releases (unlike `DefaultHasher`), enough for cache keys
+/// and entry checksums.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for &b in p.iter().chain(std::iter::once(&0xffu8)) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Where compiled objects are cached, or None when caching is off.
+pub fn cache_dir() -> Option<PathBuf> {
+    if std::env::var("VMAF_HIP_CACHE").is_ok_and(|v| v == "0") {
+        return None;
+    }
+    let nonempty = |v: &str| {
+        std::env::var_os(v)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    };
+    nonempty("VMAF_HIP_CACHE_DIR")
+        .or_else(|| nonempty("XDG_CACHE_HOME").map(|p| p.join("vmaf-hip")))
+        .or_else(|| nonempty("HOME").map(|p| p.join(".cache").join("vmaf-hip")))
+}
+
+const ENTRY_MAGIC: &[u8; 8] = b"VMAFHIP1";
+
+/// Wraps a payload in the cache entry format: magic, length, checksum, payload.
+pub fn encode_entry(payload: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(payload.len() + 24);
+    v.extend_from_slice(ENTRY_MAGIC);
+    v.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    v.extend_from_slice(&fnv1a(&[payload]).to_le_bytes());
+    v.extend_from_slice(payload);
+    v
+}
+
+/// The payload of an intact entry.
+pub fn decode_entry(bytes: &[u8]) -> Option<&[u8]> {
+    if bytes.len() < 24 || &bytes[..8] != ENTRY_MAGIC {
+        return None;
+    }
+    let len = u64::from_le_bytes(bytes[8..16].try_into().ok()?);
+    let sum = u64::from_le_bytes(bytes[16..24].try_into().ok()?);
+    let payload = &bytes[24..];
+    (payload.len() as u64 == len && fnv1a(&[payload]) == sum && len > 0).then_some(payload)
+}
+
+/// What a run-time compile depends on.
+struct RtcJob {
+    options: Vec<String>,
+    /// Identifies compiler and driver, for the cache key.
+    toolchain: String,
+}
+
+fn rtc_job(api: Api, arch: &str) -> Result<RtcJob> {
+    Ok(match api.vendor() {
+        Vendor::Amd => {
+            let rtc = sys::hiprtc().map_err(|e| Error::NoDevice(e.to_string()))?;
+            let base = arch.split(':').next().unwrap_or(arch);
+            RtcJob {
+                options: vec![format!("--offload-arch={base}"), "-O3".into()],
+                toolchain: format!(
+                    "hiprtc {:?} {} hip {}",
+                    rtc.version,
+                    rtc.path,
+                    api.version()
+                ),
+            }
+        }
+        Vendor::Nvidia => {
+            let rtc = sys::nvrtc().map_err(|e| {
+                Error::NoDevice(format!(
+                    "{e}; nvrtc comes with the CUDA toolkit, not the driver: install it or use a \
+                     build made with nvcc"
+                ))
+            })?;
+            RtcJob {
+                options: vec![format!("--gpu-architecture={arch}"), "-fmad=false".into()],
+                toolchain: format!(
+                    "nvrtc {:?} {} driver {}",
+                    rtc.version,
+                    rtc.path,
+                    api.version()
+                ),
+            }
+        }
+    })
+}
+
+/// Loads `kernel` from the cache in `dir`, else compiles it and stores the result there.
+pub fn compile_cached(
+    dev: &Arc<Device>,
+    kernel: &EmbeddedKernel,
+    dir: Option<PathBuf>,
+) -> Result<Arc<Module>> {
+    let arch = dev.info().arch.clone();
+    if arch.is_empty() {
+        return Err(Error::NoDevice(
+            "device arch unknown: cannot compile kernels".into(),
+        ));
+    }
+    let job = rtc_job(dev.api(), &arch)?;
+    let key = fnv1a(&[
+        kernel.name.as_bytes(),
+        PRELUDE.as_bytes(),
+        kernel.source.as_bytes(),
+        arch.as_bytes(),
+        job.toolchain.as_bytes(),
+        job.options.join(" ").as_bytes(),
+    ]);
+    let safe_arch: String = arch
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let path = dir.map(|d| d.join(format!("{}-{safe_arch}-{key:016x}.bin", kernel.name)));
+
+    if let Some(p) = &path {
+        if let Ok(bytes) = std::fs::read(p) {
+            match decode_entry(&bytes) {
+                Some(obj) => match Module::load(dev, obj) {
+                    Ok(m) => return Ok(m),
+                    Err(e) => crate::log_warn!("cached {} refused ({e}); recompiling", p.display()),
+                },
+                None => crate::log_warn!("cache entry {} is damaged; recompiling", p.display()),
+            }
+        }
+    }
+
+    let obj = compile(dev.api(), kernel, &job.options)?;
+    let module = Module::load(dev, &obj)?;
+    if let Some(p) = &path {
+        if let Err(e) = store(p, &obj) {
+            crate::log_warn!("could not write kernel cache {}: {e}", p.display());
+        }
+    }
+    Ok(module)
+}
+
+/// Writes via a temporary file and a rename, so readers never see half an entry.
+fn store(path: &std::path::Path, obj: &[u8]) -> std::io::Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, encode_entry(obj))?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// The shared shape of hiprtc and nvrtc.
+struct RtcFns {
+    create: unsafe extern "C" fn(
+        *mut RawProgram,
+        *const c_char,
+        *const c_char,
+        c_int,
+        *const *const c_char,
+        *const *const c_char,
+    ) -> Status,
+    compile: unsafe extern "C" fn(RawProgram, c_int, *const *const c_char) -> Status,
+    log_size: unsafe extern "C" fn(RawProgram, *mut usize) -> Status,
+    log: unsafe extern "C" fn(RawProgram, *mut c_char) -> Status,
+    code_size: unsafe extern "C" fn(RawProgram, *mut usize) -> Status,
+    code: unsafe extern "C" fn(RawProgram, *mut c_char) -> Status,
+    destroy: unsafe extern "C" fn(*mut RawProgram) -> Status,
+    error_string: unsafe extern "C" fn(Status) -> *const c_char,
+    name: &'static str,
+}
+
+fn rtc_fns(vendor: Vendor) -> Result<RtcFns> {
+    let nodev = |e: &str| Error::NoDevice(e.to_string());
+    Ok(match vendor {
+        Vendor::Amd => {
+            let f = &sys::hiprtc().map_err(nodev)?.fns;
+            RtcFns {
+                create: f.create_program,
+                compile: f.compile_program,
+                log_size: f.get_program_log_size,
+                log: f.get_program_log,
+                code_size: f.get_code_size,
+                code: f.get_code,
+                destroy: f.destroy_program,
+                error_string: f.get_error_string,
+                name: "hiprtc",
+            }
+        }
+        Vendor::Nvidia => {
+            let f = &sys::nvrtc().map_err(nodev)?.fns;
+            RtcFns {
+                create: f.create_program,
+                compile: f.compile_program,
+                log_size: f.get_program_log_size,
+                log: f.get_program_log,
+                code_size: f.get_code_size,
+                code: f.get_code,
+                destroy: f.destroy_program,
+                error_string: f.get_error_string,
+                name: "nvrtc",
+            }
+        }
+    })
+}
+
+/// Destroys the program on every exit path.
+struct Program<'a> {
+    raw: RawProgram,
+    fns: &'a RtcFns,
+}
+
+impl Drop for Program<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from a successful create and is destroyed once.
+        unsafe { (self.fns.destroy)(&mut self.raw) };
+    }
+}
+
+/// Compiles `kernel` (with the prelude as a named header) to a loadable object.
+fn compile(api: Api, kernel: &EmbeddedKernel, options: &[String]) -> Result<Vec<u8>> {
+    compile_source(api.vendor(), kernel.name, kernel.source, options)
+}
+
+/// Runs hiprtc or nvrtc on `source`, offering [`PRELUDE`] as `vmaf_prelude.h`.
+pub fn compile_source(
+    vendor: Vendor,
+    name: &str,
+    source: &str,
+    options: &[String],
+) -> Result<Vec<u8>> {
+    let fns = rtc_fns(vendor)?;
+    let cstr = |s: &str| CString::new(s).map_err(|_| Error::inval("NUL in kernel text"));
+    let src = cstr(source)?;
+    let file = cstr(&format!("{name}.hip"))?;
+    let header = cstr(PRELUDE)?;
+    let header_name = cstr("vmaf_prelude.h")?;
+    let opts: Vec<CString> = options.iter().map(|o| cstr(o)).collect::<Result<_>>()?;
+    let opt_ptrs: Vec<*const c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    let fail = |call: &str, st: Status, log: &str| {
+        // SAFETY: the error-string functions accept any status and return static text.
+        let text = unsafe { sys::c_text((fns.error_string)(st)) };
+        Error::Gpu(format!(
+            "{} {call} for {name}: {text} ({st}){log}",
+            fns.name
+        ))
+    };
+
+    let mut raw: RawProgram = std::ptr::null_mut();
+    // SAFETY: all strings are NUL-terminated and outlive the call; one header with its name.
+    let st = unsafe {
+        (fns.create)(
+            &mut raw,
+            src.as_ptr(),
+            file.as_ptr(),
+            1,
+            &header.as_ptr(),
+            &header_name.as_ptr(),
+        )
+    };
+    if st != 0 {
+        return Err(fail("create", st, ""));
+    }
+    let prog = Program { raw, fns: &fns };
+
+    // SAFETY: the option array holds `opt_ptrs.len()` valid strings.
+    let st = unsafe { (fns.compile)(prog.raw, opt_ptrs.len() as c_int, opt_ptrs.as_ptr()) };
+    if st != 0 {
+        let log = program_log(&prog);
+        return Err(fail("compile", st, &format!(":\n{log}")));
+    }
+    let mut size = 0usize;
+    // SAFETY: writes one size_t.
+    let st = unsafe { (fns.code_size)(prog.raw, &mut size) };
+    if st != 0 || size == 0 {
+        return Err(fail("get code size", st, ""));
+    }
+    let mut code = vec![0u8; size];
+    // SAFETY: the buffer holds the `size` bytes the compiler reported.
+    let st = unsafe { (fns.code)(prog.raw, code.as_mut_ptr().cast()) };
+    if st != 0 {
+        return Err(fail("get code", st, ""));
+    }
+    Ok(code)
+}
+
+fn program_log(prog: &Program<'_>) -> String {
+    let mut size = 0usize;
+    // SAFETY: writes one size_t.
+    if unsafe { (prog.fns.log_size)(prog.raw, &mut size) } != 0 || size == 0 {
+        return String::new();
+    }
+    let mut buf = vec![0u8; size];
+    // SAFETY: the buffer holds the `size` bytes reported (NUL included).
+    if unsafe { (prog.fns.log)(prog.raw, buf.as_mut_ptr().cast()) } != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut head = BUNDLE_MAGIC.to_vec();
+        head.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+        let header_len = head.len() + entries.iter().map(|(id, _)| 24 + id.len()).sum::<usize>();
+        let mut off = header_len;
+        let mut body = Vec::new();
+        for (id, data) in entries {
+            head.extend_from_slice(&(off as u64).to_le_bytes());
+            head.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            head.extend_from_slice(&(id.len() as u64).to_le_bytes());
+            head.extend_from_slice(id.as_bytes());
+            body.extend_from_slice(data);
+            off += data.len();
+        }
+        head.extend(body);
+        head
+    }
+
+    #[test]
+    fn bundle_parse_and_select() {
+        let b = bundle(&[
+            ("host-x86_64-unknown-linux", b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx1030", b"navi"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", b"mi200x+"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"mi200"),
+        ]);
+        let e = parse_bundle(&b).unwrap();
+        assert_eq!(e.len(), 4);
+        assert_eq!(e[0].gfx_target(), None);
+        assert_eq!(e[1].gfx_target(), Some("gfx1030"));
+        assert_eq!(select_amd_object(&b, "gfx1030"), Some(&b"navi"[..]));
+        // xnack+ code must not be picked for an xnack- device; the feature-neutral one is.
+        assert_eq!(
+            select_amd_object(&b, "gfx90a:sramecc+:xnack-"),
+            Some(&b"mi200"[..])
+        );
+        assert_eq!(
+            select_amd_object(&b, "gfx90a:xnack+"),
+            Some(&b"mi200x+"[..])
+        );
+        assert_eq!(select_amd_object(&b, "gfx1100"), None);
+        // Truncation anywhere is an error, never a panic.
+        for cut in 0..b.len() - 1 {
+            let _ = parse_bundle(&b[..cut]);
+        }
+        assert!(parse_bundle(&b[..b.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn gfx_compat_rules() {
+        assert!(gfx_compatible("gfx942", "gfx942:sramecc+:xnack-"));
+        assert!(!gfx_compatible("gfx942:xnack+", "gfx942:sramecc+:xnack-"));
+        assert!(!gfx_compatible("gfx940", "gfx942"));
+        assert!(gfx_compatible("gfx1100", "gfx1100"));
+    }
+
+    #[test]
+    fn cache_entries_detect_damage() {
+        let obj = b"\x7fELF some code object".to_vec();
+        let e = encode_entry(&obj);
+        assert_eq!(decode_entry(&e), Some(&obj[..]));
+        let mut flipped = e.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(decode_entry(&flipped), None);
+        assert_eq!(decode_entry(&e[..e.len() - 1]), None);
+        assert_eq!(decode_entry(b"garbage"), None);
+        assert_eq!(decode_entry(&encode_entry(b"")), None);
+    }
+
+    #[test]
+    fn every_kernel_source_is_embedded() {
+        assert!(PRELUDE.contains("VMAF_SHFL_DOWN"));
+        let psnr = embedded("psnr").unwrap();
+        assert!(psnr.source.contains("vmaf_psnr_sse_u8"));
+        assert!(psnr.source.contains("vmaf_psnr_sse_u16"));
+        assert!(embedded("nonexistent").is_err());
+    }
+
+    /// CI proof that the AMD path compiles: when build.rs found hipcc, the bundle must hold code
+    /// objects for a CDNA2 and an RDNA2 part.
+    #[test]
+    fn amd_code_objects_embedded() {
+        let psnr = embedded("psnr").unwrap();
+        let Some(bundle) = psnr.amd_bundle else {
+            println!("skipped: built without hipcc (no AMD code objects embedded)");
+            return;
+        };
+        let entries = parse_bundle(bundle).unwrap();
+        for arch in ["gfx90a", "gfx1030"] {
+            assert!(AMD_ARCHS.contains(&arch), "{arch} not in {AMD_ARCHS:?}");
+            let obj = select_amd_object(bundle, arch).unwrap_or_else(|| {
+                panic!(
+                    "no {arch} object in {:?}",
+                    entries.iter().map(|e| e.id).collect::<Vec<_>>()
+                )
+            });
+            assert!(obj.starts_with(b"\x7fELF"), "{arch} object is not ELF");
+        }
+        // One device entry per built arch.
+        let device_entries = entries.iter().filter(|e| e.gfx_target().is_some()).count();
+        assert_eq!(device_entries, AMD_ARCHS.len());
+    }
+
+    /// The prelude and kernels compile under hiprtc whenever a HIP runtime with hiprtc is
+    /// installed, GPU or not.
+    #[test]
+    fn hiprtc_compiles_psnr_for_gfx90a() {
+        if sys::hiprtc().is_err() {
+            println!("skipped: hiprtc not available");
+            return;
+        }
+        let psnr = embedded("psnr").unwrap();
+        let opts = vec!["--offload-arch=gfx90a".to_string(), "-O3".to_string()];
+        let obj = compile_source(Vendor::Amd, psnr.name, psnr.source, &opts).unwrap();
+        assert!(obj.len() > 64);
+        let text = String::from_utf8_lossy(&obj);
+        assert!(text.contains("vmaf_psnr_sse_u16"));
+    }
+
+    /// Likewise for nvrtc (on machines with the CUDA toolkit).
+    #[test]
+    fn nvrtc_compiles_psnr_for_sm90() {
+        if sys::nvrtc().is_err() {
+            println!("skipped: nvrtc not available");
+            return;
+        }
+        let psnr = embedded("psnr").unwrap();
+        let opts = vec![
+            "--gpu-architecture=sm_90".to_string(),
+            "-fmad=false".to_string(),
+        ];
+        let obj = compile_source(Vendor::Nvidia, psnr.name, psnr.source, &opts).unwrap();
+        assert!(obj.starts_with(b"\x7fELF"), "CUBIN is an ELF image");
+    }
+}

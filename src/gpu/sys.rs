@@ -1,0 +1,493 @@
+//! Raw runtime bindings: our own minimal C types and one function-pointer table per vendor
+//! library, resolved with `libloading` at first use (no SDK headers or link-time dependency).
+//!
+//! Each table is all-or-nothing: a library missing any symbol is closed and the next candidate is
+//! tried, so a later call can never hit a NULL pointer. Loading (plus `hipInit`/`cuInit`) runs
+//! once per process; the outcome, success or the reason for failure, is kept in a `OnceLock`.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use libloading::Library;
+
+/// Which runtime a device is driven through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Vendor {
+    /// ROCm's HIP runtime (libamdhip64).
+    Amd,
+    /// The NVIDIA driver API (libcuda.so.1).
+    Nvidia,
+}
+
+impl Vendor {
+    /// Lower-case name, as `VMAF_HIP_VENDOR` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Amd => "amd",
+            Vendor::Nvidia => "nvidia",
+        }
+    }
+}
+
+/// `hipError_t` / `CUresult`: 0 is success on both.
+pub type Status = c_int;
+/// `CUdevice` / `hipDevice_t`: an ordinal.
+pub type RawDevice = c_int;
+/// `CUcontext` (unused on AMD).
+pub type RawContext = *mut c_void;
+/// `CUstream` / `hipStream_t`.
+pub type RawStream = *mut c_void;
+/// `CUevent` / `hipEvent_t`.
+pub type RawEvent = *mut c_void;
+/// `CUmodule` / `hipModule_t`.
+pub type RawModule = *mut c_void;
+/// `CUfunction` / `hipFunction_t`.
+pub type RawFunction = *mut c_void;
+/// `CUdeviceptr` (an integer) / `hipDeviceptr_t` (a pointer); both 64 bits wide on our targets.
+pub type RawDevPtr = u64;
+/// `nvrtcProgram` / `hiprtcProgram`.
+pub type RawProgram = *mut c_void;
+
+// Values shared by both vendors' headers.
+pub const STREAM_NON_BLOCKING: c_uint = 1;
+pub const EVENT_DISABLE_TIMING: c_uint = 2;
+// CUresult / hipError_t values we treat specially.
+pub const ERR_OUT_OF_MEMORY_CUDA: Status = 2;
+pub const ERR_OUT_OF_MEMORY_HIP: Status = 2;
+pub const ERR_NO_DEVICE: Status = 100;
+pub const ERR_INSUFFICIENT_DRIVER: Status = 35;
+// CUdevice_attribute values.
+pub const CU_ATTR_COMPUTE_MODE: c_int = 20;
+pub const CU_ATTR_CC_MAJOR: c_int = 75;
+pub const CU_ATTR_CC_MINOR: c_int = 76;
+pub const CU_COMPUTEMODE_PROHIBITED: c_int = 2;
+/// Oldest CUDA driver we accept: 11.0 introduced `cuDevicePrimaryCtxRelease_v2`.
+pub const CUDA_MIN_DRIVER: c_int = 11000;
+/// Oldest HIP runtime we accept (5.0, encoded major * 10^7 + minor * 10^5 + patch).
+pub const HIP_MIN_VERSION: c_int = 50_000_000;
+
+/// Declares a table struct with one typed function pointer per symbol and its all-or-nothing
+/// loader.
+macro_rules! fn_table {
+    ($(#[$meta:meta])* $table:ident {
+        $( $field:ident = $sym:literal : fn($($arg:ty),* $(,)?) $(-> $ret:ty)? ; )*
+    }) => {
+        $(#[$meta])*
+        pub struct $table {
+            _lib: Library,
+            $( pub $field: unsafe extern "C" fn($($arg),*) $(-> $ret)?, )*
+        }
+
+        impl $table {
+            /// Resolves every symbol from `lib`, or names the first one missing.
+            fn resolve(lib: Library) -> Result<Self, String> {
+                $(
+                    // SAFETY: the pointer type is the C prototype of the vendor's public header for
+                    // this symbol (written out by hand above); `lib` stays alive in the table, so
+                    // the copied pointer never dangles.
+                    let $field = unsafe {
+                        *lib.get::<unsafe extern "C" fn($($arg),*) $(-> $ret)?>(
+                            concat!($sym, "\0").as_bytes(),
+                        )
+                        .map_err(|_| format!("symbol {} not found", $sym))?
+                    };
+                )*
+                Ok($table { _lib: lib, $($field,)* })
+            }
+        }
+    };
+}
+
+fn_table! {
+    /// The HIP runtime subset we use.
+    HipFns {
+        init = "hipInit": fn(c_uint) -> Status;
+        driver_get_version = "hipDriverGetVersion": fn(*mut c_int) -> Status;
+        get_device_count = "hipGetDeviceCount": fn(*mut c_int) -> Status;
+        set_device = "hipSetDevice": fn(c_int) -> Status;
+        device_get_name = "hipDeviceGetName": fn(*mut c_char, c_int, RawDevice) -> Status;
+        device_total_mem = "hipDeviceTotalMem": fn(*mut usize, RawDevice) -> Status;
+        device_synchronize = "hipDeviceSynchronize": fn() -> Status;
+        get_error_string = "hipGetErrorString": fn(Status) -> *const c_char;
+        malloc = "hipMalloc": fn(*mut *mut c_void, usize) -> Status;
+        free = "hipFree": fn(*mut c_void) -> Status;
+        host_malloc = "hipHostMalloc": fn(*mut *mut c_void, usize, c_uint) -> Status;
+        host_free = "hipHostFree": fn(*mut c_void) -> Status;
+        memcpy_htod_async = "hipMemcpyHtoDAsync":
+            fn(*mut c_void, *const c_void, usize, RawStream) -> Status;
+        memcpy_dtoh_async = "hipMemcpyDtoHAsync":
+            fn(*mut c_void, *mut c_void, usize, RawStream) -> Status;
+        memset_d8_async = "hipMemsetD8Async": fn(*mut c_void, u8, usize, RawStream) -> Status;
+        stream_create = "hipStreamCreateWithFlags": fn(*mut RawStream, c_uint) -> Status;
+        stream_destroy = "hipStreamDestroy": fn(RawStream) -> Status;
+        stream_synchronize = "hipStreamSynchronize": fn(RawStream) -> Status;
+        stream_wait_event = "hipStreamWaitEvent": fn(RawStream, RawEvent, c_uint) -> Status;
+        event_create = "hipEventCreateWithFlags": fn(*mut RawEvent, c_uint) -> Status;
+        event_destroy = "hipEventDestroy": fn(RawEvent) -> Status;
+        event_record = "hipEventRecord": fn(RawEvent, RawStream) -> Status;
+        event_synchronize = "hipEventSynchronize": fn(RawEvent) -> Status;
+        module_load_data = "hipModuleLoadData": fn(*mut RawModule, *const c_void) -> Status;
+        module_get_function = "hipModuleGetFunction":
+            fn(*mut RawFunction, RawModule, *const c_char) -> Status;
+        module_unload = "hipModuleUnload": fn(RawModule) -> Status;
+        module_launch_kernel = "hipModuleLaunchKernel": fn(
+            RawFunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, RawStream,
+            *mut *mut c_void, *mut *mut c_void,
+        ) -> Status;
+    }
+}
+
+fn_table! {
+    /// The CUDA driver API subset we use (versioned `_v2` names as libcuda exports them).
+    CudaFns {
+        init = "cuInit": fn(c_uint) -> Status;
+        driver_get_version = "cuDriverGetVersion": fn(*mut c_int) -> Status;
+        device_get_count = "cuDeviceGetCount": fn(*mut c_int) -> Status;
+        device_get = "cuDeviceGet": fn(*mut RawDevice, c_int) -> Status;
+        device_get_name = "cuDeviceGetName": fn(*mut c_char, c_int, RawDevice) -> Status;
+        device_get_attribute = "cuDeviceGetAttribute": fn(*mut c_int, c_int, RawDevice) -> Status;
+        device_total_mem = "cuDeviceTotalMem_v2": fn(*mut usize, RawDevice) -> Status;
+        primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut RawContext, RawDevice) -> Status;
+        primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(RawDevice) -> Status;
+        ctx_set_current = "cuCtxSetCurrent": fn(RawContext) -> Status;
+        ctx_synchronize = "cuCtxSynchronize": fn() -> Status;
+        get_error_string = "cuGetErrorString": fn(Status, *mut *const c_char) -> Status;
+        mem_alloc = "cuMemAlloc_v2": fn(*mut RawDevPtr, usize) -> Status;
+        mem_free = "cuMemFree_v2": fn(RawDevPtr) -> Status;
+        mem_host_alloc = "cuMemHostAlloc": fn(*mut *mut c_void, usize, c_uint) -> Status;
+        mem_free_host = "cuMemFreeHost": fn(*mut c_void) -> Status;
+        memcpy_htod_async = "cuMemcpyHtoDAsync_v2":
+            fn(RawDevPtr, *const c_void, usize, RawStream) -> Status;
+        memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2":
+            fn(*mut c_void, RawDevPtr, usize, RawStream) -> Status;
+        memset_d8_async = "cuMemsetD8Async": fn(RawDevPtr, u8, usize, RawStream) -> Status;
+        stream_create = "cuStreamCreate": fn(*mut RawStream, c_uint) -> Status;
+        stream_destroy = "cuStreamDestroy_v2": fn(RawStream) -> Status;
+        stream_synchronize = "cuStreamSynchronize": fn(RawStream) -> Status;
+        stream_wait_event = "cuStreamWaitEvent": fn(RawStream, RawEvent, c_uint) -> Status;
+        event_create = "cuEventCreate": fn(*mut RawEvent, c_uint) -> Status;
+        event_destroy = "cuEventDestroy_v2": fn(RawEvent) -> Status;
+        event_record = "cuEventRecord": fn(RawEvent, RawStream) -> Status;
+        event_synchronize = "cuEventSynchronize": fn(RawEvent) -> Status;
+        module_load_data = "cuModuleLoadData": fn(*mut RawModule, *const c_void) -> Status;
+        module_get_function = "cuModuleGetFunction":
+            fn(*mut RawFunction, RawModule, *const c_char) -> Status;
+        module_unload = "cuModuleUnload": fn(RawModule) -> Status;
+        launch_kernel = "cuLaunchKernel": fn(
+            RawFunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, RawStream,
+            *mut *mut c_void, *mut *mut c_void,
+        ) -> Status;
+    }
+}
+
+fn_table! {
+    /// hiprtc, nvrtc's twin (same shapes; `GetCode` returns a code object for the `--offload-arch`).
+    HiprtcFns {
+        version = "hiprtcVersion": fn(*mut c_int, *mut c_int) -> Status;
+        create_program = "hiprtcCreateProgram": fn(
+            *mut RawProgram, *const c_char, *const c_char, c_int,
+            *const *const c_char, *const *const c_char,
+        ) -> Status;
+        compile_program = "hiprtcCompileProgram":
+            fn(RawProgram, c_int, *const *const c_char) -> Status;
+        get_program_log_size = "hiprtcGetProgramLogSize": fn(RawProgram, *mut usize) -> Status;
+        get_program_log = "hiprtcGetProgramLog": fn(RawProgram, *mut c_char) -> Status;
+        get_code_size = "hiprtcGetCodeSize": fn(RawProgram, *mut usize) -> Status;
+        get_code = "hiprtcGetCode": fn(RawProgram, *mut c_char) -> Status;
+        destroy_program = "hiprtcDestroyProgram": fn(*mut RawProgram) -> Status;
+        get_error_string = "hiprtcGetErrorString": fn(Status) -> *const c_char;
+    }
+}
+
+fn_table! {
+    /// nvrtc: compiles CUDA C++ to a CUBIN for one `sm_XX`.
+    NvrtcFns {
+        version = "nvrtcVersion": fn(*mut c_int, *mut c_int) -> Status;
+        create_program = "nvrtcCreateProgram": fn(
+            *mut RawProgram, *const c_char, *const c_char, c_int,
+            *const *const c_char, *const *const c_char,
+        ) -> Status;
+        compile_program = "nvrtcCompileProgram":
+            fn(RawProgram, c_int, *const *const c_char) -> Status;
+        get_program_log_size = "nvrtcGetProgramLogSize": fn(RawProgram, *mut usize) -> Status;
+        get_program_log = "nvrtcGetProgramLog": fn(RawProgram, *mut c_char) -> Status;
+        get_code_size = "nvrtcGetCUBINSize": fn(RawProgram, *mut usize) -> Status;
+        get_code = "nvrtcGetCUBIN": fn(RawProgram, *mut c_char) -> Status;
+        destroy_program = "nvrtcDestroyProgram": fn(*mut RawProgram) -> Status;
+        get_error_string = "nvrtcGetErrorString": fn(Status) -> *const c_char;
+    }
+}
+
+/// `hipGetDeviceProperties` is optional: its struct layout changed in ROCm 6 (`...R0600`), so
+/// we call whichever exists into an oversized buffer and only scan it for the arch name.
+pub type HipGetPropsFn = unsafe extern "C" fn(*mut c_void, c_int) -> Status;
+
+/// A loaded, initialised HIP runtime.
+pub struct HipApi {
+    pub fns: HipFns,
+    pub get_props: Option<HipGetPropsFn>,
+    /// Where it was loaded from.
+    pub path: String,
+    pub version: c_int,
+}
+
+/// A loaded, initialised CUDA driver.
+pub struct CudaApi {
+    pub fns: CudaFns,
+    pub path: String,
+    pub version: c_int,
+}
+
+/// A run-time compiler table and where it came from.
+pub struct Rtc<T> {
+    pub fns: T,
+    pub path: String,
+    /// (major, minor)
+    pub version: (c_int, c_int),
+}
+
+/// One library candidate: a bare soname (searched by the dynamic loader) or a full path.
+fn candidates(env_override: &str, names: &[&str], dir_envs: &[&str], dirs: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(v) = std::env::var(env_override) {
+        if !v.is_empty() {
+            out.push(v);
+        }
+    }
+    out.extend(names.iter().map(|n| n.to_string()));
+    let mut roots: Vec<PathBuf> = dir_envs
+        .iter()
+        .filter_map(std::env::var_os)
+        .filter(|v| !v.is_empty())
+        .flat_map(|v| {
+            let p = PathBuf::from(v);
+            [p.join("lib"), p.join("lib64")]
+        })
+        .collect();
+    roots.extend(dirs.iter().map(PathBuf::from));
+    for root in roots {
+        for n in names {
+            let p = root.join(n);
+            if p.exists() {
+                out.push(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Opens the first candidate that has every symbol of the table.
+fn open_first<T>(
+    what: &str,
+    cands: &[String],
+    resolve: impl Fn(Library) -> Result<T, String>,
+) -> Result<(T, String), String> {
+    let mut why = Vec::new();
+    for c in cands {
+        // SAFETY: these are the vendors' own runtime libraries; running their initialisers is
+        // what loading them means. Nothing else is executed here.
+        match unsafe { Library::new(c) } {
+            Ok(lib) => match resolve(lib) {
+                Ok(t) => return Ok((t, c.clone())),
+                Err(e) => why.push(format!("{c}: {e}")),
+            },
+            // libloading's message already names the file.
+            Err(e) => why.push(e.to_string()),
+        }
+    }
+    Err(format!("{what} not loadable ({})", why.join("; ")))
+}
+
+fn forced_vendor() -> Option<Vendor> {
+    match std::env::var("VMAF_HIP_VENDOR")
+        .ok()?
+        .to_ascii_lowercase()
+        .as_str()
+    {
+        "amd" | "hip" | "rocm" => Some(Vendor::Amd),
+        "nvidia" | "cuda" => Some(Vendor::Nvidia),
+        _ => None,
+    }
+}
+
+/// The vendors to try, in order: `VMAF_HIP_VENDOR` if set to amd|nvidia, else AMD then NVIDIA.
+pub fn vendor_order() -> Vec<Vendor> {
+    match forced_vendor() {
+        Some(v) => vec![v],
+        None => vec![Vendor::Amd, Vendor::Nvidia],
+    }
+}
+
+fn load_hip() -> Result<HipApi, String> {
+    let cands = candidates(
+        "VMAF_HIP_AMDHIP_LIBNAME",
+        &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"],
+        &["ROCM_PATH", "HIP_PATH"],
+        &["/opt/rocm/lib"],
+    );
+    let (fns, path) = open_first("HIP runtime (libamdhip64)", &cands, HipFns::resolve)?;
+    // SAFETY: hipInit takes a flags word that must be 0.
+    let st = unsafe { (fns.init)(0) };
+    if st != 0 {
+        return Err(format!(
+            "hipInit failed with {} ({path})",
+            hip_error_text(&fns, st)
+        ));
+    }
+    let mut version = 0;
+    // SAFETY: writes one int to a live local.
+    let st = unsafe { (fns.driver_get_version)(&mut version) };
+    if st != 0 || version < HIP_MIN_VERSION {
+        return Err(format!(
+            "HIP runtime version {version} at {path} is older than 5.0 (status {st})"
+        ));
+    }
+    // The ROCm 6+ name first: there the unsuffixed symbol keeps the pre-6 layout.
+    let get_props = ["hipGetDevicePropertiesR0600\0", "hipGetDeviceProperties\0"]
+        .iter()
+        // SAFETY: both symbols have the prototype `hipError_t f(props *, int)`; the library is
+        // kept alive by `fns._lib` for as long as the pointer is used.
+        .find_map(|s| unsafe { fns._lib.get::<HipGetPropsFn>(s.as_bytes()).ok().map(|f| *f) });
+    Ok(HipApi {
+        fns,
+        get_props,
+        path,
+        version,
+    })
+}
+
+fn load_cuda() -> Result<CudaApi, String> {
+    let cands = candidates(
+        "VMAF_HIP_CUDA_LIBNAME",
+        &["libcuda.so.1", "libcuda.so"],
+        &[],
+        &[],
+    );
+    let (fns, path) = open_first("CUDA driver (libcuda.so.1)", &cands, CudaFns::resolve)?;
+    let mut version = 0;
+    // SAFETY: writes one int to a live local; valid before cuInit.
+    let st = unsafe { (fns.driver_get_version)(&mut version) };
+    if st != 0 || version < CUDA_MIN_DRIVER {
+        return Err(format!(
+            "CUDA driver at {path} supports CUDA {}.{}, 11.0 or newer is needed",
+            version / 1000,
+            version % 1000 / 10
+        ));
+    }
+    // SAFETY: cuInit takes a flags word that must be 0.
+    let st = unsafe { (fns.init)(0) };
+    if st != 0 {
+        return Err(format!(
+            "cuInit failed with {} ({path})",
+            cuda_error_text(&fns, st)
+        ));
+    }
+    Ok(CudaApi { fns, path, version })
+}
+
+static HIP: OnceLock<Result<HipApi, String>> = OnceLock::new();
+static CUDA: OnceLock<Result<CudaApi, String>> = OnceLock::new();
+static HIPRTC: OnceLock<Result<Rtc<HiprtcFns>, String>> = OnceLock::new();
+static NVRTC: OnceLock<Result<Rtc<NvrtcFns>, String>> = OnceLock::new();
+
+/// The HIP runtime, loaded and initialised on first use.
+pub fn hip() -> Result<&'static HipApi, &'static str> {
+    HIP.get_or_init(load_hip).as_ref().map_err(|e| e.as_str())
+}
+
+/// The CUDA driver, loaded and initialised on first use.
+pub fn cuda() -> Result<&'static CudaApi, &'static str> {
+    CUDA.get_or_init(load_cuda).as_ref().map_err(|e| e.as_str())
+}
+
+fn rtc_version<T>(fns: &T, get: impl Fn(&T, *mut c_int, *mut c_int) -> Status) -> (c_int, c_int) {
+    let (mut major, mut minor) = (0, 0);
+    if get(fns, &mut major, &mut minor) != 0 {
+        return (0, 0);
+    }
+    (major, minor)
+}
+
+/// hiprtc: its own library since ROCm 5.3; before that the same symbols live in libamdhip64.
+pub fn hiprtc() -> Result<&'static Rtc<HiprtcFns>, &'static str> {
+    HIPRTC
+        .get_or_init(|| {
+            let mut cands = candidates(
+                "VMAF_HIP_HIPRTC_LIBNAME",
+                &["libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5"],
+                &["ROCM_PATH", "HIP_PATH"],
+                &["/opt/rocm/lib"],
+            );
+            // ROCm before 5.3 exports hiprtc from the runtime itself (no GPU needed for that).
+            cands.extend(candidates(
+                "VMAF_HIP_AMDHIP_LIBNAME",
+                &["libamdhip64.so.5"],
+                &["ROCM_PATH", "HIP_PATH"],
+                &["/opt/rocm/lib"],
+            ));
+            let (fns, path) = open_first("hiprtc", &cands, HiprtcFns::resolve)?;
+            // SAFETY: writes two ints to live locals.
+            let version = rtc_version(&fns, |f, a, b| unsafe { (f.version)(a, b) });
+            Ok(Rtc { fns, path, version })
+        })
+        .as_ref()
+        .map_err(|e| e.as_str())
+}
+
+/// nvrtc: ships with the CUDA toolkit, not the driver (CUDA 13 and 12 sonames, then any).
+pub fn nvrtc() -> Result<&'static Rtc<NvrtcFns>, &'static str> {
+    NVRTC
+        .get_or_init(|| {
+            let cands = candidates(
+                "VMAF_HIP_NVRTC_LIBNAME",
+                &[
+                    "libnvrtc.so.13",
+                    "libnvrtc.so.12",
+                    "libnvrtc.so.11.2",
+                    "libnvrtc.so",
+                ],
+                &["CUDA_PATH", "CUDA_HOME"],
+                &["/usr/local/cuda/lib64"],
+            );
+            let (fns, path) = open_first("nvrtc (CUDA toolkit)", &cands, NvrtcFns::resolve)?;
+            // SAFETY: writes two ints to live locals.
+            let version = rtc_version(&fns, |f, a, b| unsafe { (f.version)(a, b) });
+            Ok(Rtc { fns, path, version })
+        })
+        .as_ref()
+        .map_err(|e| e.as_str())
+}
+
+/// Copies a C string the runtime owns (static storage) into a `String`.
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string that outlives the call.
+pub unsafe fn c_text(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::from("(no description)");
+    }
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// "description (code)" for a HIP status.
+pub fn hip_error_text(fns: &HipFns, st: Status) -> String {
+    // SAFETY: hipGetErrorString accepts any value and returns a static string.
+    let s = unsafe { c_text((fns.get_error_string)(st)) };
+    format!("{s} ({st})")
+}
+
+/// "description (code)" for a CUDA driver status.
+pub fn cuda_error_text(fns: &CudaFns, st: Status) -> String {
+    let mut p: *const c_char = std::ptr::null();
+    // SAFETY: cuGetErrorString writes a pointer to a static string or leaves it NULL.
+    let s = unsafe {
+        (fns.get_error_string)(st, &mut p);
+        c_text(p)
+    };
+    format!("{s} ({st})")
+}

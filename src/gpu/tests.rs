@@ -1,0 +1,229 @@
+//! Device tests. On machines without a GPU each prints "skipped: no device" and passes; with
+//! one, they check real values.
+
+use super::kernels::{psnr_sse, DevicePlane};
+use super::*;
+
+/// Host -> device -> host through pinned memory returns the exact bytes, including across two
+/// device buffers (device-side ordering on one stream).
+#[test]
+fn pinned_round_trip_sentinel() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let stream = state.stream();
+    let n = (1 << 20) + 13;
+    let pattern = |i: usize| (i as u32).wrapping_mul(0x9e37_79b9) ^ 0xdead_beef;
+    let mut host = PinnedHostBuffer::<u32>::new(dev, n).unwrap();
+    for (i, v) in host.as_mut_slice().unwrap().iter_mut().enumerate() {
+        *v = pattern(i);
+    }
+    let mut a = DeviceBuffer::<u32>::new(dev, n).unwrap();
+    a.upload_async(stream, &mut host, n).unwrap();
+    let mut back = PinnedHostBuffer::<u32>::new(dev, n).unwrap();
+    a.download_async(stream, &mut back, n).unwrap();
+    let got = back.as_slice().unwrap();
+    let bad = (0..n).find(|&i| got[i] != pattern(i));
+    assert_eq!(bad, None, "first mismatch");
+
+    // Zeroing, then a partial upload from ordinary memory.
+    a.zero(stream).unwrap();
+    a.upload_blocking(stream, &[7, 8, 9]).unwrap();
+    a.download_async(stream, &mut back, n).unwrap();
+    let got = back.as_slice().unwrap();
+    assert_eq!(&got[..4], &[7, 8, 9, 0]);
+    assert!(got[3..].iter().all(|&v| v == 0));
+
+    // Out-of-range copies are refused, not performed.
+    let mut small = PinnedHostBuffer::<u32>::new(dev, 4).unwrap();
+    assert!(a.download_async(stream, &mut small, 5).is_err());
+}
+
+/// Work issued from a thread that never saw the state's creation (pool workers) binds itself.
+#[test]
+fn other_threads_bind_the_device() {
+    let Some(state) = test_state() else { return };
+    let handles: Vec<_> = (0..4u32)
+        .map(|t| {
+            let state = state.clone();
+            std::thread::spawn(move || {
+                let dev = state.device();
+                let stream = Stream::new(dev).unwrap();
+                let mut host = PinnedHostBuffer::<u32>::new(dev, 1000).unwrap();
+                host.as_mut_slice().unwrap().fill(t * 1000 + 1);
+                let mut d = DeviceBuffer::<u32>::new(dev, 1000).unwrap();
+                d.upload_async(&stream, &mut host, 1000).unwrap();
+                let mut back = PinnedHostBuffer::<u32>::new(dev, 1000).unwrap();
+                d.download_async(&stream, &mut back, 1000).unwrap();
+                assert!(back.as_slice().unwrap().iter().all(|&v| v == t * 1000 + 1));
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+fn lcg(seed: &mut u64) -> u32 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (*seed >> 33) as u32
+}
+
+fn cpu_sse<T: Copy + Into<i64>>(r: &[T], d: &[T], w: usize, h: usize, rs: usize, ds: usize) -> u64 {
+    let mut s = 0u64;
+    for y in 0..h {
+        for x in 0..w {
+            let e = r[y * rs + x].into() - d[y * ds + x].into();
+            s += (e * e) as u64;
+        }
+    }
+    s
+}
+
+/// The PSNR kernel on odd sizes, different strides and an offset plane, 8 and 16 bits,
+/// including the 16-bit extreme (every difference 65535).
+#[test]
+fn psnr_kernel_matches_cpu() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let stream = state.stream();
+    let mut seed = 42u64;
+    let mut sums = DeviceBuffer::<u64>::new(dev, 4).unwrap();
+    let mut host_sums = PinnedHostBuffer::<u64>::new(dev, 4).unwrap();
+    for &(w, h) in &[(1usize, 1usize), (33, 7), (1921, 1081), (4000, 3)] {
+        let (rs, ds, off) = (w + 5, w + 64, 17);
+        // 8-bit, random.
+        let r8: Vec<u8> = (0..off + rs * h).map(|_| lcg(&mut seed) as u8).collect();
+        let d8: Vec<u8> = (0..ds * h).map(|_| lcg(&mut seed) as u8).collect();
+        // 16-bit: plane 2 uses the extreme 0 vs 65535.
+        let r16: Vec<u16> = (0..rs * h).map(|_| lcg(&mut seed) as u16 & 0x3ff).collect();
+        let d16: Vec<u16> = (0..ds * h).map(|_| lcg(&mut seed) as u16 & 0x3ff).collect();
+        let zeros = vec![0u16; rs * h];
+        let maxed = vec![u16::MAX; ds * h];
+
+        let mut rd8 = DeviceBuffer::<u8>::new(dev, r8.len()).unwrap();
+        let mut dd8 = DeviceBuffer::<u8>::new(dev, d8.len()).unwrap();
+        rd8.upload_blocking(stream, &r8).unwrap();
+        dd8.upload_blocking(stream, &d8).unwrap();
+        let mut rd16 = DeviceBuffer::<u16>::new(dev, rs * h).unwrap();
+        let mut dd16 = DeviceBuffer::<u16>::new(dev, ds * h).unwrap();
+        let mut zd = DeviceBuffer::<u16>::new(dev, rs * h).unwrap();
+        let mut md = DeviceBuffer::<u16>::new(dev, ds * h).unwrap();
+        rd16.upload_blocking(stream, &r16).unwrap();
+        dd16.upload_blocking(stream, &d16).unwrap();
+        zd.upload_blocking(stream, &zeros).unwrap();
+        md.upload_blocking(stream, &maxed).unwrap();
+
+        sums.zero(stream).unwrap();
+        let p8 = |buf, offset, stride| DevicePlane::<u8> {
+            buf,
+            offset,
+            w,
+            h,
+            stride,
+        };
+        let p16 = |buf, offset, stride| DevicePlane::<u16> {
+            buf,
+            offset,
+            w,
+            h,
+            stride,
+        };
+        psnr_sse(&state, stream, p8(&rd8, off, rs), p8(&dd8, 0, ds), &sums, 0).unwrap();
+        psnr_sse(
+            &state,
+            stream,
+            p16(&rd16, 0, rs),
+            p16(&dd16, 0, ds),
+            &sums,
+            1,
+        )
+        .unwrap();
+        psnr_sse(&state, stream, p16(&zd, 0, rs), p16(&md, 0, ds), &sums, 2).unwrap();
+        sums.download_async(stream, &mut host_sums, 4).unwrap();
+        let got = host_sums.as_slice().unwrap();
+        assert_eq!(
+            got[0],
+            cpu_sse(&r8[off..], &d8, w, h, rs, ds),
+            "8-bit {w}x{h}"
+        );
+        assert_eq!(got[1], cpu_sse(&r16, &d16, w, h, rs, ds), "16-bit {w}x{h}");
+        assert_eq!(got[2], (w * h) as u64 * 65535 * 65535, "extreme {w}x{h}");
+        assert_eq!(got[3], 0);
+
+        // A plane reaching past its buffer is refused before launch.
+        let too_far = DevicePlane {
+            buf: &rd8,
+            offset: off + 1,
+            w,
+            h,
+            stride: rs,
+        };
+        assert!(psnr_sse(&state, stream, too_far, p8(&dd8, 0, ds), &sums, 0).is_err());
+        assert!(psnr_sse(&state, stream, p8(&rd8, 0, rs), p8(&dd8, 0, ds), &sums, 4).is_err());
+    }
+}
+
+/// Device selection errors are NoDevice (never a crash) for an index past the end.
+#[test]
+fn out_of_range_index_is_no_device() {
+    match GpuState::new(Some(1 << 20)) {
+        Err(Error::NoDevice(_)) => {}
+        other => panic!("expected NoDevice, got {other:?}"),
+    }
+}
+
+/// Listing never fails; each line names vendor and arch.
+#[test]
+fn describe_lists_each_device() {
+    let (devs, notes) = enumerate();
+    let lines = describe_devices();
+    assert_eq!(lines.len(), devs.len());
+    if devs.is_empty() {
+        println!("skipped: no device ({})", notes.join("; "));
+        return;
+    }
+    for (l, d) in lines.iter().zip(&devs) {
+        assert!(l.contains(d.vendor.name()) && l.contains(&d.arch), "{l}");
+    }
+}
+
+/// The run-time compile path and its cache: a first load compiles and stores an entry, a second
+/// loads the entry, and a damaged entry is compiled again and replaced.
+#[test]
+fn rtc_cache_round_trip() {
+    let Some(state) = test_state() else { return };
+    let dir = std::env::temp_dir().join(format!("vmaf-hip-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let kernel = code::embedded("psnr").unwrap();
+    let dev = state.device();
+    let entries = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default()
+    };
+
+    let m = code::compile_cached(dev, kernel, Some(dir.clone())).unwrap();
+    m.kernel("vmaf_psnr_sse_u8").unwrap();
+    let files = entries();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let good = std::fs::read(&files[0]).unwrap();
+    assert!(code::decode_entry(&good).is_some());
+
+    // Served from the cache: the file is untouched.
+    code::compile_cached(dev, kernel, Some(dir.clone())).unwrap();
+    assert_eq!(std::fs::read(&files[0]).unwrap(), good);
+
+    // Damage it: the next load recompiles and rewrites a valid entry.
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n / 2] ^= 0x55;
+    std::fs::write(&files[0], &bad).unwrap();
+    let m = code::compile_cached(dev, kernel, Some(dir.clone())).unwrap();
+    m.kernel("vmaf_psnr_sse_u16").unwrap();
+    let rewritten = std::fs::read(&files[0]).unwrap();
+    assert_ne!(rewritten, bad);
+    assert!(code::decode_entry(&rewritten).is_some());
+    let _ = std::fs::remove_dir_all(&dir);
+}
