@@ -168,12 +168,7 @@ pub unsafe extern "C" fn vmaf_model_load_from_path(
         non_null(model, "model pointer")?;
         // SAFETY: valid or NULL (caller's contract).
         let (cfg, path) = unsafe { (model_config(cfg)?, c_path(path, "model path")?) };
-        let m = Model::load_from_path(&path, &cfg).map_err(|e| {
-            if path.extension().is_some_and(|x| x == "pkl") {
-                crate::log_error!("pkl model files are not supported, use json");
-            }
-            e
-        })?;
+        let m = Model::load_from_path(&path, &cfg)?;
         // SAFETY: checked non-NULL above; writable (caller's contract).
         unsafe { store(model, "model pointer", m) }
     })
