@@ -83,6 +83,35 @@ pub struct PictureData {
     pub stride: [usize; 3],
     offset: [usize; 3],
     samples: Samples,
+    /// Receives the buffer when the last reference drops (picture pools recycle it).
+    release: Option<ReleaseHook>,
+}
+
+/// Callback that takes over a picture's buffer instead of freeing it.
+pub struct ReleaseHook(Box<dyn FnOnce(PictureData) + Send + Sync>);
+
+impl std::fmt::Debug for ReleaseHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReleaseHook")
+    }
+}
+
+impl Drop for PictureData {
+    fn drop(&mut self) {
+        if let Some(hook) = self.release.take() {
+            let samples = std::mem::replace(&mut self.samples, Samples::U8(Vec::new()));
+            (hook.0)(PictureData {
+                pix_fmt: self.pix_fmt,
+                bpc: self.bpc,
+                w: self.w,
+                h: self.h,
+                stride: self.stride,
+                offset: self.offset,
+                samples,
+                release: None,
+            });
+        }
+    }
 }
 
 /// Rows are padded to 32 samples, as libvmaf's allocator does.
@@ -125,6 +154,7 @@ impl PictureData {
             stride,
             offset,
             samples,
+            release: None,
         })
     }
 
@@ -193,6 +223,12 @@ impl PictureData {
             Samples::U8(v) => v[idx] as u16,
             Samples::U16(v) => v[idx],
         }
+    }
+
+    /// Hands the buffer to `hook` instead of freeing it when this picture is dropped (the same
+    /// buffer, so pointers into it stay valid for the next user).
+    pub fn set_release(&mut self, hook: impl FnOnce(PictureData) + Send + Sync + 'static) {
+        self.release = Some(ReleaseHook(Box::new(hook)));
     }
 
     /// Raw base pointer of the sample buffer, for the C boundary.

@@ -1,0 +1,579 @@
+//! `libvmaf.h`: the scoring context.
+
+use std::ffi::{c_char, c_int, c_uint};
+
+use crate::context::{Config, Context};
+use crate::error::{Error, Result};
+use crate::ffi::feature::{take_dict, VmafFeatureDictionary};
+use crate::ffi::model::{VmafModel, VmafModelCollection, VmafModelCollectionScore};
+use crate::ffi::picture::{
+    export_picture, new_picture_data, release_picture, shared_picture, VmafPicture,
+};
+use crate::ffi::{c_path, c_str, ffi_boundary, non_null, pool};
+use crate::log::LogLevel;
+use crate::output::OutputFormat;
+use crate::pooling::PoolingMethod;
+
+/// Log verbosity (process-wide, set by `vmaf_init()`); messages go to stderr.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmafLogLevel {
+    VMAF_LOG_LEVEL_NONE = 0,
+    VMAF_LOG_LEVEL_ERROR = 1,
+    VMAF_LOG_LEVEL_WARNING = 2,
+    VMAF_LOG_LEVEL_INFO = 3,
+    VMAF_LOG_LEVEL_DEBUG = 4,
+}
+
+/// `enum VmafLogLevel` as it crosses the ABI.
+pub type RawLogLevel = c_uint;
+
+/// Formats of `vmaf_write_output()`.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmafOutputFormat {
+    VMAF_OUTPUT_FORMAT_NONE = 0,
+    VMAF_OUTPUT_FORMAT_XML = 1,
+    VMAF_OUTPUT_FORMAT_JSON = 2,
+    VMAF_OUTPUT_FORMAT_CSV = 3,
+    VMAF_OUTPUT_FORMAT_SUB = 4,
+}
+
+/// `enum VmafOutputFormat` as it crosses the ABI.
+pub type RawOutputFormat = c_uint;
+
+/// How per-frame scores are pooled over a range of frames.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmafPoolingMethod {
+    VMAF_POOL_METHOD_UNKNOWN = 0,
+    VMAF_POOL_METHOD_MIN = 1,
+    VMAF_POOL_METHOD_MAX = 2,
+    VMAF_POOL_METHOD_MEAN = 3,
+    /// `n / sum(1 / (score + 1)) - 1`.
+    VMAF_POOL_METHOD_HARMONIC_MEAN = 4,
+    /// Number of methods (not a method).
+    VMAF_POOL_METHOD_NB = 5,
+}
+
+/// `enum VmafPoolingMethod` as it crosses the ABI.
+pub type RawPoolingMethod = c_uint;
+
+/// Settings of a context, passed by value to `vmaf_init()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VmafConfiguration {
+    /// `enum VmafLogLevel`.
+    pub log_level: RawLogLevel,
+    /// Worker threads for feature extraction; 0 extracts on the calling thread.
+    pub n_threads: c_uint,
+    /// Score only every n-th frame (0 and 1 score every frame).
+    pub n_subsample: c_uint,
+    /// CPU features to disable (accepted; the computation is the same on every CPU).
+    pub cpumask: u64,
+    /// Non-zero disables GPU extraction.
+    pub gpumask: u64,
+}
+
+/// Opaque scoring context.
+pub type VmafContext = crate::context::Context;
+
+/// Size and layout of preallocated pictures.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VmafPictureParams {
+    /// Luma width.
+    pub w: c_uint,
+    /// Luma height.
+    pub h: c_uint,
+    /// Bits per sample, 8 to 16.
+    pub bpc: c_uint,
+    /// `enum VmafPixelFormat`.
+    pub pix_fmt: crate::ffi::picture::RawPixelFormat,
+}
+
+/// Argument of `vmaf_preallocate_pictures()`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VmafPictureConfiguration {
+    pub pic_params: VmafPictureParams,
+    /// Number of pictures in the pool.
+    pub pic_cnt: c_uint,
+}
+
+/// Borrows the context behind a handle.
+///
+/// # Safety
+/// `vmaf` is NULL or a live handle from `vmaf_init()` not used concurrently.
+unsafe fn context<'a>(vmaf: *mut VmafContext) -> Result<&'a mut Context> {
+    non_null(vmaf, "context")?;
+    // SAFETY: a live handle (caller's contract).
+    Ok(unsafe { &mut *vmaf })
+}
+
+/// Writes through a non-NULL out-pointer.
+///
+/// # Safety
+/// `out` is NULL or writable.
+unsafe fn put<T>(out: *mut T, what: &str, v: T) -> Result<()> {
+    non_null(out, what)?;
+    // SAFETY: non-NULL and writable (caller's contract).
+    unsafe { out.write(v) };
+    Ok(())
+}
+
+fn pooling_method(raw: RawPoolingMethod) -> Result<PoolingMethod> {
+    PoolingMethod::from_raw(raw)
+        .ok_or_else(|| Error::inval(format!("invalid pooling method {raw}")))
+}
+
+fn output_format(raw: RawOutputFormat) -> Result<OutputFormat> {
+    Ok(match raw {
+        1 => OutputFormat::Xml,
+        2 => OutputFormat::Json,
+        3 => OutputFormat::Csv,
+        4 => OutputFormat::Sub,
+        _ => return Err(Error::inval(format!("invalid output format {raw}"))),
+    })
+}
+
+fn index_range(lo: c_uint, hi: c_uint) -> Result<(usize, usize)> {
+    if lo > hi {
+        return Err(Error::inval(format!("index range {lo}..{hi} is empty")));
+    }
+    Ok((lo as usize, hi as usize))
+}
+
+/// Creates a context in `*vmaf` with settings `cfg` (which also set the process-wide log
+/// level). Returns 0, -EINVAL when `vmaf` is NULL, or -ENOMEM.
+///
+/// # Safety
+/// `vmaf` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_init(vmaf: *mut *mut VmafContext, cfg: VmafConfiguration) -> c_int {
+    ffi_boundary!("vmaf_init", {
+        non_null(vmaf, "context pointer")?;
+        let ctx = Context::new(Config {
+            log_level: LogLevel::from_raw(cfg.log_level),
+            n_threads: cfg.n_threads,
+            n_subsample: cfg.n_subsample,
+            cpumask: cfg.cpumask,
+            gpumask: cfg.gpumask,
+        })
+        .map_err(|e| Error::NoMem(e.to_string()))?;
+        // SAFETY: non-NULL and writable (caller's contract).
+        unsafe { put(vmaf, "context pointer", Box::into_raw(Box::new(ctx))) }
+    })
+}
+
+/// Registers the feature extractors `model` needs (with the model's options). Call before the
+/// first picture. Returns 0 or -EINVAL.
+///
+/// # Safety
+/// Handles are NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_use_features_from_model(
+    vmaf: *mut VmafContext,
+    model: *mut VmafModel,
+) -> c_int {
+    ffi_boundary!("vmaf_use_features_from_model", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        non_null(model, "model")?;
+        // SAFETY: live handle (caller's contract).
+        ctx.use_features_from_model(unsafe { &*model })
+    })
+}
+
+/// Registers the feature extractors every model of `model_collection` needs.
+/// Returns 0 or -EINVAL.
+///
+/// # Safety
+/// Handles are NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_use_features_from_model_collection(
+    vmaf: *mut VmafContext,
+    model_collection: *mut VmafModelCollection,
+) -> c_int {
+    ffi_boundary!("vmaf_use_features_from_model_collection", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        non_null(model_collection, "model collection")?;
+        // SAFETY: live handle (caller's contract).
+        ctx.use_features_from_model_collection(unsafe { &*model_collection })
+    })
+}
+
+/// Registers extractor `feature_name` (e.g. `"psnr"`, `"float_ssim"`, `"cambi"`) with options
+/// `opts_dict` (may be NULL). Takes ownership of `opts_dict` once the name is known.
+/// Returns 0, or -EINVAL for NULL arguments, an unknown extractor or invalid options.
+///
+/// # Safety
+/// `vmaf` and `opts_dict` are NULL or live handles; `feature_name` is NULL or a C string.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_use_feature(
+    vmaf: *mut VmafContext,
+    feature_name: *const c_char,
+    opts_dict: *mut VmafFeatureDictionary,
+) -> c_int {
+    ffi_boundary!("vmaf_use_feature", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        // SAFETY: NULL or a C string (caller's contract).
+        let name = unsafe { c_str(feature_name, "feature name") }?;
+        if !crate::feature::EXTRACTOR_NAMES.contains(&name) {
+            return Err(Error::inval(format!("no such feature extractor: {name}")));
+        }
+        // SAFETY: NULL or a live handle handed over by the caller.
+        let opts = unsafe { take_dict(opts_dict) };
+        ctx.use_feature(name, &opts)
+    })
+}
+
+/// Stores an externally computed score `value` of feature `feature_name` for frame `index`.
+/// Returns 0 or -EINVAL (NULL arguments, or a score already stored there).
+///
+/// # Safety
+/// `vmaf` is NULL or live; `feature_name` is NULL or a C string.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_import_feature_score(
+    vmaf: *mut VmafContext,
+    feature_name: *const c_char,
+    value: f64,
+    index: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_import_feature_score", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        // SAFETY: NULL or a C string (caller's contract).
+        let name = unsafe { c_str(feature_name, "feature name") }?;
+        ctx.import_feature_score(name, value, index as usize)
+    })
+}
+
+/// Scores frame `index` of `ref` (reference) against `dist` (distorted). Takes over both
+/// pictures: they are released and zeroed whether or not the call succeeds, so the caller never
+/// unrefs them. Passing two NULL pictures flushes (end of stream; needed before model scores are
+/// available); afterwards every call returns -EINVAL. Returns 0, or -EINVAL for exactly one NULL
+/// picture, released or modified pictures, pictures whose size, format or depth differ from
+/// each other or from the first pair, or a call after the flush.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `ref` and `dist` are NULL or pictures filled by this library.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_read_pictures(
+    vmaf: *mut VmafContext,
+    r#ref: *mut VmafPicture,
+    dist: *mut VmafPicture,
+    index: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_read_pictures", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        if ctx.is_flushed() {
+            return Err(Error::inval("pictures read after the flush"));
+        }
+        match (r#ref.is_null(), dist.is_null()) {
+            (true, true) => return ctx.flush(),
+            (false, false) => {}
+            _ => {
+                return Err(Error::inval(
+                    "one picture is NULL (pass two NULL pictures to flush)",
+                ))
+            }
+        }
+        // SAFETY: non-NULL pictures filled by this library (caller's contract); the same
+        // struct passed twice is borrowed once.
+        let (r, d) = unsafe { (&mut *r#ref, (dist != r#ref).then(|| &mut *dist)) };
+        // SAFETY: as above; their refs are live or NULL.
+        let shared = unsafe {
+            let rs = shared_picture(r, "reference");
+            let ds = match &d {
+                Some(d) => shared_picture(d, "distorted"),
+                None => rs
+                    .as_ref()
+                    .map(Clone::clone)
+                    .map_err(|e| Error::inval(e.to_string())),
+            };
+            (rs, ds)
+        };
+        // The caller gives both up in every case; a NULL ref just stays as it is.
+        // SAFETY: as above.
+        unsafe {
+            let _ = release_picture(r);
+            if let Some(d) = d {
+                let _ = release_picture(d);
+            }
+        }
+        ctx.read_pictures(shared.0?, shared.1?, index as usize)
+    })
+}
+
+/// The score of `model` for frame `index` in `*score` (predicted and stored on first use).
+/// Returns 0, or -EINVAL for NULL arguments or missing features (before the flush, motion
+/// features are not complete).
+///
+/// # Safety
+/// Handles are NULL or live; `score` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_score_at_index(
+    vmaf: *mut VmafContext,
+    model: *mut VmafModel,
+    score: *mut f64,
+    index: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_score_at_index", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        non_null(model, "model")?;
+        non_null(score, "score")?;
+        // SAFETY: live handle (caller's contract).
+        let v = ctx.score_at_index(unsafe { &*model }, index as usize)?;
+        // SAFETY: checked non-NULL; writable (caller's contract).
+        unsafe { put(score, "score", v) }
+    })
+}
+
+/// The bootstrap score of `model_collection` for frame `index` in `*score`.
+/// Returns 0 or -EINVAL.
+///
+/// # Safety
+/// Handles are NULL or live; `score` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_score_at_index_model_collection(
+    vmaf: *mut VmafContext,
+    model_collection: *mut VmafModelCollection,
+    score: *mut VmafModelCollectionScore,
+    index: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_score_at_index_model_collection", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        non_null(model_collection, "model collection")?;
+        non_null(score, "score")?;
+        // SAFETY: live handle (caller's contract).
+        let s =
+            ctx.score_at_index_model_collection(unsafe { &*model_collection }, index as usize)?;
+        // SAFETY: checked non-NULL; writable (caller's contract).
+        unsafe { put(score, "score", VmafModelCollectionScore::bootstrap(&s)) }
+    })
+}
+
+/// The stored score of feature `feature_name` (full name, e.g.
+/// `"VMAF_integer_feature_vif_scale0_score"` or `"psnr_y"`) for frame `index` in `*score`.
+/// Returns 0 or -EINVAL.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `feature_name` is NULL or a C string; `score` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_feature_score_at_index(
+    vmaf: *mut VmafContext,
+    feature_name: *const c_char,
+    score: *mut f64,
+    index: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_feature_score_at_index", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        // SAFETY: NULL or a C string (caller's contract).
+        let name = unsafe { c_str(feature_name, "feature name") }?;
+        non_null(score, "score")?;
+        let v = ctx.feature_score_at_index(name, index as usize)?;
+        // SAFETY: checked non-NULL; writable (caller's contract).
+        unsafe { put(score, "score", v) }
+    })
+}
+
+/// `model`'s scores of frames `index_low..=index_high` (predicted as needed), pooled with
+/// `pool_method`, in `*score`. Returns 0 or -EINVAL.
+///
+/// # Safety
+/// Handles are NULL or live; `score` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_score_pooled(
+    vmaf: *mut VmafContext,
+    model: *mut VmafModel,
+    pool_method: RawPoolingMethod,
+    score: *mut f64,
+    index_low: c_uint,
+    index_high: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_score_pooled", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        non_null(model, "model")?;
+        non_null(score, "score")?;
+        let (lo, hi) = index_range(index_low, index_high)?;
+        let method = pooling_method(pool_method)?;
+        // SAFETY: live handle (caller's contract).
+        let v = ctx.score_pooled(unsafe { &*model }, method, lo, hi)?;
+        // SAFETY: checked non-NULL; writable (caller's contract).
+        unsafe { put(score, "score", v) }
+    })
+}
+
+/// Bootstrap scores of `model_collection` over `index_low..=index_high`, each of the four
+/// values pooled with `pool_method`, in `*score`. Returns 0 or -EINVAL.
+///
+/// # Safety
+/// Handles are NULL or live; `score` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_score_pooled_model_collection(
+    vmaf: *mut VmafContext,
+    model_collection: *mut VmafModelCollection,
+    pool_method: RawPoolingMethod,
+    score: *mut VmafModelCollectionScore,
+    index_low: c_uint,
+    index_high: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_score_pooled_model_collection", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        non_null(model_collection, "model collection")?;
+        non_null(score, "score")?;
+        let (lo, hi) = index_range(index_low, index_high)?;
+        let method = pooling_method(pool_method)?;
+        // SAFETY: live handle (caller's contract).
+        let s = ctx.score_pooled_model_collection(unsafe { &*model_collection }, method, lo, hi)?;
+        // SAFETY: checked non-NULL; writable (caller's contract).
+        unsafe { put(score, "score", VmafModelCollectionScore::bootstrap(&s)) }
+    })
+}
+
+/// Stored feature `feature_name` over `index_low..=index_high`, pooled with `pool_method`, in
+/// `*score`. Returns 0 or -EINVAL.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `feature_name` is NULL or a C string; `score` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_feature_score_pooled(
+    vmaf: *mut VmafContext,
+    feature_name: *const c_char,
+    pool_method: RawPoolingMethod,
+    score: *mut f64,
+    index_low: c_uint,
+    index_high: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_feature_score_pooled", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        // SAFETY: NULL or a C string (caller's contract).
+        let name = unsafe { c_str(feature_name, "feature name") }?;
+        non_null(score, "score")?;
+        let (lo, hi) = index_range(index_low, index_high)?;
+        let method = pooling_method(pool_method)?;
+        let v = ctx.feature_score_pooled(name, method, lo, hi)?;
+        // SAFETY: checked non-NULL; writable (caller's contract).
+        unsafe { put(score, "score", v) }
+    })
+}
+
+/// Allocates `cfg.pic_cnt` pictures for `vmaf_fetch_preallocated_picture()` (replacing an
+/// earlier pool). Returns 0, or -EINVAL for a zero count or size, an unknown format or a depth
+/// outside 8..16.
+///
+/// # Safety
+/// `vmaf` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_preallocate_pictures(
+    vmaf: *mut VmafContext,
+    cfg: VmafPictureConfiguration,
+) -> c_int {
+    ffi_boundary!("vmaf_preallocate_pictures", {
+        non_null(vmaf, "context")?;
+        if cfg.pic_cnt == 0 {
+            return Err(Error::inval("pic_cnt is 0"));
+        }
+        let p = cfg.pic_params;
+        pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, || {
+            new_picture_data(p.pix_fmt, p.bpc, p.w, p.h)
+        })
+    })
+}
+
+/// Takes a picture from the pool into `*pic`, blocking while every pooled picture is in use.
+/// It returns to the pool when released (by `vmaf_picture_unref()` or after
+/// `vmaf_read_pictures()` is done with it). Sample contents are not cleared. Safe to call from
+/// several threads. Returns 0, or -EINVAL for NULL arguments, no pool, or a pool closed by
+/// `vmaf_close()` while waiting.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `pic` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_fetch_preallocated_picture(
+    vmaf: *mut VmafContext,
+    pic: *mut VmafPicture,
+) -> c_int {
+    ffi_boundary!("vmaf_fetch_preallocated_picture", {
+        // The context itself is never dereferenced here: other threads may be using it.
+        non_null(vmaf, "context")?;
+        non_null(pic, "picture")?;
+        let data = pool::get(vmaf as usize)?.fetch()?;
+        let out = export_picture(data)?;
+        // SAFETY: non-NULL and writable (caller's contract); the old content is not read.
+        unsafe { pic.write(out) };
+        Ok(())
+    })
+}
+
+/// Waits for queued extraction, then frees the context (models are freed separately).
+/// Unlike libvmaf, it does not wait for preallocated pictures the caller still holds: those
+/// stay valid and are freed when released, and threads blocked in
+/// `vmaf_fetch_preallocated_picture()` get -EINVAL. Returns 0, or -EINVAL when `vmaf` is NULL.
+///
+/// # Safety
+/// `vmaf` is NULL or a live handle not used afterwards (nor concurrently, except by fetches).
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_close(vmaf: *mut VmafContext) -> c_int {
+    ffi_boundary!("vmaf_close", {
+        non_null(vmaf, "context")?;
+        let out = pool::close(vmaf as usize);
+        if out > 0 {
+            crate::log_warn!(
+                "vmaf_close: {out} preallocated picture(s) not released yet; freed on release"
+            );
+        }
+        // SAFETY: a live handle from vmaf_init, given up by the caller.
+        drop(unsafe { Box::from_raw(vmaf) });
+        Ok(())
+    })
+}
+
+/// Writes every per-frame score and the pooled scores to `output_path` in format `fmt`
+/// (call `vmaf_score_pooled()` first so model scores are included).
+/// Returns 0, or -EINVAL for NULL arguments, an invalid format or a file that cannot be written.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `output_path` is NULL or a C string.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_write_output(
+    vmaf: *mut VmafContext,
+    output_path: *const c_char,
+    fmt: RawOutputFormat,
+) -> c_int {
+    ffi_boundary!("vmaf_write_output", {
+        // SAFETY: live or NULL handle (caller's contract).
+        let ctx = unsafe { context(vmaf) }?;
+        // SAFETY: NULL or a C string (caller's contract).
+        let path = unsafe { c_path(output_path, "output path") }?;
+        let fmt = output_format(fmt)?;
+        ctx.write_output(&path, fmt).map_err(|e| match e {
+            Error::Io { .. } => Error::inval(e.to_string()),
+            e => e,
+        })
+    })
+}
+
+/// The library version, e.g. `"3.2.0"` (static string).
+#[no_mangle]
+pub extern "C" fn vmaf_version() -> *const c_char {
+    ffi_boundary!("vmaf_version", {
+        static VERSION: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+        VERSION
+            .get_or_init(|| std::ffi::CString::new(crate::VMAF_VERSION).unwrap_or_default())
+            .as_ptr()
+    })
+}

@@ -1,0 +1,212 @@
+//! `picture.h`: pictures shared between the caller and the library.
+//!
+//! A `VmafPicture` is a C view (pointers and sizes) of a Rust [`PictureData`]; its `ref` field
+//! owns one reference to the shared [`Picture`]. Unref drops that reference: the buffer is freed
+//! (or returned to its pool) once extractors holding clones are done with it too.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::ffi::{ffi_boundary, non_null};
+use crate::picture::{Picture, PictureData, PixelFormat};
+
+/// Pixel layouts. Chroma planes of 4:2:0 and 4:2:2 pictures have half the luma width
+/// (rounded down); 4:2:0 also halves the height; 4:0:0 has no chroma planes.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VmafPixelFormat {
+    VMAF_PIX_FMT_UNKNOWN = 0,
+    VMAF_PIX_FMT_YUV420P = 1,
+    VMAF_PIX_FMT_YUV422P = 2,
+    VMAF_PIX_FMT_YUV444P = 3,
+    VMAF_PIX_FMT_YUV400P = 4,
+}
+
+/// `enum VmafPixelFormat` as it crosses the ABI: any value may arrive from C.
+pub type RawPixelFormat = c_uint;
+
+/// Opaque reference to the shared picture behind a `VmafPicture`.
+pub struct VmafRef {
+    pic: Picture,
+}
+
+/// A picture: plane sizes, strides and sample pointers, plus the reference that keeps them alive.
+/// Samples are `uint8_t` when `bpc` is 8 and native-endian `uint16_t` for 9 to 16 bits.
+/// Get one from `vmaf_picture_alloc()` or `vmaf_fetch_preallocated_picture()`, write the samples
+/// through `data`, then pass it to `vmaf_read_pictures()` (which takes it over) or release it
+/// with `vmaf_picture_unref()`. Do not change the size, format or pointer fields.
+#[repr(C)]
+pub struct VmafPicture {
+    /// Pixel layout (`enum VmafPixelFormat`).
+    pub pix_fmt: RawPixelFormat,
+    /// Bits per sample, 8 to 16.
+    pub bpc: c_uint,
+    /// Width of each plane in samples.
+    pub w: [c_uint; 3],
+    /// Height of each plane in rows.
+    pub h: [c_uint; 3],
+    /// Distance between rows of each plane, in bytes.
+    pub stride: [isize; 3],
+    /// First sample of each plane (NULL for absent planes).
+    pub data: [*mut c_void; 3],
+    /// Owned reference; NULL once released.
+    pub r#ref: *mut VmafRef,
+    /// Reserved; NULL.
+    pub r#priv: *mut c_void,
+}
+
+/// Converts the C pixel format value.
+pub(crate) fn pixel_format(raw: RawPixelFormat) -> Result<PixelFormat> {
+    match PixelFormat::from_raw(raw) {
+        Some(PixelFormat::Unknown) | None => {
+            Err(Error::inval(format!("invalid pixel format {raw}")))
+        }
+        Some(f) => Ok(f),
+    }
+}
+
+/// Checks `bpc` and the size, then allocates a zeroed picture.
+pub(crate) fn new_picture_data(
+    pix_fmt: RawPixelFormat,
+    bpc: c_uint,
+    w: c_uint,
+    h: c_uint,
+) -> Result<PictureData> {
+    let fmt = pixel_format(pix_fmt)?;
+    if !(8..=16).contains(&bpc) {
+        return Err(Error::inval(format!("bpc {bpc} is outside 8..16")));
+    }
+    if w == 0 || h == 0 {
+        return Err(Error::inval(format!("invalid picture size {w}x{h}")));
+    }
+    PictureData::new(fmt, bpc, w as usize, h as usize)
+}
+
+/// The C view of `data`'s planes: (w, h, stride in bytes, sample pointer) per plane.
+fn c_layout(data: &mut PictureData) -> Result<[(c_uint, c_uint, isize, *mut c_void); 3]> {
+    let bps = data.bytes_per_sample();
+    let base = data.base_ptr_mut();
+    let mut out = [(0, 0, 0, std::ptr::null_mut()); 3];
+    for (i, o) in out.iter_mut().enumerate() {
+        let too_big = || Error::inval("picture too large");
+        let w = c_uint::try_from(data.w[i]).map_err(|_| too_big())?;
+        let h = c_uint::try_from(data.h[i]).map_err(|_| too_big())?;
+        let stride = isize::try_from(data.stride[i] * bps).map_err(|_| too_big())?;
+        let ptr = if h == 0 {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: the plane offset lies inside the sample buffer `base` points to.
+            unsafe { base.add(data.plane_offset(i) * bps) }.cast::<c_void>()
+        };
+        *o = (w, h, stride, ptr);
+    }
+    Ok(out)
+}
+
+/// Wraps `data` into a C picture that owns one reference to it.
+pub(crate) fn export_picture(mut data: PictureData) -> Result<VmafPicture> {
+    let layout = c_layout(&mut data)?;
+    let bpc = data.bpc;
+    let pix_fmt = data.pix_fmt as RawPixelFormat;
+    // The sample buffer does not move: Arc::new moves only the struct holding its pointer.
+    let r = Box::new(VmafRef {
+        pic: Arc::new(data),
+    });
+    Ok(VmafPicture {
+        pix_fmt,
+        bpc,
+        w: layout.map(|l| l.0),
+        h: layout.map(|l| l.1),
+        stride: layout.map(|l| l.2),
+        data: layout.map(|l| l.3),
+        r#ref: Box::into_raw(r),
+        r#priv: std::ptr::null_mut(),
+    })
+}
+
+/// The shared picture behind `pic`, after checking the C fields still describe it.
+///
+/// # Safety
+/// `pic.ref` is NULL or was set by [`export_picture`] and not released yet.
+pub(crate) unsafe fn shared_picture(pic: &VmafPicture, what: &str) -> Result<Picture> {
+    if pic.r#ref.is_null() {
+        return Err(Error::inval(format!(
+            "{what} picture has no reference (never allocated or already released)"
+        )));
+    }
+    // SAFETY: a live VmafRef created by export_picture (caller's contract).
+    let shared = unsafe { &*pic.r#ref }.pic.clone();
+    let bps = shared.bytes_per_sample();
+    let intact = pic.pix_fmt == shared.pix_fmt as RawPixelFormat
+        && pic.bpc == shared.bpc
+        && (0..3).all(|i| {
+            pic.w[i] as usize == shared.w[i]
+                && pic.h[i] as usize == shared.h[i]
+                && pic.stride[i] as usize == shared.stride[i] * bps
+        });
+    if !intact {
+        return Err(Error::inval(format!(
+            "{what} picture fields differ from those vmaf_picture_alloc set (pix_fmt {}, bpc {}, {}x{})",
+            pic.pix_fmt, pic.bpc, pic.w[0], pic.h[0]
+        )));
+    }
+    Ok(shared)
+}
+
+/// Drops the reference `pic` owns and zeroes it.
+///
+/// # Safety
+/// As for [`shared_picture`].
+pub(crate) unsafe fn release_picture(pic: &mut VmafPicture) -> Result<()> {
+    if pic.r#ref.is_null() {
+        return Err(Error::inval(
+            "picture has no reference (never allocated or already released)",
+        ));
+    }
+    // SAFETY: the pointer came from Box::into_raw in export_picture and is released only here,
+    // after which the struct is zeroed so it cannot be released twice through it.
+    drop(unsafe { Box::from_raw(pic.r#ref) });
+    // SAFETY: VmafPicture is plain data; all-zero is its "empty" state.
+    *pic = unsafe { std::mem::zeroed() };
+    Ok(())
+}
+
+/// Allocates a zeroed picture of `w`x`h` luma samples in `pix_fmt` at `bpc` bits into `*pic`
+/// (its previous content is overwritten, not released). Rows are padded to 32 samples.
+/// Returns 0, or -EINVAL for a NULL `pic`, an unknown format, `bpc` outside 8..16 or a zero size.
+///
+/// # Safety
+/// `pic` is NULL or points to writable memory for one `VmafPicture`.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_picture_alloc(
+    pic: *mut VmafPicture,
+    pix_fmt: RawPixelFormat,
+    bpc: c_uint,
+    w: c_uint,
+    h: c_uint,
+) -> c_int {
+    ffi_boundary!("vmaf_picture_alloc", {
+        non_null(pic, "picture")?;
+        let out = export_picture(new_picture_data(pix_fmt, bpc, w, h)?)?;
+        // SAFETY: non-NULL and writable (caller's contract); the old content is not read.
+        unsafe { pic.write(out) };
+        Ok(())
+    })
+}
+
+/// Releases the caller's reference to `pic` and zeroes the struct. The samples are freed (or
+/// returned to their pool) when the library no longer needs them either.
+/// Returns 0, or -EINVAL if `pic` is NULL or holds no reference (e.g. released twice).
+///
+/// # Safety
+/// `pic` is NULL or points to a `VmafPicture` that is zeroed or was filled by this library.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_picture_unref(pic: *mut VmafPicture) -> c_int {
+    ffi_boundary!("vmaf_picture_unref", {
+        non_null(pic, "picture")?;
+        // SAFETY: non-NULL, and filled by this library or zeroed (caller's contract).
+        unsafe { release_picture(&mut *pic) }
+    })
+}

@@ -1,0 +1,124 @@
+//! Preallocated picture pools (`vmaf_preallocate_pictures` / `vmaf_fetch_preallocated_picture`).
+//!
+//! Pools live in a registry keyed by the context's address rather than inside the context, so
+//! fetching (which may block, on any thread) never touches the `Context` while the owning thread
+//! is inside `vmaf_read_pictures` with a mutable borrow of it. A fetched picture carries a
+//! release hook holding the pool: when its last reference drops (the caller's unref, or the
+//! library's after extraction) the buffer goes back to the free list and one waiter wakes.
+//! `vmaf_close` closes the pool instead of waiting for outstanding pictures (upstream blocks):
+//! blocked fetchers fail with -EINVAL and pictures still out are freed when released.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::picture::PictureData;
+
+struct State {
+    free: Vec<PictureData>,
+    /// Pictures handed out and not yet returned.
+    out: usize,
+    closed: bool,
+}
+
+pub(crate) struct Pool {
+    state: Mutex<State>,
+    available: Condvar,
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks until a picture is free; it comes back here when its last reference drops.
+    pub(crate) fn fetch(self: &Arc<Self>) -> Result<PictureData> {
+        let mut st = self.lock();
+        loop {
+            if st.closed {
+                return Err(Error::inval("the picture pool was closed"));
+            }
+            if let Some(mut pic) = st.free.pop() {
+                st.out += 1;
+                let pool = Arc::clone(self);
+                pic.set_release(move |pic| pool.give_back(pic));
+                return Ok(pic);
+            }
+            st = self.available.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn give_back(&self, pic: PictureData) {
+        let mut st = self.lock();
+        st.out -= 1;
+        if !st.closed {
+            st.free.push(pic);
+            self.available.notify_one();
+        }
+    }
+
+    /// Frees the idle pictures and wakes blocked fetchers; returns how many are still out.
+    fn close(&self) -> usize {
+        let mut st = self.lock();
+        st.closed = true;
+        st.free.clear();
+        self.available.notify_all();
+        st.out
+    }
+}
+
+/// Registered pools by context address.
+static POOLS: Mutex<Vec<(usize, Arc<Pool>)>> = Mutex::new(Vec::new());
+
+fn registry() -> MutexGuard<'static, Vec<(usize, Arc<Pool>)>> {
+    POOLS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Allocates `cnt` pictures for context `ctx`, replacing (closing) a previous pool.
+pub(crate) fn preallocate(
+    ctx: usize,
+    cnt: usize,
+    make: impl Fn() -> Result<PictureData>,
+) -> Result<()> {
+    let free = (0..cnt).map(|_| make()).collect::<Result<Vec<_>>>()?;
+    let pool = Arc::new(Pool {
+        state: Mutex::new(State {
+            free,
+            out: 0,
+            closed: false,
+        }),
+        available: Condvar::new(),
+    });
+    let old = {
+        let mut reg = registry();
+        let old = reg
+            .iter()
+            .position(|(k, _)| *k == ctx)
+            .map(|i| reg.remove(i).1);
+        reg.push((ctx, pool));
+        old
+    };
+    if let Some(old) = old {
+        old.close();
+    }
+    Ok(())
+}
+
+/// The pool of context `ctx`.
+pub(crate) fn get(ctx: usize) -> Result<Arc<Pool>> {
+    registry()
+        .iter()
+        .find(|(k, _)| *k == ctx)
+        .map(|(_, p)| Arc::clone(p))
+        .ok_or_else(|| Error::inval("no preallocated pictures (call vmaf_preallocate_pictures)"))
+}
+
+/// Closes the pool of context `ctx`, if any; returns the number of pictures still out.
+pub(crate) fn close(ctx: usize) -> usize {
+    let pool = {
+        let mut reg = registry();
+        reg.iter()
+            .position(|(k, _)| *k == ctx)
+            .map(|i| reg.remove(i).1)
+    };
+    pool.map_or(0, |p| p.close())
+}
