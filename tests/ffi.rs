@@ -99,7 +99,15 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
     let exe = work_dir().join(name);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(cc)
-        .args(["-std=c11", "-D_GNU_SOURCE", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
+        .args([
+            "-std=c11",
+            "-D_GNU_SOURCE",
+            "-O1",
+            "-g",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+        ])
         .arg("-I")
         .arg(root().join("include"))
         .arg("-I")
@@ -122,8 +130,11 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
     exe
 }
 
-/// Runs `cmd`, asserting success; returns its output.
+/// Runs `cmd` against our library copy, asserting success; returns its output.
 fn run_ok(mut cmd: Command, what: &str) -> Output {
+    // cargo test puts target/<profile> (maybe holding another profile's build) on the loader
+    // path, which would win over the test programs' rpath.
+    cmd.env("LD_LIBRARY_PATH", lib_dir());
     let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
     assert!(out.status.success(), "{what} failed\n{}", show(&out));
     print!("{}", String::from_utf8_lossy(&out.stdout));
@@ -209,7 +220,14 @@ fn headers_compile_as_cpp() {
     .unwrap();
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     let out = Command::new(cxx)
-        .args(["-std=c++11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I"])
+        .args([
+            "-std=c++11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsyntax-only",
+            "-I",
+        ])
         .arg(root().join("include"))
         .arg("-I")
         .arg(root().join("include/libvmaf"))
@@ -427,7 +445,8 @@ fn api_parity(name: &str, n_threads: u32, raw: Option<[&str; 4]>) {
     }
     run_ok(cmd, &format!("test_api {name}"));
     let got: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&log).expect("read our log")).expect("our log is JSON");
+        serde_json::from_str(&std::fs::read_to_string(&log).expect("read our log"))
+            .expect("our log is JSON");
     let expected: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(root().join(format!("tests/data/expected/{name}.json"))).unwrap(),
     )
