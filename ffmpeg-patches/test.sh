@@ -11,10 +11,13 @@
 #                           build of the library (default ~/.cache/vmaf-hip-ffmpeg)
 #   VMAF_FFMPEG_BUNDLE      where the relocatable ffmpeg + libvmaf_hip.so pair is
 #                           copied after a build (default $VMAF_FFMPEG_CACHE/bundle)
-#   VMAF_FFMPEG_HIP_DEVICE  GPU mode: run every check with hip_device=N, expect the
-#                           same scores, and expect hip_device=99 to fail cleanly.
-#                           Unset: CPU checks, and hip_device=0 must fail cleanly
-#                           (a machine without GPU).
+#   VMAF_FFMPEG_HIP_DEVICE  GPU mode: run every check on the CPU and then with
+#                           hip_device=N (+ a 1080p clip), expect the same scores
+#                           (timings in the summary), and hip_device=99 to fail
+#                           cleanly. Unset: CPU checks, and hip_device=0 must
+#                           fail cleanly (a machine without GPU).
+#   VMAF_FFMPEG_NOHIP       0: skip the second FFmpeg build (without
+#                           --enable-libvmaf-hip) and its checks
 #   VMAF_FFMPEG_JOBS        make -j (default 2)
 #   VMAF_FFMPEG_KEEP        1: keep the temporary work directory
 #
@@ -34,7 +37,7 @@ PREBUILT=
 while [ $# -gt 0 ]; do
     case $1 in
     --prebuilt) PREBUILT=$(cd "$2" && pwd); shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
@@ -231,7 +234,7 @@ build_key() {
 prepare_tree() {
     local tree=$1 p
     rm -rf "$tree"
-    dpkg-source -x "$CACHE/src/ffmpeg_${DEB_VERSION#*:}.dsc" "$tree"
+    dpkg-source --no-copy -x "$CACHE/src/ffmpeg_${DEB_VERSION#*:}.dsc" "$tree"
     cd "$tree"
     for p in $(patch_files); do
         patch -p1 --dry-run --batch <"$p"
@@ -304,7 +307,9 @@ with open(sys.argv[1], "w") as f:
     RC=$(cat "$WORK/$label.rc" 2>/dev/null || echo "not run")
 }
 
-hip_opt() { [ -n "$HIP_DEVICE" ] && echo ":hip_device=$HIP_DEVICE" || true; }
+# GPU of the current run ("" = CPU)
+CUR_DEV=
+hip_opt() { [ -n "$CUR_DEV" ] && echo ":hip_device=$CUR_DEV" || true; }
 
 # $1 label, $2 clip, $3 expected json, $4 extra filter options
 check_parity() {
@@ -314,11 +319,11 @@ check_parity() {
     t=$((($(date +%s%N) - t) / 1000000))
     if [ "$RC" != 0 ]; then
         tail -n 15 "$WORK/$label.err"
-        fail "$label: ffmpeg exit status $RC"
+        fail "$label: ffmpeg exit status $RC: $(grep -m1 'could not\|problem\|rror' "$WORK/$label.err" | sed 's/^\[[^]]*\] //')"
         return
     fi
-    if [ -n "$HIP_DEVICE" ] && ! grep -q "extracting features on GPU device $HIP_DEVICE" "$WORK/$label.err"; then
-        fail "$label: no 'extracting features on GPU device $HIP_DEVICE' in the log"
+    if [ -n "$CUR_DEV" ] && ! grep -q "extracting features on GPU device $CUR_DEV" "$WORK/$label.err"; then
+        fail "$label: no 'extracting features on GPU device $CUR_DEV' in the log"
         return
     fi
     local cmp
@@ -353,7 +358,7 @@ check_clean_failure() {
 # $1: ffmpeg binary; its libvmaf_hip must be the one in ../lib.
 check_binary() {
     local bin=$1 needed runpath resolved
-    needed=$(readelf -d "$bin" | grep NEEDED | grep -o '\[.*\]' | tr -d '[]' | tr '\n' ' ')
+    needed=$(readelf -d "$bin" | grep NEEDED | grep -o '\[.*\]' | tr -d '[]' | xargs)
     runpath=$(readelf -d "$bin" | grep -o 'R.*PATH.*\[.*\]' | grep -o '\[.*\]' || true)
     resolved=$(ldd "$bin" | sed -n 's/.*libvmaf_hip[^ ]* => \([^ ]*\) .*/\1/p')
     if [ -z "$resolved" ] || [ "$(readlink -f "$(dirname "$resolved")")" != \
@@ -391,7 +396,8 @@ else
     FFMPEG="$PREFIX/bin/ffmpeg"
     rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
     cp "$FFMPEG" "$BUNDLE/bin/"
-    cp -P "$PREFIX"/lib/libvmaf_hip.so* "$BUNDLE/lib/"
+    # a regular file under the name ffmpeg asks for (no symlinks to carry)
+    cp -L "$PREFIX/lib/libvmaf_hip.so.3" "$BUNDLE/lib/"
 fi
 check_binary "$FFMPEG"
 if "$FFMPEG" -hide_banner -h filter=libvmaf 2>&1 | grep 'hip_device' >/dev/null; then
@@ -400,19 +406,36 @@ else
     fail "ffmpeg -h filter=libvmaf: no hip_device option"
 fi
 
+CLIPS="natural_576x324_420p8 natural_640x360_420p10 testsrc_480x270_444p8"
+# GPU mode: every check on the CPU, then on the GPU (same machine, for the
+# timings), plus a 1080p clip.
+MODES=cpu
+if [ -n "$HIP_DEVICE" ]; then
+    CLIPS="$CLIPS natural_1920x1080_420p8"
+    MODES="cpu gpu"
+fi
 mkdir -p "$WORK/clips"
-for clip in natural_576x324_420p8 natural_640x360_420p10 testsrc_480x270_444p8; do
+for clip in $CLIPS; do
     for side in ref dist; do
         xz -dc "$ROOT/tests/data/clips/${side}_$clip.y4m.xz" >"$WORK/clips/${side}_$clip.y4m"
     done
 done
 
 E="$ROOT/tests/data/expected"
-for clip in natural_576x324_420p8 natural_640x360_420p10 testsrc_480x270_444p8; do
-    check_parity "$clip" "$clip" "$E/$clip.json" "feature=name=psnr:n_threads=2"
+for mode in $MODES; do
+    pfx=
+    CUR_DEV=
+    if [ -n "$HIP_DEVICE" ]; then
+        pfx="$mode."
+        [ "$mode" = gpu ] && CUR_DEV=$HIP_DEVICE
+    fi
+    for clip in $CLIPS; do
+        check_parity "$pfx$clip" "$clip" "$E/$clip.json" "feature=name=psnr:n_threads=2"
+    done
+    check_parity "${pfx}natural_576x324_420p8.neg" natural_576x324_420p8 \
+        "$E/natural_576x324_420p8.neg.json" "model=version=vmaf_v0.6.1neg"
 done
-check_parity natural_576x324_420p8.neg natural_576x324_420p8 "$E/natural_576x324_420p8.neg.json" \
-    "model=version=vmaf_v0.6.1neg"
+CUR_DEV=
 
 if [ -n "$HIP_DEVICE" ]; then
     check_clean_failure no-device-hip_device=99 hip_device=99 "could not open GPU device 99"
@@ -422,12 +445,12 @@ fi
 
 # FFmpeg without --enable-libvmaf-hip: CPU scores unchanged, hip_device refused.
 if [ -z "$PREBUILT" ] && [ "${VMAF_FFMPEG_NOHIP:-1}" != 0 ]; then
-    FF="$PREFIX/bin/ffmpeg-nohip" SAVED_HIP_DEVICE=$HIP_DEVICE HIP_DEVICE=
+    FF="$PREFIX/bin/ffmpeg-nohip"
     check_binary "$FF"
     check_parity nohip.testsrc_480x270_444p8 testsrc_480x270_444p8 \
         "$E/testsrc_480x270_444p8.json" "feature=name=psnr:n_threads=2"
     check_clean_failure nohip.hip_device=0 hip_device=0 "FFmpeg was built without libvmaf_hip"
-    FF= HIP_DEVICE=$SAVED_HIP_DEVICE
+    FF=
 fi
 
 [ -z "$PREBUILT" ] && log "relocatable ffmpeg + libvmaf_hip: $BUNDLE"
