@@ -49,7 +49,7 @@ fn sad_typed<T: Sample + PlaneAs>(
             *slot = Some(Scratch::new(state, w, h)?);
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
+        let stream = &*state.lane_stream()?;
         pack_luma(prev, s.prev_host.as_mut_slice()?)?;
         pack_luma(cur, s.cur_host.as_mut_slice()?)?;
         s.rows.zero(stream)?;

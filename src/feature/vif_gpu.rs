@@ -94,7 +94,7 @@ fn accums_typed<T: Sample + PlaneAs>(
             *slot = Some(Scratch::new(state, w, h)?);
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
+        let stream = &*state.lane_stream()?;
         pack_luma(r, s.ref_host.as_mut_slice()?)?;
         pack_luma(d, s.dis_host.as_mut_slice()?)?;
         s.acc_dev.zero(stream)?;
