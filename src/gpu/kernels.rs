@@ -571,8 +571,8 @@ pub fn adm_cm(
             stream,
             cfg,
             &[
-                &bands, &maps, &plane, &bw, &bh, &scale, &left, &right, &top, &den_row,
-                &den_cube, &ch, &cv, &cd, &cm_row, &ih, &iv, &id, &p.egl, &lut, &aim, &o,
+                &bands, &maps, &plane, &bw, &bh, &scale, &left, &right, &top, &den_row, &den_cube,
+                &ch, &cv, &cd, &cm_row, &ih, &iv, &id, &p.egl, &lut, &aim, &o,
             ],
         )
     }
