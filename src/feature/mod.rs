@@ -102,7 +102,7 @@ pub fn create_on(
     let gpu = gpu.cloned();
     Ok(match name {
         "vif" => Box::new(vif::Vif::new(opts)?.with_gpu(gpu)),
-        "adm" => Box::new(adm::Adm::new(opts)?),
+        "adm" => Box::new(adm::Adm::new(opts)?.with_gpu(gpu)),
         "motion" => Box::new(motion::Motion::new(opts)?.with_gpu(gpu)),
         "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
