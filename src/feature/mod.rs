@@ -14,6 +14,7 @@ use crate::picture::Picture;
 
 pub mod adm;
 pub mod alias;
+pub mod cambi;
 pub mod motion;
 pub mod motion_gpu;
 pub mod options;
@@ -85,7 +86,7 @@ pub trait Extractor: Send + Sync {
 }
 
 /// Extractor names `vmaf_use_feature` accepts, in lookup order.
-pub const EXTRACTOR_NAMES: &[&str] = &["vif", "adm", "motion", "psnr"];
+pub const EXTRACTOR_NAMES: &[&str] = &["vif", "adm", "motion", "psnr", "cambi"];
 
 /// Creates extractor `name` with `opts`, on the CPU.
 pub fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
@@ -105,6 +106,7 @@ pub fn create_on(
         "adm" => Box::new(adm::Adm::new(opts)?),
         "motion" => Box::new(motion::Motion::new(opts)?.with_gpu(gpu)),
         "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
+        "cambi" => Box::new(cambi::Cambi::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -117,6 +119,7 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("adm", adm::PROVIDED_FEATURES),
         ("motion", motion::PROVIDED_FEATURES),
         ("psnr", psnr::PROVIDED_FEATURES),
+        ("cambi", cambi::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()
