@@ -7,7 +7,7 @@ mod common;
 use common::*;
 
 /// Metrics of the expected logs that come from extractors this crate does not provide.
-const NOT_PROVIDED: &[&str] = &["cambi"];
+const NOT_PROVIDED: &[&str] = &[];
 
 /// Runs `vmaf` on parity clip `clip` with `extra` flags and `-o <dir>/out.<ext>`; returns the
 /// output file's text.
@@ -36,6 +36,8 @@ fn check_parity_clip(clip: &str) {
             "float_ssim",
             "--feature",
             "float_ms_ssim",
+            "--feature",
+            "cambi",
         ],
         "json",
     );

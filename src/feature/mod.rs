@@ -14,6 +14,7 @@ use crate::picture::Picture;
 
 pub mod adm;
 pub mod alias;
+pub mod cambi;
 pub mod float_ms_ssim;
 pub mod float_ssim;
 pub mod motion;
@@ -93,6 +94,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "adm",
     "motion",
     "psnr",
+    "cambi",
     "float_ssim",
     "float_ms_ssim",
 ];
@@ -117,6 +119,7 @@ pub fn create_on(
         "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
         "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?),
         "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?),
+        "cambi" => Box::new(cambi::Cambi::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -131,6 +134,7 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("psnr", psnr::PROVIDED_FEATURES),
         ("float_ssim", float_ssim::PROVIDED_FEATURES),
         ("float_ms_ssim", float_ms_ssim::PROVIDED_FEATURES),
+        ("cambi", cambi::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()
