@@ -17,6 +17,7 @@ pub mod alias;
 pub mod cambi;
 pub mod float_ms_ssim;
 pub mod float_ssim;
+pub mod gpu_frames;
 pub mod motion;
 pub mod motion_gpu;
 pub mod options;

@@ -10,11 +10,12 @@ use super::kernels::{band_size, csf_window, scale_shifts, score_window, MIN_SIDE
 use super::tables::div_lookup;
 use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
+use crate::feature::gpu_frames::with_luma;
 use crate::feature::psnr_gpu::PlaneAs;
-use crate::feature::vif_gpu::{dense, pack_luma};
+use crate::feature::vif_gpu::dense;
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
-use crate::picture::PictureData;
+use crate::picture::Picture;
 
 /// Accumulator slots per scale: den h, v, d; num h, v, d; aim h, v, d.
 const SLOTS: usize = 9;
@@ -23,10 +24,7 @@ const SLOTS: usize = 9;
 struct Scratch<T: Sample> {
     w: usize,
     h: usize,
-    ref_host: PinnedHostBuffer<T>,
-    dis_host: PinnedHostBuffer<T>,
-    ref_dev: DeviceBuffer<T>,
-    dis_dev: DeviceBuffer<T>,
+    _sample: std::marker::PhantomData<T>,
     /// Approximation bands, ping-pong between scales: `[picture][slot]`.
     approx: [[DeviceBuffer<i32>; 2]; 2],
     /// Six band planes (reference h, v, d, distorted h, v, d) of the scale being processed.
@@ -51,10 +49,7 @@ impl<T: Sample> Scratch<T> {
         Ok(Scratch {
             w,
             h,
-            ref_host: PinnedHostBuffer::new(dev, w * h)?,
-            dis_host: PinnedHostBuffer::new(dev, w * h)?,
-            ref_dev: DeviceBuffer::new(dev, w * h)?,
-            dis_dev: DeviceBuffer::new(dev, w * h)?,
+            _sample: std::marker::PhantomData,
             approx: [[buf()?, buf()?], [buf()?, buf()?]],
             bands: DeviceBuffer::new(dev, 6 * plane)?,
             maps: DeviceBuffer::new(dev, 4 * plane)?,
@@ -109,8 +104,8 @@ fn band_plane(buf: &DeviceBuffer<i32>, w: usize, h: usize) -> DevicePlane<'_, i3
 
 fn accumulate_typed<T: Sample + PlaneAs>(
     state: &GpuState,
-    r: &PictureData,
-    d: &PictureData,
+    r: &Picture,
+    d: &Picture,
     p: &AdmParams,
 ) -> Result<[ScaleAccum; NUM_SCALES]> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
@@ -120,52 +115,56 @@ fn accumulate_typed<T: Sample + PlaneAs>(
             *slot = Some(Scratch::new(state, w, h)?);
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
-        pack_luma(r, s.ref_host.as_mut_slice()?)?;
-        pack_luma(d, s.dis_host.as_mut_slice()?)?;
+        let stream = &*state.lane_stream()?;
         s.out_dev.zero(stream)?;
-        s.ref_dev.upload_async(stream, &mut s.ref_host, w * h)?;
-        s.dis_dev.upload_async(stream, &mut s.dis_host, w * h)?;
-        let b = AdmBuffers {
-            bands: &s.bands,
-            maps: &s.maps,
-            plane: s.plane,
-            lut: &s.lut,
-        };
-        let [ar, ad] = &s.approx;
-        let (mut pw, mut ph) = (w, h);
-        for scale in 0..NUM_SCALES {
-            let (bw, bh) = band_size(w, h, scale);
-            let sp = scale_params(w, h, scale, p);
-            // Scale s writes approximation slot s % 2 and reads the other one.
-            let (cur, prev) = (scale % 2, (scale + 1) % 2);
-            if scale == 0 {
-                kernels::adm_dwt0(
-                    state,
-                    stream,
-                    dense(&s.ref_dev, w, h),
-                    dense(&s.dis_dev, w, h),
-                    bpc,
-                    &ar[cur],
-                    &ad[cur],
-                    &b,
-                    &sp,
-                )?;
-            } else {
-                kernels::adm_dwt123(
-                    state,
-                    stream,
-                    band_plane(&ar[prev], pw, ph),
-                    band_plane(&ad[prev], pw, ph),
-                    &ar[cur],
-                    &ad[cur],
-                    &b,
-                    &sp,
-                )?;
-            }
-            kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
-            (pw, ph) = (bw, bh);
-        }
+        with_luma(
+            state,
+            stream,
+            [r, d],
+            |[ref_dev, dis_dev]: [&DeviceBuffer<T>; 2]| {
+                let b = AdmBuffers {
+                    bands: &s.bands,
+                    maps: &s.maps,
+                    plane: s.plane,
+                    lut: &s.lut,
+                };
+                let [ar, ad] = &s.approx;
+                let (mut pw, mut ph) = (w, h);
+                for scale in 0..NUM_SCALES {
+                    let (bw, bh) = band_size(w, h, scale);
+                    let sp = scale_params(w, h, scale, p);
+                    // Scale s writes approximation slot s % 2 and reads the other one.
+                    let (cur, prev) = (scale % 2, (scale + 1) % 2);
+                    if scale == 0 {
+                        kernels::adm_dwt0(
+                            state,
+                            stream,
+                            dense(ref_dev, w, h),
+                            dense(dis_dev, w, h),
+                            bpc,
+                            &ar[cur],
+                            &ad[cur],
+                            &b,
+                            &sp,
+                        )?;
+                    } else {
+                        kernels::adm_dwt123(
+                            state,
+                            stream,
+                            band_plane(&ar[prev], pw, ph),
+                            band_plane(&ad[prev], pw, ph),
+                            &ar[cur],
+                            &ad[cur],
+                            &b,
+                            &sp,
+                        )?;
+                    }
+                    kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
+                    (pw, ph) = (bw, bh);
+                }
+                Ok(())
+            },
+        )?;
         s.out_dev
             .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
         let o = s.out_host.as_slice()?;
@@ -187,8 +186,8 @@ fn accumulate_typed<T: Sample + PlaneAs>(
 /// CPU's `accumulate`). Frames smaller than [`MIN_SIDE`] are rejected; callers use the CPU.
 pub fn accumulate(
     state: &GpuState,
-    reference: &PictureData,
-    distorted: &PictureData,
+    reference: &Picture,
+    distorted: &Picture,
     p: &AdmParams,
 ) -> Result<[ScaleAccum; NUM_SCALES]> {
     let (r, d) = (reference, distorted);
@@ -211,7 +210,7 @@ mod tests {
     use super::super::Adm;
     use super::*;
     use crate::feature::{Dict, Extractor, FrameInput, Scores};
-    use crate::picture::PlaneRef;
+    use crate::picture::{PictureData, PlaneRef};
     use crate::testutil::{load_parity_clip, PARITY_CLIPS};
 
     fn cpu_accumulate(r: &PictureData, d: &PictureData, p: &AdmParams) -> [ScaleAccum; 4] {
