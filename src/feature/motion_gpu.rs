@@ -1,75 +1,53 @@
 //! Motion on the GPU: kernels/motion.hip computes the same integer SAD as
 //! [`super::motion::motion_sad`]; the CPU's `Motion::finish` turns it into scores.
 
+use super::gpu_frames::with_luma;
 use super::psnr_gpu::PlaneAs;
-use super::vif_gpu::pack_luma;
+use super::vif_gpu::dense;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{self, DevicePlane, Sample};
+use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
-use crate::picture::PictureData;
+use crate::picture::Picture;
 
-struct Scratch<T: Sample> {
-    w: usize,
+/// Per-row sums and the result, for one picture size.
+struct Scratch {
     h: usize,
-    prev_host: PinnedHostBuffer<T>,
-    cur_host: PinnedHostBuffer<T>,
-    prev_dev: DeviceBuffer<T>,
-    cur_dev: DeviceBuffer<T>,
     rows: DeviceBuffer<u64>,
     out_dev: DeviceBuffer<u64>,
     out_host: PinnedHostBuffer<u64>,
 }
 
-impl<T: Sample> Scratch<T> {
-    fn new(state: &GpuState, w: usize, h: usize) -> Result<Self> {
-        let dev = state.device();
-        Ok(Scratch {
-            w,
-            h,
-            prev_host: PinnedHostBuffer::new(dev, w * h)?,
-            cur_host: PinnedHostBuffer::new(dev, w * h)?,
-            prev_dev: DeviceBuffer::new(dev, w * h)?,
-            cur_dev: DeviceBuffer::new(dev, w * h)?,
-            rows: DeviceBuffer::new(dev, h)?,
-            out_dev: DeviceBuffer::new(dev, 1)?,
-            out_host: PinnedHostBuffer::new(dev, 1)?,
-        })
-    }
-}
-
-fn sad_typed<T: Sample + PlaneAs>(
-    state: &GpuState,
-    prev: &PictureData,
-    cur: &PictureData,
-) -> Result<u64> {
+fn sad_typed<T: Sample + PlaneAs>(state: &GpuState, prev: &Picture, cur: &Picture) -> Result<u64> {
     let (w, h) = (cur.w[0], cur.h[0]);
-    state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if !slot.as_ref().is_some_and(|s| (s.w, s.h) == (w, h)) {
+    state.with_scratch(|slot: &mut Option<Scratch>| {
+        if slot.as_ref().is_none_or(|s| s.h != h) {
             *slot = None;
-            *slot = Some(Scratch::new(state, w, h)?);
+            let dev = state.device();
+            *slot = Some(Scratch {
+                h,
+                rows: DeviceBuffer::new(dev, h)?,
+                out_dev: DeviceBuffer::new(dev, 1)?,
+                out_host: PinnedHostBuffer::new(dev, 1)?,
+            });
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
-        pack_luma(prev, s.prev_host.as_mut_slice()?)?;
-        pack_luma(cur, s.cur_host.as_mut_slice()?)?;
+        let stream = &*state.lane_stream()?;
         s.rows.zero(stream)?;
-        s.prev_dev.upload_async(stream, &mut s.prev_host, w * h)?;
-        s.cur_dev.upload_async(stream, &mut s.cur_host, w * h)?;
-        let plane = |buf| DevicePlane {
-            buf,
-            offset: 0,
-            w,
-            h,
-            stride: w,
-        };
-        kernels::motion_sad(
+        with_luma(
             state,
             stream,
-            plane(&s.prev_dev),
-            plane(&s.cur_dev),
-            cur.bpc,
-            &s.rows,
-            &s.out_dev,
+            [prev, cur],
+            |[p, c]: [&DeviceBuffer<T>; 2]| {
+                kernels::motion_sad(
+                    state,
+                    stream,
+                    dense(p, w, h),
+                    dense(c, w, h),
+                    cur.bpc,
+                    &s.rows,
+                    &s.out_dev,
+                )
+            },
         )?;
         s.out_dev.download_async(stream, &mut s.out_host, 1)?;
         Ok(s.out_host.as_slice()?[0])
@@ -77,7 +55,7 @@ fn sad_typed<T: Sample + PlaneAs>(
 }
 
 /// SAD of the blurred difference of two reference luma planes, on the GPU.
-pub fn motion_sad(state: &GpuState, prev: &PictureData, cur: &PictureData) -> Result<u64> {
+pub fn motion_sad(state: &GpuState, prev: &Picture, cur: &Picture) -> Result<u64> {
     if prev.w[0] != cur.w[0] || prev.h[0] != cur.h[0] || prev.bpc != cur.bpc {
         return Err(Error::inval(
             "motion: previous reference differs in size or bit depth",

@@ -102,7 +102,7 @@ fn sse_typed<T: Sample + PlaneAs>(
             *slot = Some(Scratch::new(state, r_len, d_len)?);
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
+        let stream = &*state.lane_stream()?;
         fill(&mut s.ref_host, r, &r_offs, n_planes)?;
         fill(&mut s.dis_host, d, &d_offs, n_planes)?;
         s.sums_dev.zero(stream)?;

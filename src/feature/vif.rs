@@ -726,7 +726,13 @@ impl Extractor for Vif {
         let (r, d) = (&**input.reference, &**input.distorted);
         let acc = match &self.gpu {
             Some(g) if r.w[0] >= vif_gpu::MIN_SIDE && r.h[0] >= vif_gpu::MIN_SIDE => {
-                vif_gpu::compute_accums(g, r, d, self.egl, self.skip_scale0)?
+                vif_gpu::compute_accums(
+                    g,
+                    input.reference,
+                    input.distorted,
+                    self.egl,
+                    self.skip_scale0,
+                )?
             }
             _ => compute_accums(r, d, self.egl, self.skip_scale0)?,
         };

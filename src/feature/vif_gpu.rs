@@ -5,9 +5,10 @@
 use super::psnr_gpu::PlaneAs;
 use super::vif::{log2_table, VifAccums};
 use crate::error::{Error, Result};
+use crate::feature::gpu_frames::with_luma;
 use crate::gpu::kernels::{self, DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
-use crate::picture::PictureData;
+use crate::picture::{Picture, PictureData};
 
 /// Smallest luma side the kernels take: every scale must be wider than its filter's half
 /// width for plain mirroring to equal upstream's padding; smaller frames use the CPU.
@@ -17,10 +18,7 @@ pub const MIN_SIDE: usize = 72;
 struct Scratch<T: Sample> {
     w: usize,
     h: usize,
-    ref_host: PinnedHostBuffer<T>,
-    dis_host: PinnedHostBuffer<T>,
-    ref_dev: DeviceBuffer<T>,
-    dis_dev: DeviceBuffer<T>,
+    _sample: std::marker::PhantomData<T>,
     /// Decimated pictures of scales 1..=3.
     pyr_ref: Vec<DeviceBuffer<u16>>,
     pyr_dis: Vec<DeviceBuffer<u16>>,
@@ -46,10 +44,7 @@ impl<T: Sample> Scratch<T> {
         Ok(Scratch {
             w,
             h,
-            ref_host: PinnedHostBuffer::new(dev, w * h)?,
-            dis_host: PinnedHostBuffer::new(dev, w * h)?,
-            ref_dev: DeviceBuffer::new(dev, w * h)?,
-            dis_dev: DeviceBuffer::new(dev, w * h)?,
+            _sample: std::marker::PhantomData,
             pyr_ref,
             pyr_dis,
             table,
@@ -82,76 +77,80 @@ pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -
 
 fn accums_typed<T: Sample + PlaneAs>(
     state: &GpuState,
-    r: &PictureData,
-    d: &PictureData,
+    r: &Picture,
+    d: &Picture,
     egl: f64,
     skip_scale0: bool,
 ) -> Result<[VifAccums; 4]> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
     state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if !slot.as_ref().is_some_and(|s| (s.w, s.h) == (w, h)) {
+        if slot.as_ref().is_none_or(|s| (s.w, s.h) != (w, h)) {
             *slot = None;
             *slot = Some(Scratch::new(state, w, h)?);
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
-        pack_luma(r, s.ref_host.as_mut_slice()?)?;
-        pack_luma(d, s.dis_host.as_mut_slice()?)?;
+        let stream = &*state.lane_stream()?;
         s.acc_dev.zero(stream)?;
-        s.ref_dev.upload_async(stream, &mut s.ref_host, w * h)?;
-        s.dis_dev.upload_async(stream, &mut s.dis_host, w * h)?;
-        if !skip_scale0 {
-            kernels::vif_stats(
-                state,
-                stream,
-                dense(&s.ref_dev, w, h),
-                dense(&s.dis_dev, w, h),
-                0,
-                bpc,
-                &s.table,
-                egl,
-                &s.acc_dev,
-            )?;
-        }
-        kernels::vif_down(
+        with_luma(
             state,
             stream,
-            dense(&s.ref_dev, w, h),
-            dense(&s.dis_dev, w, h),
-            0,
-            bpc,
-            dense(&s.pyr_ref[0], w / 2, h / 2),
-            dense(&s.pyr_dis[0], w / 2, h / 2),
-        )?;
-        let (mut cw, mut ch) = (w / 2, h / 2);
-        for scale in 1..4 {
-            let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
-            kernels::vif_stats(
-                state,
-                stream,
-                dense(pr, cw, ch),
-                dense(pd, cw, ch),
-                scale,
-                bpc,
-                &s.table,
-                egl,
-                &s.acc_dev,
-            )?;
-            if scale < 3 {
+            [r, d],
+            |[ref_dev, dis_dev]: [&DeviceBuffer<T>; 2]| {
+                if !skip_scale0 {
+                    kernels::vif_stats(
+                        state,
+                        stream,
+                        dense(ref_dev, w, h),
+                        dense(dis_dev, w, h),
+                        0,
+                        bpc,
+                        &s.table,
+                        egl,
+                        &s.acc_dev,
+                    )?;
+                }
                 kernels::vif_down(
                     state,
                     stream,
-                    dense(pr, cw, ch),
-                    dense(pd, cw, ch),
-                    scale,
+                    dense(ref_dev, w, h),
+                    dense(dis_dev, w, h),
+                    0,
                     bpc,
-                    dense(&s.pyr_ref[scale], cw / 2, ch / 2),
-                    dense(&s.pyr_dis[scale], cw / 2, ch / 2),
+                    dense(&s.pyr_ref[0], w / 2, h / 2),
+                    dense(&s.pyr_dis[0], w / 2, h / 2),
                 )?;
-            }
-            cw /= 2;
-            ch /= 2;
-        }
+                let (mut cw, mut ch) = (w / 2, h / 2);
+                for scale in 1..4 {
+                    let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
+                    kernels::vif_stats(
+                        state,
+                        stream,
+                        dense(pr, cw, ch),
+                        dense(pd, cw, ch),
+                        scale,
+                        bpc,
+                        &s.table,
+                        egl,
+                        &s.acc_dev,
+                    )?;
+                    if scale < 3 {
+                        kernels::vif_down(
+                            state,
+                            stream,
+                            dense(pr, cw, ch),
+                            dense(pd, cw, ch),
+                            scale,
+                            bpc,
+                            dense(&s.pyr_ref[scale], cw / 2, ch / 2),
+                            dense(&s.pyr_dis[scale], cw / 2, ch / 2),
+                        )?;
+                    }
+                    cw /= 2;
+                    ch /= 2;
+                }
+                Ok(())
+            },
+        )?;
         s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
         let a = s.acc_host.as_slice()?;
         let mut out = [VifAccums::default(); 4];
@@ -172,8 +171,8 @@ fn accums_typed<T: Sample + PlaneAs>(
 /// `compute_accums`; frames smaller than [`MIN_SIDE`] are rejected, callers use the CPU).
 pub fn compute_accums(
     state: &GpuState,
-    reference: &PictureData,
-    distorted: &PictureData,
+    reference: &Picture,
+    distorted: &Picture,
     egl: f64,
     skip_scale0: bool,
 ) -> Result<[VifAccums; 4]> {
