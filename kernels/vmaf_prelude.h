@@ -46,20 +46,28 @@ typedef unsigned long long vmaf_u64;
  * arrays are sized with it so nothing depends on the real warp size. */
 #define VMAF_MAX_WARPS 32
 
-/* Sums `v` over the block; the total is valid in thread 0 only. `scratch`
- * must hold VMAF_MAX_WARPS values. Every thread of the block must call it. */
+/* Linear index of the calling thread in its block (x fastest, as warps are formed). */
+VMAF_DEVICE unsigned vmaf_thread_rank(void)
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/* Sums `v` over the block (1-, 2- or 3-dimensional); the total is valid in the thread of rank
+ * 0 only. `scratch` must hold VMAF_MAX_WARPS values. Every thread of the block must call it. */
 VMAF_DEVICE vmaf_u64 vmaf_block_sum_u64(vmaf_u64 v, vmaf_u64 *scratch)
 {
-    const unsigned lane = threadIdx.x % warpSize;
-    const unsigned warp = threadIdx.x / warpSize;
+    const unsigned rank = vmaf_thread_rank();
+    const unsigned lane = rank % warpSize;
+    const unsigned warp = rank / warpSize;
     for (int offset = warpSize / 2; offset > 0; offset /= 2)
         v += VMAF_SHFL_DOWN(v, offset);
     if (lane == 0)
         scratch[warp] = v;
     __syncthreads();
     vmaf_u64 total = 0;
-    if (threadIdx.x == 0) {
-        const unsigned n_warps = (blockDim.x + warpSize - 1) / warpSize;
+    if (rank == 0) {
+        const unsigned n_threads = blockDim.x * blockDim.y * blockDim.z;
+        const unsigned n_warps = (n_threads + warpSize - 1) / warpSize;
         for (unsigned i = 0; i < n_warps; i++)
             total += scratch[i];
     }

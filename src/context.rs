@@ -86,6 +86,8 @@ struct PicParams {
 pub struct Context {
     cfg: Config,
     extractors: Vec<Arc<dyn Extractor>>,
+    /// How each registered extractor was created, to rebuild it when a GPU state arrives.
+    specs: Vec<(String, Dict)>,
     collector: Arc<FeatureCollector>,
     prev_ref: Option<Picture>,
     prev_prev_ref: Option<Picture>,
@@ -131,6 +133,7 @@ impl Context {
         Ok(Context {
             cfg,
             extractors: Vec::new(),
+            specs: Vec::new(),
             collector: Arc::new(FeatureCollector::new()),
             prev_ref: None,
             prev_prev_ref: None,
@@ -170,7 +173,18 @@ impl Context {
             crate::log_info!("gpumask set: GPU state not used");
             return Ok(());
         }
+        self.check_can_register()?;
         self.gpu = Some(state);
+        // Extractors registered before the import move to the GPU too.
+        let mut rebuilt = Vec::with_capacity(self.specs.len());
+        for (name, opts) in &self.specs {
+            rebuilt.push(Arc::from(feature::create_on(
+                name,
+                opts,
+                self.gpu.as_ref(),
+            )?));
+        }
+        self.extractors = rebuilt;
         Ok(())
     }
 
@@ -179,13 +193,16 @@ impl Context {
         self.gpu.as_ref()
     }
 
-    /// Adds `ext` unless an equivalent one is registered already.
-    fn register(&mut self, ext: Box<dyn Extractor>) {
+    /// Creates extractor `name` and adds it unless an equivalent one is registered already.
+    fn register(&mut self, name: &str, opts: &Dict) -> Result<()> {
+        let ext = feature::create_on(name, opts, self.gpu.as_ref())?;
         let key = ext.dedup_key();
         if self.extractors.iter().any(|e| e.dedup_key() == key) {
-            return;
+            return Ok(());
         }
         self.extractors.push(Arc::from(ext));
+        self.specs.push((name.to_string(), opts.clone()));
+        Ok(())
     }
 
     fn check_can_register(&self) -> Result<()> {
@@ -202,10 +219,14 @@ impl Context {
         self.check_can_register()?;
         let mut new = Vec::new();
         for f in &model.features {
-            new.push(extractor_for_model_feature(f)?);
+            let name = feature::extractor_for_feature(&f.name)
+                .ok_or_else(|| Error::inval(format!("no feature extractor provides {}", f.name)))?;
+            // Validate every feature's options before registering any.
+            feature::create(name, &f.opts)?;
+            new.push((name, &f.opts));
         }
-        for e in new {
-            self.register(e);
+        for (name, opts) in new {
+            self.register(name, opts)?;
         }
         Ok(())
     }
@@ -221,9 +242,7 @@ impl Context {
     /// Registers extractor `name` with `opts` (`vmaf_use_feature`).
     pub fn use_feature(&mut self, name: &str, opts: &Dict) -> Result<()> {
         self.check_can_register()?;
-        let e = feature::create(name, opts)?;
-        self.register(e);
-        Ok(())
+        self.register(name, opts)
     }
 
     /// Stores an externally computed score.

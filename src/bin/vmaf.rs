@@ -1,1 +1,730 @@
-fn main() {}
+//! `vmaf`: command-line scorer compatible with libvmaf's `vmaf` tool (same flags, same flow, same
+//! output files), plus a score summary on stdout, a progress bar and a `--backend` switch.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{ArgAction, Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+
+use vmaf_hip::context::{Config, Context};
+use vmaf_hip::feature::Dict;
+use vmaf_hip::io::{self, VideoInfo};
+use vmaf_hip::log::LogLevel;
+use vmaf_hip::model::{Model, ModelCollection, ModelConfig, ModelFlags};
+use vmaf_hip::output::OutputFormat;
+use vmaf_hip::picture::PixelFormat;
+use vmaf_hip::pooling::PoolingMethod;
+use vmaf_hip::Error;
+
+/// One `-m` argument.
+#[derive(Debug, Clone)]
+struct ModelArg {
+    path: Option<String>,
+    version: Option<String>,
+    name: String,
+    flags: ModelFlags,
+    /// `<extractor>.<option>=<value>` overloads, one dictionary each, in command-line order.
+    overloads: Vec<(String, Dict)>,
+}
+
+impl ModelArg {
+    fn default_model() -> Self {
+        ModelArg {
+            path: None,
+            version: Some("vmaf_v0.6.1".into()),
+            name: "vmaf".into(),
+            flags: ModelFlags::empty(),
+            overloads: Vec::new(),
+        }
+    }
+
+    /// What the score summary calls this model: its version, else its path.
+    fn label(&self) -> &str {
+        self.version
+            .as_deref()
+            .or(self.path.as_deref())
+            .unwrap_or(&self.name)
+    }
+}
+
+/// One `--feature` argument.
+#[derive(Debug, Clone)]
+struct FeatureArg {
+    name: String,
+    opts: Dict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Backend {
+    Cpu,
+    Hip,
+}
+
+/// `--hip-device` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HipDevice {
+    Index(u32),
+    All,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vmaf",
+    about = "Compute VMAF and other quality metrics of a distorted video against its reference.",
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
+struct Cli {
+    /// Reference video (.y4m, or raw .yuv with -w/-h/-p/-b)
+    #[arg(short = 'r', long = "reference", value_name = "PATH")]
+    reference: Option<PathBuf>,
+    /// Distorted video (.y4m, or raw .yuv with -w/-h/-p/-b)
+    #[arg(short = 'd', long = "distorted", value_name = "PATH")]
+    distorted: Option<PathBuf>,
+    /// Raw input width
+    #[arg(short = 'w', long = "width", value_parser = parse_u32)]
+    width: Option<u32>,
+    /// Raw input height
+    #[arg(short = 'h', long = "height", value_parser = parse_u32)]
+    height: Option<u32>,
+    /// Raw input pixel format: 420, 422, 444 or 400
+    #[arg(short = 'p', long = "pixel_format", alias = "pixel-format", value_parser = parse_pix_fmt)]
+    pixel_format: Option<PixelFormat>,
+    /// Raw input bit depth: 8, 10, 12 or 16
+    #[arg(short = 'b', long = "bitdepth", value_parser = parse_bitdepth)]
+    bitdepth: Option<u32>,
+    /// Model, colon-separated: path=FILE | version=NAME, name=NAME, disable_clip,
+    /// enable_transform, <extractor>.<option>=VALUE (repeatable)
+    #[arg(short = 'm', long = "model", value_name = "PARAMS", value_parser = parse_model)]
+    model: Vec<ModelArg>,
+    /// Extra feature extractor: NAME[=key=value:key=value...] (repeatable)
+    #[arg(long = "feature", value_name = "NAME[=OPTS]", value_parser = parse_feature)]
+    feature: Vec<FeatureArg>,
+    /// Output file
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// Write the output file as XML (default)
+    #[arg(long, overrides_with_all = ["xml", "json", "csv", "sub"])]
+    xml: bool,
+    /// Write the output file as JSON
+    #[arg(long, overrides_with_all = ["xml", "json", "csv", "sub"])]
+    json: bool,
+    /// Write the output file as CSV
+    #[arg(long, overrides_with_all = ["xml", "json", "csv", "sub"])]
+    csv: bool,
+    /// Write the output file as subtitles
+    #[arg(long, overrides_with_all = ["xml", "json", "csv", "sub"])]
+    sub: bool,
+    /// Worker threads (0 = extract on the reading thread)
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_u32)]
+    threads: u32,
+    /// Score only every N-th frame
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_u32)]
+    subsample: u32,
+    /// CPU instruction sets to disable (accepted for compatibility)
+    #[arg(long, value_name = "MASK", default_value = "0", value_parser = parse_u64)]
+    cpumask: u64,
+    /// GPU operations to disable
+    #[arg(long, value_name = "MASK", default_value = "0", value_parser = parse_u64)]
+    gpumask: u64,
+    /// Stop after N frames (0 = all)
+    #[arg(long = "frame_cnt", alias = "frame-cnt", value_name = "N", default_value = "0", value_parser = parse_u32)]
+    frame_cnt: u32,
+    /// Skip the first N reference frames
+    #[arg(long = "frame_skip_ref", alias = "frame-skip-ref", value_name = "N", default_value = "0", value_parser = parse_u32)]
+    frame_skip_ref: u32,
+    /// Skip the first N distorted frames
+    #[arg(long = "frame_skip_dist", alias = "frame-skip-dist", value_name = "N", default_value = "0", value_parser = parse_u32)]
+    frame_skip_dist: u32,
+    /// No models: extract the --feature features only
+    #[arg(short = 'n', long = "no_prediction", alias = "no-prediction")]
+    no_prediction: bool,
+    /// No progress bar
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// Print the libvmaf version and exit
+    #[arg(short = 'v', long)]
+    version: bool,
+    /// Where features are extracted
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: Backend,
+    /// GPU for --backend hip: an index, or `all`
+    #[arg(long = "hip-device", value_name = "N|all", value_parser = parse_hip_device)]
+    hip_device: Option<HipDevice>,
+    /// Print help
+    #[arg(long, action = ArgAction::Help)]
+    help: Option<bool>,
+}
+
+/// `strtoul(s, 0)`-style unsigned: decimal, `0x` hex or leading-`0` octal.
+fn parse_uint(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, radix) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (h, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        (&t[1..], 8)
+    } else {
+        (t, 10)
+    };
+    u64::from_str_radix(digits, radix).map_err(|_| "should be an unsigned integer".to_string())
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    u32::try_from(parse_uint(s)?).map_err(|_| "too large".to_string())
+}
+
+fn parse_u64(s: &str) -> Result<u64, String> {
+    parse_uint(s)
+}
+
+fn parse_bitdepth(s: &str) -> Result<u32, String> {
+    match parse_u32(s) {
+        Ok(b @ (8 | 10 | 12 | 16)) => Ok(b),
+        _ => Err("should be 8, 10, 12 or 16".into()),
+    }
+}
+
+fn parse_pix_fmt(s: &str) -> Result<PixelFormat, String> {
+    Ok(match s {
+        "420" => PixelFormat::Yuv420p,
+        "422" => PixelFormat::Yuv422p,
+        "444" => PixelFormat::Yuv444p,
+        "400" => PixelFormat::Yuv400p,
+        _ => return Err("should be 420, 422, 444 or 400".into()),
+    })
+}
+
+fn parse_hip_device(s: &str) -> Result<HipDevice, String> {
+    if s == "all" {
+        return Ok(HipDevice::All);
+    }
+    s.parse()
+        .map(HipDevice::Index)
+        .map_err(|_| "should be a device index or `all`".into())
+}
+
+fn parse_bool(v: &str) -> bool {
+    v == "true"
+}
+
+fn parse_model(s: &str) -> Result<ModelArg, String> {
+    let mut m = ModelArg {
+        path: None,
+        version: None,
+        name: "vmaf".into(),
+        flags: ModelFlags::empty(),
+        overloads: Vec::new(),
+    };
+    for kv in s.split(':').filter(|kv| !kv.is_empty()) {
+        let (key, val) = match kv.split_once('=') {
+            Some((k, v)) => (k, v),
+            None if kv == "disable_clip" || kv == "enable_transform" => (kv, "true"),
+            None => return Err(format!("bad model option {kv:?}")),
+        };
+        match key {
+            "path" => m.path = Some(val.into()),
+            "version" => m.version = Some(val.into()),
+            "name" => m.name = val.into(),
+            "disable_clip" if parse_bool(val) => m.flags |= ModelFlags::DISABLE_CLIP,
+            "enable_transform" if parse_bool(val) => m.flags |= ModelFlags::ENABLE_TRANSFORM,
+            "disable_clip" | "enable_transform" => {}
+            _ => {
+                let (ext, opt) = key
+                    .split_once('.')
+                    .filter(|(e, o)| !e.is_empty() && !o.is_empty())
+                    .ok_or_else(|| {
+                        format!("bad model option {kv:?} (expected <extractor>.<option>=<value>)")
+                    })?;
+                let mut d = Dict::new();
+                d.set(opt, val);
+                m.overloads.push((ext.into(), d));
+            }
+        }
+    }
+    if m.path.is_none() && m.version.is_none() {
+        return Err("a model needs path=FILE or version=NAME".into());
+    }
+    Ok(m)
+}
+
+fn parse_feature(s: &str) -> Result<FeatureArg, String> {
+    let (name, rest) = s.split_once('=').unwrap_or((s, ""));
+    if name.is_empty() {
+        return Err("missing feature name".into());
+    }
+    let mut opts = Dict::new();
+    for kv in rest.split(':').filter(|kv| !kv.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| format!("bad option {kv:?} for feature {name} (expected key=value)"))?;
+        opts.set(k, v);
+    }
+    Ok(FeatureArg {
+        name: name.into(),
+        opts,
+    })
+}
+
+/// A failure reported as one line on stderr.
+struct CliError(String);
+
+impl From<String> for CliError {
+    fn from(s: String) -> Self {
+        CliError(s)
+    }
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        CliError(describe(&e))
+    }
+}
+
+/// A library error without its category prefix where the message says enough.
+fn describe(e: &Error) -> String {
+    match e {
+        Error::Invalid(m) => m.clone(),
+        Error::Io { context, source } => format!("{context}: {source}"),
+        other => other.to_string(),
+    }
+}
+
+fn with_context(what: impl std::fmt::Display) -> impl FnOnce(Error) -> CliError {
+    move |e| CliError(format!("{what}: {}", describe(&e)))
+}
+
+/// C's `%f`.
+fn fmt_f(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else {
+        format!("{v:.6}")
+    }
+}
+
+/// A model loaded from `-m`, and the collection it belongs to if it is one.
+struct Loaded {
+    label: String,
+    model: Model,
+    collection: Option<ModelCollection>,
+}
+
+fn load_model(arg: &ModelArg) -> Result<Loaded, CliError> {
+    let cfg = ModelConfig {
+        name: Some(arg.name.clone()),
+        flags: arg.flags,
+    };
+    let label = arg.label().to_string();
+    let single = match (&arg.version, &arg.path) {
+        (Some(v), _) => Model::load(v, &cfg),
+        (None, Some(p)) => Model::load_from_path(Path::new(p), &cfg),
+        (None, None) => unreachable!("checked when parsing"),
+    };
+    let (mut model, mut collection) = match single {
+        Ok(m) => (m, None),
+        Err(first) => {
+            // Like upstream, a model that does not load may still be a bootstrap collection.
+            let coll = match (&arg.version, &arg.path) {
+                (Some(v), _) => ModelCollection::load(v, &cfg),
+                (_, Some(p)) => ModelCollection::load_from_path(Path::new(p), &cfg),
+                (None, None) => unreachable!("checked when parsing"),
+            };
+            match coll {
+                Ok((m, c)) => (m, Some(c)),
+                Err(_) => {
+                    return Err(CliError(format!(
+                        "problem loading model {label}: {}",
+                        describe(&first)
+                    )))
+                }
+            }
+        }
+    };
+    for (ext, opts) in &arg.overloads {
+        let what = format!("problem overloading {ext} options of model {label}");
+        match &mut collection {
+            Some(c) => c.feature_overload(&mut model, ext, opts),
+            None => model.feature_overload(ext, opts),
+        }
+        .map_err(with_context(&what))?;
+    }
+    Ok(Loaded {
+        label,
+        model,
+        collection,
+    })
+}
+
+/// The GPU state for `--backend hip`: the given device, or the first usable one.
+fn hip_state(device: Option<HipDevice>) -> Result<Arc<vmaf_hip::gpu::GpuState>, CliError> {
+    let index = match device {
+        None => None,
+        Some(HipDevice::Index(i)) => Some(i as usize),
+        Some(HipDevice::All) => {
+            return Err(CliError(
+                "hip backend not available for --hip-device all yet; pick one device".into(),
+            ))
+        }
+    };
+    vmaf_hip::gpu::GpuState::new(index)
+        .map_err(|e| CliError(format!("hip backend not available: {}", describe(&e))))
+}
+
+fn check_compatible(
+    a: &VideoInfo,
+    b: &VideoInfo,
+    ref_path: &Path,
+    dist_path: &Path,
+) -> Result<(), CliError> {
+    let mut problems = Vec::new();
+    if (a.width, a.height) != (b.width, b.height) {
+        problems.push(format!(
+            "dimensions differ ({}x{} vs {}x{})",
+            a.width, a.height, b.width, b.height
+        ));
+    }
+    if a.pix_fmt != b.pix_fmt {
+        problems.push(format!(
+            "pixel formats differ ({} vs {})",
+            fmt_name(a.pix_fmt),
+            fmt_name(b.pix_fmt)
+        ));
+    }
+    if a.bpc != b.bpc {
+        problems.push(format!("bit depths differ ({} vs {})", a.bpc, b.bpc));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(CliError(format!(
+        "{} and {} are incompatible: {}",
+        ref_path.display(),
+        dist_path.display(),
+        problems.join(", ")
+    )))
+}
+
+fn fmt_name(f: PixelFormat) -> &'static str {
+    match f {
+        PixelFormat::Yuv420p => "4:2:0",
+        PixelFormat::Yuv422p => "4:2:2",
+        PixelFormat::Yuv444p => "4:4:4",
+        PixelFormat::Yuv400p => "4:0:0",
+        PixelFormat::Unknown => "unknown",
+    }
+}
+
+fn progress_bar(show: bool, len: Option<u64>) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let (pb, template) = match len {
+        Some(n) => (
+            ProgressBar::new(n),
+            "{spinner} [{elapsed_precise}] [{wide_bar}] {pos}/{len} frames, {fps}, ETA {eta}",
+        ),
+        None => (
+            ProgressBar::new_spinner(),
+            "{spinner} [{elapsed_precise}] {pos} frames, {fps}",
+        ),
+    };
+    pb.set_draw_target(ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        let style = style.progress_chars("=> ").with_key(
+            "fps",
+            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.2} fps", s.per_sec());
+            },
+        );
+        pb.set_style(style);
+    }
+    pb
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    let ref_path = cli
+        .reference
+        .clone()
+        .ok_or_else(|| "the reference (-r/--reference) is required".to_string())?;
+    let dist_path = cli
+        .distorted
+        .clone()
+        .ok_or_else(|| "the distorted video (-d/--distorted) is required".to_string())?;
+    let raw = match (cli.width, cli.height, cli.pixel_format, cli.bitdepth) {
+        (None, None, None, None) => None,
+        (Some(w), Some(h), Some(pix_fmt), Some(bpc)) => Some(VideoInfo {
+            width: w as usize,
+            height: h as usize,
+            pix_fmt,
+            bpc,
+        }),
+        _ => {
+            return Err(CliError(
+                "raw .yuv input needs all of -w/--width, -h/--height, -p/--pixel_format and \
+                 -b/--bitdepth"
+                    .into(),
+            ))
+        }
+    };
+    let mut models = cli.model.clone();
+    if models.is_empty() && !cli.no_prediction {
+        models.push(ModelArg::default_model());
+    }
+    for (i, m) in models.iter().enumerate() {
+        if models[..i].iter().any(|o| o.name == m.name) {
+            return Err(CliError(format!(
+                "two models are named {:?}; name each one with -m ...:name=NAME",
+                m.name
+            )));
+        }
+    }
+    let gpu = match cli.backend {
+        Backend::Cpu => None,
+        Backend::Hip => Some(hip_state(cli.hip_device)?),
+    };
+
+    let mut vref = io::open(&ref_path, raw)?;
+    let mut vdist = io::open(&dist_path, raw)?;
+    check_compatible(&vref.info(), &vdist.info(), &ref_path, &dist_path)?;
+
+    let mut ctx = Context::new(Config {
+        log_level: LogLevel::Info,
+        n_threads: cli.threads,
+        n_subsample: cli.subsample,
+        cpumask: cli.cpumask,
+        gpumask: cli.gpumask,
+    })?;
+    if let Some(state) = gpu {
+        ctx.import_gpu_state(state)?;
+    }
+
+    let mut loaded = Vec::with_capacity(models.len());
+    for arg in &models {
+        let l = load_model(arg)?;
+        let registered = match &l.collection {
+            Some(c) => ctx.use_features_from_model_collection(c),
+            None => ctx.use_features_from_model(&l.model),
+        };
+        registered.map_err(with_context(format!(
+            "problem loading the feature extractors of model {}",
+            l.label
+        )))?;
+        loaded.push(l);
+    }
+    for f in &cli.feature {
+        ctx.use_feature(&f.name, &f.opts)
+            .map_err(with_context(format!("problem loading feature {}", f.name)))?;
+    }
+
+    for _ in 0..cli.frame_skip_ref {
+        if vref.read_frame()?.is_none() {
+            break;
+        }
+    }
+    for _ in 0..cli.frame_skip_dist {
+        if vdist.read_frame()?.is_none() {
+            break;
+        }
+    }
+
+    let show_progress = !cli.quiet && std::io::stderr().is_terminal();
+    let mut len = match (vref.frames_left_hint(), vdist.frames_left_hint()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => None,
+    };
+    if cli.frame_cnt > 0 {
+        len = Some(len.map_or(cli.frame_cnt as u64, |l| l.min(cli.frame_cnt as u64)));
+    }
+    let pb = progress_bar(show_progress, len);
+
+    let mut n = 0usize;
+    while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
+        let r = vref.read_frame()?;
+        let d = vdist.read_frame()?;
+        let (r, d) = match (r, d) {
+            (Some(r), Some(d)) => (r, d),
+            (None, None) => break,
+            (r, _) => {
+                let (short, long) = if r.is_none() {
+                    (&ref_path, &dist_path)
+                } else {
+                    (&dist_path, &ref_path)
+                };
+                pb.suspend(|| {
+                    eprintln!(
+                        "warning: {} ended before {}; scoring the first {n} frames",
+                        short.display(),
+                        long.display()
+                    )
+                });
+                break;
+            }
+        };
+        ctx.read_pictures(r, d, n)
+            .map_err(with_context(format!("frame {n}")))?;
+        n += 1;
+        pb.inc(1);
+    }
+    pb.finish();
+    if n == 0 {
+        return Err(CliError(format!(
+            "no frames to score in {}",
+            if cli.frame_skip_ref > 0 || cli.frame_skip_dist > 0 {
+                "the inputs after skipping".to_string()
+            } else {
+                ref_path.display().to_string()
+            }
+        )));
+    }
+    ctx.flush()
+        .map_err(with_context("problem flushing the context"))?;
+
+    let mut summary = Vec::new();
+    if !cli.no_prediction {
+        for l in &loaded {
+            let score = ctx
+                .score_pooled(&l.model, PoolingMethod::Mean, 0, n - 1)
+                .map_err(with_context(format!("problem pooling model {}", l.label)))?;
+            summary.push(format!("{}: {}", l.label, fmt_f(score)));
+        }
+        for l in &loaded {
+            let Some(c) = &l.collection else { continue };
+            let s = ctx
+                .score_pooled_model_collection(c, PoolingMethod::Mean, 0, n - 1)
+                .map_err(with_context(format!(
+                    "problem pooling model collection {}",
+                    l.label
+                )))?;
+            summary.push(format!(
+                "{}: {}, ci.p95: [{}, {}], stddev: {}",
+                l.label,
+                fmt_f(s.bagging_score),
+                fmt_f(s.ci_p95_lo),
+                fmt_f(s.ci_p95_hi),
+                fmt_f(s.stddev)
+            ));
+        }
+    }
+
+    if let Some(out) = &cli.output {
+        let fmt = if cli.json {
+            OutputFormat::Json
+        } else if cli.csv {
+            OutputFormat::Csv
+        } else if cli.sub {
+            OutputFormat::Sub
+        } else {
+            OutputFormat::Xml
+        };
+        ctx.write_output(out, fmt)?;
+        if show_progress {
+            for line in &summary {
+                eprintln!("{line}");
+            }
+        }
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        for line in &summary {
+            // A closed stdout (e.g. `| head`) is not worth failing over.
+            let _ = writeln!(stdout, "{line}");
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        eprintln!("error: internal error: {}", msg.replace('\n', " "));
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!("{first} (see --help)");
+            return ExitCode::FAILURE;
+        }
+    };
+    if cli.version {
+        eprintln!("{}", vmaf_hip::VMAF_VERSION);
+        return ExitCode::SUCCESS;
+    }
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(CliError(msg))) => {
+            eprintln!("error: {msg}");
+            ExitCode::FAILURE
+        }
+        // The panic hook has printed the message.
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_models() {
+        let m =
+            parse_model("version=vmaf_v0.6.1neg:name=neg:disable_clip:adm.adm_enhn_gain_limit=1.2")
+                .unwrap();
+        assert_eq!(m.version.as_deref(), Some("vmaf_v0.6.1neg"));
+        assert_eq!(m.name, "neg");
+        assert_eq!(m.flags, ModelFlags::DISABLE_CLIP);
+        assert_eq!(m.overloads.len(), 1);
+        assert_eq!(m.overloads[0].0, "adm");
+        assert_eq!(m.overloads[0].1.get("adm_enhn_gain_limit"), Some("1.2"));
+        let m = parse_model("path=/x/y.json:enable_transform=true:disable_clip=false").unwrap();
+        assert_eq!(m.path.as_deref(), Some("/x/y.json"));
+        assert_eq!(m.flags, ModelFlags::ENABLE_TRANSFORM);
+        assert_eq!(m.label(), "/x/y.json");
+        assert!(parse_model("version=a:bogus").is_err());
+        assert!(parse_model("version=a:noext=1").is_err());
+        assert!(parse_model("name=x").is_err());
+    }
+
+    #[test]
+    fn parses_features_and_numbers() {
+        let f = parse_feature("psnr=enable_chroma=false:min_sse=0.5").unwrap();
+        assert_eq!(f.name, "psnr");
+        assert_eq!(f.opts.get("enable_chroma"), Some("false"));
+        assert_eq!(f.opts.get("min_sse"), Some("0.5"));
+        assert!(parse_feature("psnr=enable_chroma").is_err());
+        assert_eq!(parse_feature("vif").unwrap().opts.len(), 0);
+        assert_eq!(parse_u64("0xff"), Ok(255));
+        assert_eq!(parse_u64("010"), Ok(8));
+        assert_eq!(parse_u64("0"), Ok(0));
+        assert!(parse_u32("12a").is_err());
+        assert!(parse_u32("-1").is_err());
+        assert!(parse_bitdepth("9").is_err());
+        assert_eq!(parse_pix_fmt("400"), Ok(PixelFormat::Yuv400p));
+        assert_eq!(parse_hip_device("all"), Ok(HipDevice::All));
+        assert_eq!(parse_hip_device("1"), Ok(HipDevice::Index(1)));
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let c = Cli::try_parse_from(["vmaf", "-r", "a", "-d", "b", "--json", "--xml", "-h", "4"])
+            .unwrap();
+        assert!(c.xml && !c.json);
+        assert_eq!(c.height, Some(4));
+    }
+}

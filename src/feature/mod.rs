@@ -3,19 +3,24 @@
 //! An extractor is created from an options dictionary, computes per-frame scores from a
 //! reference/distorted picture pair, and may finish scores at flush time (motion2).
 
+use std::sync::Arc;
+
 use bitflags::bitflags;
 
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
+use crate::gpu::GpuState;
 use crate::picture::Picture;
 
 pub mod adm;
 pub mod alias;
 pub mod motion;
+pub mod motion_gpu;
 pub mod options;
 pub mod psnr;
 pub mod psnr_gpu;
 pub mod vif;
+pub mod vif_gpu;
 
 pub use options::{Dict, OptSpec, OptValue, Opts};
 
@@ -82,13 +87,24 @@ pub trait Extractor: Send + Sync {
 /// Extractor names `vmaf_use_feature` accepts, in lookup order.
 pub const EXTRACTOR_NAMES: &[&str] = &["vif", "adm", "motion", "psnr"];
 
-/// Creates extractor `name` with `opts`.
+/// Creates extractor `name` with `opts`, on the CPU.
 pub fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
+    create_on(name, opts, None)
+}
+
+/// Creates extractor `name` with `opts`; with a GPU state, extractors that have a GPU version
+/// use it (the others stay on the CPU).
+pub fn create_on(
+    name: &str,
+    opts: &Dict,
+    gpu: Option<&Arc<GpuState>>,
+) -> Result<Box<dyn Extractor>> {
+    let gpu = gpu.cloned();
     Ok(match name {
-        "vif" => Box::new(vif::Vif::new(opts)?),
+        "vif" => Box::new(vif::Vif::new(opts)?.with_gpu(gpu)),
         "adm" => Box::new(adm::Adm::new(opts)?),
-        "motion" => Box::new(motion::Motion::new(opts)?),
-        "psnr" => Box::new(psnr::Psnr::new(opts)?),
+        "motion" => Box::new(motion::Motion::new(opts)?.with_gpu(gpu)),
+        "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }

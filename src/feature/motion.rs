@@ -6,9 +6,13 @@
 //! collected `motion_sad` scores only at flush. The extractor keeps no per-frame state, so frames
 //! may be extracted in any order on any thread.
 
+use std::sync::Arc;
+
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
+use crate::feature::motion_gpu;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::GpuState;
 use crate::picture::{Picture, PictureData, PlaneRef};
 
 /// Full feature names this extractor provides.
@@ -155,6 +159,8 @@ pub struct Motion {
     moving_average: bool,
     debug: bool,
     sad_name: String,
+    /// GPU used for the SAD, when one was imported.
+    gpu: Option<Arc<GpuState>>,
     motion_name: String,
     motion2_name: String,
     motion3_name: String,
@@ -178,7 +184,14 @@ impl Motion {
             motion2_name: o.feature_name(MOTION2_FEATURE),
             motion3_name: o.feature_name(MOTION3_FEATURE),
             opts: o,
+            gpu: None,
         })
+    }
+
+    /// Computes the SAD on `gpu` when given.
+    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+        self.gpu = gpu;
+        self
     }
 
     /// First frame index that has a predecessor to compare with.
@@ -252,7 +265,10 @@ impl Extractor for Motion {
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let sad = match self.sad_pair(input)? {
-            Some((prev, cur)) => Some(motion_sad(prev, cur)?),
+            Some((prev, cur)) => Some(match &self.gpu {
+                Some(g) => motion_gpu::motion_sad(g, prev, cur)?,
+                None => motion_sad(prev, cur)?,
+            }),
             None => None,
         };
         let r = input.reference;

@@ -4,6 +4,10 @@
 //! maximum. With `enable_apsnr` the SSEs and pixel counts of all frames are summed for an
 //! aggregate PSNR, which is why upstream registers the extractor as TEMPORAL.
 
+use std::sync::Arc;
+
+use crate::feature::psnr_gpu;
+use crate::gpu::GpuState;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
@@ -111,6 +115,8 @@ pub struct Psnr {
     reduced_hbd_peak: bool,
     min_sse: f64,
     apsnr: Mutex<ApsnrState>,
+    /// GPU used for the sums of squared differences, when one was imported.
+    gpu: Option<Arc<GpuState>>,
 }
 
 impl Psnr {
@@ -125,7 +131,14 @@ impl Psnr {
             min_sse: o.double("min_sse"),
             opts: o,
             apsnr: Mutex::new(ApsnrState::default()),
+            gpu: None,
         })
+    }
+
+    /// Computes the sums of squared differences on `gpu` when given.
+    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+        self.gpu = gpu;
+        self
     }
 
     /// Peak sample value at `bpc`: `2^bpc − 1`, or `255·2^(bpc−8)` with `reduced_hbd_peak`.
@@ -276,9 +289,11 @@ impl Extractor for Psnr {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         Self::check_pair(r, d)?;
-        let sse: Vec<u64> = (0..self.plane_count(r.pix_fmt))
-            .map(|p| sse_plane(r, d, p))
-            .collect();
+        let n = self.plane_count(r.pix_fmt);
+        let sse: Vec<u64> = match &self.gpu {
+            Some(g) => psnr_gpu::sse_planes(g, input.reference, input.distorted)?[..n].to_vec(),
+            None => (0..n).map(|p| sse_plane(r, d, p)).collect(),
+        };
         self.finish(r, &sse, out)
     }
 }

@@ -39,7 +39,7 @@ impl<T: Sample> Scratch<T> {
 }
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
-trait PlaneAs: Sized {
+pub(crate) trait PlaneAs: Sized {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
 }
 
@@ -102,7 +102,7 @@ fn sse_typed<T: Sample + PlaneAs>(
             *slot = Some(Scratch::new(state, r_len, d_len)?);
         }
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = state.stream();
+        let stream = &*state.lane_stream()?;
         fill(&mut s.ref_host, r, &r_offs, n_planes)?;
         fill(&mut s.dis_host, d, &d_offs, n_planes)?;
         s.sums_dev.zero(stream)?;

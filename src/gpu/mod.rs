@@ -13,6 +13,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 use crate::error::{Error, Result};
 
@@ -37,7 +38,12 @@ pub struct GpuState {
     device: Arc<safe::Device>,
     stream: Stream,
     kernels: Mutex<HashMap<(&'static str, String), Arc<Kernel>>>,
-    scratch: Mutex<HashMap<TypeId, ScratchSlot>>,
+    /// Per (scratch type, thread): each worker thread has its own buffers, so frames scored on
+    /// different threads never wait for each other's buffers.
+    scratch: Mutex<HashMap<(TypeId, ThreadId), ScratchSlot>>,
+    /// One stream per worker thread, so frames in flight on different threads overlap on the
+    /// device (uploads of one frame with kernels of another).
+    lanes: Mutex<HashMap<ThreadId, Arc<Stream>>>,
 }
 
 impl std::fmt::Debug for GpuState {
@@ -85,6 +91,7 @@ impl GpuState {
             stream,
             kernels: Mutex::new(HashMap::new()),
             scratch: Mutex::new(HashMap::new()),
+            lanes: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -99,6 +106,19 @@ impl GpuState {
     /// The state's compute stream.
     pub fn stream(&self) -> &Stream {
         &self.stream
+    }
+
+    /// The calling thread's stream (created on first use). GPU extractors queue a frame's
+    /// uploads, kernels and read-back on it, in order.
+    pub fn lane_stream(&self) -> Result<Arc<Stream>> {
+        let id = std::thread::current().id();
+        let mut lanes = lock(&self.lanes);
+        if let Some(s) = lanes.get(&id) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(Stream::new(&self.device)?);
+        lanes.insert(id, s.clone());
+        Ok(s)
     }
 
     /// Makes the device current on the calling thread (every operation does this itself; this
@@ -122,15 +142,15 @@ impl GpuState {
         Ok(k)
     }
 
-    /// Runs `f` with this state's scratch value of type `S` (None the first time; what `f`
-    /// leaves there is kept for the next call). Calls for the same `S` are serialised, so
-    /// buffers in it are never used by two frames at once.
+    /// Runs `f` with the calling thread's scratch value of type `S` (None the first time; what
+    /// `f` leaves there is kept for the next call on this thread). Calls for the same `S` on one
+    /// thread are serialised, so buffers in it are never used by two frames at once.
     pub fn with_scratch<S: Any + Send, R>(
         &self,
         f: impl FnOnce(&mut Option<S>) -> Result<R>,
     ) -> Result<R> {
         let slot = lock(&self.scratch)
-            .entry(TypeId::of::<S>())
+            .entry((TypeId::of::<S>(), std::thread::current().id()))
             .or_default()
             .clone();
         let mut guard = lock(&slot);

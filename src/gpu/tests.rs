@@ -152,10 +152,11 @@ fn psnr_kernel_matches_cpu() {
         assert_eq!(got[2], (w * h) as u64 * 65535 * 65535, "extreme {w}x{h}");
         assert_eq!(got[3], 0);
 
-        // A plane reaching past its buffer is refused before launch.
+        // A plane whose last row ends one sample past its buffer is refused before launch
+        // (the last row needs only `w` of its `rs` samples).
         let too_far = DevicePlane {
             buf: &rd8,
-            offset: off + 1,
+            offset: off + (rs - w) + 1,
             w,
             h,
             stride: rs,

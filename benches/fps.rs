@@ -1,0 +1,213 @@
+//! Throughput benchmark: scores parity clips with the default model through the library API
+//! (frames already in host memory) and prints frames per second for the CPU path with 1 and 2
+//! threads (and all cores), and for the GPU path when a device is present, each with its ratio
+//! to the single-thread CPU baseline measured in the same run.
+//!
+//! `cargo bench --bench fps [-- --frames N --cpu-frames N --no-gpu --only-cpu]`
+
+#[path = "../tests/common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use vmaf_hip::context::{Config, Context};
+use vmaf_hip::gpu::GpuState;
+use vmaf_hip::log::LogLevel;
+use vmaf_hip::model::{Model, ModelConfig};
+use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
+use vmaf_hip::pooling::PoolingMethod;
+
+struct Args {
+    frames: usize,
+    cpu_frames: usize,
+    gpu: bool,
+    big: bool,
+}
+
+fn parse_args() -> Args {
+    let mut a = Args {
+        frames: 240,
+        cpu_frames: 16,
+        gpu: true,
+        big: true,
+    };
+    let v: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < v.len() {
+        match v[i].as_str() {
+            "--frames" => {
+                a.frames = v[i + 1].parse().expect("--frames N");
+                i += 1;
+            }
+            "--cpu-frames" => {
+                a.cpu_frames = v[i + 1].parse().expect("--cpu-frames N");
+                i += 1;
+            }
+            "--no-gpu" => a.gpu = false,
+            "--no-2160p" => a.big = false,
+            _ => {} // cargo passes --bench
+        }
+        i += 1;
+    }
+    a
+}
+
+fn load(clip: &str) -> (Vec<Picture>, Vec<Picture>) {
+    let open = |p: &str| {
+        let path = common::clip_path(p);
+        let mut r = vmaf_hip::io::open(&path, None).expect("open clip");
+        let mut out = Vec::new();
+        while let Some(pic) = r.read_frame().expect("read frame") {
+            out.push(pic);
+        }
+        out
+    };
+    (
+        open(&format!("ref_{clip}.y4m")),
+        open(&format!("dist_{clip}.y4m")),
+    )
+}
+
+/// `pic` at `bpc` bits (samples shifted up) and `scale` times larger (samples repeated).
+fn convert(pic: &Picture, bpc: u32, scale: usize) -> Picture {
+    let (w, h) = (pic.w[0] * scale, pic.h[0] * scale);
+    let mut out = PictureData::new(PixelFormat::Yuv420p, bpc, w, h).expect("picture");
+    let shift = bpc - pic.bpc;
+    for p in 0..3 {
+        let (pw, ph, s) = (out.w[p], out.h[p], out.stride[p]);
+        for y in 0..ph {
+            for x in 0..pw {
+                let v = pic.sample(p, x / scale, y / scale) << shift;
+                if bpc == 8 {
+                    out.plane_u8_mut(p)[y * s + x] = v as u8;
+                } else {
+                    out.plane_u16_mut(p)[y * s + x] = v;
+                }
+            }
+        }
+    }
+    Arc::new(out)
+}
+
+/// Scores `frames` pairs (cycling through the clip) and returns (fps, pooled vmaf).
+fn run(
+    refs: &[Picture],
+    dists: &[Picture],
+    frames: usize,
+    threads: u32,
+    gpu: Option<&Arc<GpuState>>,
+) -> (f64, f64) {
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
+    let mut ctx = Context::new(Config {
+        log_level: LogLevel::Error,
+        n_threads: threads,
+        ..Config::default()
+    })
+    .expect("context");
+    if let Some(g) = gpu {
+        ctx.import_gpu_state(g.clone()).expect("import");
+    }
+    ctx.use_features_from_model(&model).expect("features");
+    let t = Instant::now();
+    for i in 0..frames {
+        let k = i % refs.len();
+        ctx.read_pictures(refs[k].clone(), dists[k].clone(), i)
+            .expect("read");
+    }
+    ctx.flush().expect("flush");
+    let score = ctx
+        .score_pooled(&model, PoolingMethod::Mean, 0, frames - 1)
+        .expect("pool");
+    (frames as f64 / t.elapsed().as_secs_f64(), score)
+}
+
+fn main() {
+    let args = parse_args();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    println!(
+        "vmaf-hip fps benchmark (model vmaf_v0.6.1, frames in host memory, {cores} CPU cores)"
+    );
+    let (r1080, d1080) = load("natural_1920x1080_420p8");
+    let (r576, d576) = load("natural_576x324_420p8");
+
+    let mut cases: Vec<(&str, Vec<Picture>, Vec<Picture>)> = vec![
+        ("576x324 8-bit", r576.clone(), d576.clone()),
+        ("1920x1080 8-bit", r1080.clone(), d1080.clone()),
+        (
+            "1920x1080 10-bit",
+            r1080.iter().map(|p| convert(p, 10, 1)).collect(),
+            d1080.iter().map(|p| convert(p, 10, 1)).collect(),
+        ),
+    ];
+    if args.big {
+        cases.push((
+            "3840x2160 8-bit",
+            r1080.iter().map(|p| convert(p, 8, 2)).collect(),
+            d1080.iter().map(|p| convert(p, 8, 2)).collect(),
+        ));
+        cases.push((
+            "3840x2160 10-bit",
+            r1080.iter().map(|p| convert(p, 10, 2)).collect(),
+            d1080.iter().map(|p| convert(p, 10, 2)).collect(),
+        ));
+    }
+
+    let gpu = if args.gpu {
+        match GpuState::new(None) {
+            Ok(g) => {
+                println!("GPU: {}", vmaf_hip::gpu::describe_devices().join("; "));
+                Some(g)
+            }
+            Err(e) => {
+                println!("GPU: skipped: no device ({e})");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    println!(
+        "{:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "input", "cpu 1t", "cpu 2t", "cpu all", "gpu 0t", "gpu all", "best/cpu1t"
+    );
+    for (name, refs, dists) in &cases {
+        let n = args.cpu_frames.max(refs.len());
+        let (c1, s1) = run(refs, dists, n, 1, None);
+        let (c2, s2) = run(refs, dists, n, 2, None);
+        let (ca, sa) = if cores > 2 {
+            run(refs, dists, n, cores, None)
+        } else {
+            (c2, s2)
+        };
+        assert!(s1 == s2 && s1 == sa, "thread counts disagree on {name}");
+        let gpu_cell = match &gpu {
+            Some(g) => {
+                // Warm-up: kernel loading and buffer allocation.
+                run(refs, dists, refs.len(), cores, Some(g));
+                let (g0, _) = run(refs, dists, args.frames, 0, Some(g));
+                let (ga, _) = run(refs, dists, args.frames, cores, Some(g));
+                let (_, gs) = run(refs, dists, n, cores, Some(g));
+                assert!(
+                    gs == s1,
+                    "GPU score differs from CPU on {name}: {gs} vs {s1}"
+                );
+                Some((g0, ga))
+            }
+            None => None,
+        };
+        match gpu_cell {
+            Some((g0, ga)) => println!(
+                "{name:<18} {c1:>9.1} {c2:>9.1} {ca:>9.1} {g0:>9.1} {ga:>9.1} {:>9.1}x",
+                g0.max(ga) / c1
+            ),
+            None => println!(
+                "{name:<18} {c1:>9.1} {c2:>9.1} {ca:>9.1} {:>9} {:>9} {:>10}",
+                "-", "-", "-"
+            ),
+        }
+        println!("  pooled vmaf {s1:.6} (identical for every thread count and backend)");
+    }
+}

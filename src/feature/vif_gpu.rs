@@ -1,0 +1,215 @@
+//! VIF on the GPU: kernels/vif.hip computes the same per-scale integer sums as
+//! [`super::vif::compute_accums`], and the CPU's [`super::vif::vif_scores`] finishes them, so the
+//! scores are identical to the CPU path.
+
+use super::psnr_gpu::PlaneAs;
+use super::vif::{log2_table, VifAccums};
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{self, DevicePlane, Sample};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::picture::PictureData;
+
+/// Smallest luma side the kernels take: every scale must be wider than its filter's half
+/// width for plain mirroring to equal upstream's padding; smaller frames use the CPU.
+pub const MIN_SIDE: usize = 72;
+
+/// Device buffers for one picture size and sample type.
+struct Scratch<T: Sample> {
+    w: usize,
+    h: usize,
+    ref_host: PinnedHostBuffer<T>,
+    dis_host: PinnedHostBuffer<T>,
+    ref_dev: DeviceBuffer<T>,
+    dis_dev: DeviceBuffer<T>,
+    /// Decimated pictures of scales 1..=3.
+    pyr_ref: Vec<DeviceBuffer<u16>>,
+    pyr_dis: Vec<DeviceBuffer<u16>>,
+    table: DeviceBuffer<u16>,
+    acc_dev: DeviceBuffer<u64>,
+    acc_host: PinnedHostBuffer<u64>,
+}
+
+impl<T: Sample> Scratch<T> {
+    fn new(state: &GpuState, w: usize, h: usize) -> Result<Self> {
+        let dev = state.device();
+        let mut pyr_ref = Vec::new();
+        let mut pyr_dis = Vec::new();
+        let (mut cw, mut ch) = (w, h);
+        for _ in 1..4 {
+            cw /= 2;
+            ch /= 2;
+            pyr_ref.push(DeviceBuffer::new(dev, cw * ch)?);
+            pyr_dis.push(DeviceBuffer::new(dev, cw * ch)?);
+        }
+        let mut table = DeviceBuffer::new(dev, 1 << 16)?;
+        table.upload_blocking(state.stream(), log2_table())?;
+        Ok(Scratch {
+            w,
+            h,
+            ref_host: PinnedHostBuffer::new(dev, w * h)?,
+            dis_host: PinnedHostBuffer::new(dev, w * h)?,
+            ref_dev: DeviceBuffer::new(dev, w * h)?,
+            dis_dev: DeviceBuffer::new(dev, w * h)?,
+            pyr_ref,
+            pyr_dis,
+            table,
+            acc_dev: DeviceBuffer::new(dev, 16)?,
+            acc_host: PinnedHostBuffer::new(dev, 16)?,
+        })
+    }
+}
+
+/// A `w`x`h` plane filling `buf` from its start with rows `w` apart.
+pub(crate) fn dense<T: Sample>(buf: &DeviceBuffer<T>, w: usize, h: usize) -> DevicePlane<'_, T> {
+    DevicePlane {
+        buf,
+        offset: 0,
+        w,
+        h,
+        stride: w,
+    }
+}
+
+/// Copies the luma plane of `pic` densely (row pitch = width) into `dst`.
+pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -> Result<()> {
+    let (w, h, s) = (pic.w[0], pic.h[0], pic.stride[0]);
+    let src = T::plane_of(pic, 0).ok_or_else(|| Error::inval("sample depth mismatch"))?;
+    for y in 0..h {
+        dst[y * w..(y + 1) * w].copy_from_slice(&src[y * s..y * s + w]);
+    }
+    Ok(())
+}
+
+fn accums_typed<T: Sample + PlaneAs>(
+    state: &GpuState,
+    r: &PictureData,
+    d: &PictureData,
+    egl: f64,
+    skip_scale0: bool,
+) -> Result<[VifAccums; 4]> {
+    let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
+    state.with_scratch(|slot: &mut Option<Scratch<T>>| {
+        if !slot.as_ref().is_some_and(|s| (s.w, s.h) == (w, h)) {
+            *slot = None;
+            *slot = Some(Scratch::new(state, w, h)?);
+        }
+        let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
+        let stream = &*state.lane_stream()?;
+        pack_luma(r, s.ref_host.as_mut_slice()?)?;
+        pack_luma(d, s.dis_host.as_mut_slice()?)?;
+        s.acc_dev.zero(stream)?;
+        s.ref_dev.upload_async(stream, &mut s.ref_host, w * h)?;
+        s.dis_dev.upload_async(stream, &mut s.dis_host, w * h)?;
+        if !skip_scale0 {
+            kernels::vif_stats(
+                state,
+                stream,
+                dense(&s.ref_dev, w, h),
+                dense(&s.dis_dev, w, h),
+                0,
+                bpc,
+                &s.table,
+                egl,
+                &s.acc_dev,
+            )?;
+        }
+        kernels::vif_down(
+            state,
+            stream,
+            dense(&s.ref_dev, w, h),
+            dense(&s.dis_dev, w, h),
+            0,
+            bpc,
+            dense(&s.pyr_ref[0], w / 2, h / 2),
+            dense(&s.pyr_dis[0], w / 2, h / 2),
+        )?;
+        let (mut cw, mut ch) = (w / 2, h / 2);
+        for scale in 1..4 {
+            let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
+            kernels::vif_stats(
+                state,
+                stream,
+                dense(pr, cw, ch),
+                dense(pd, cw, ch),
+                scale,
+                bpc,
+                &s.table,
+                egl,
+                &s.acc_dev,
+            )?;
+            if scale < 3 {
+                kernels::vif_down(
+                    state,
+                    stream,
+                    dense(pr, cw, ch),
+                    dense(pd, cw, ch),
+                    scale,
+                    bpc,
+                    dense(&s.pyr_ref[scale], cw / 2, ch / 2),
+                    dense(&s.pyr_dis[scale], cw / 2, ch / 2),
+                )?;
+            }
+            cw /= 2;
+            ch /= 2;
+        }
+        s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
+        let a = s.acc_host.as_slice()?;
+        let mut out = [VifAccums::default(); 4];
+        for (i, o) in out.iter_mut().enumerate() {
+            // The device sums in two's complement; reinterpret as signed.
+            *o = VifAccums {
+                num_log: a[4 * i] as i64,
+                den_log: a[4 * i + 1] as i64,
+                num_non_log: a[4 * i + 2] as i64,
+                den_non_log: a[4 * i + 3] as i64,
+            };
+        }
+        Ok(out)
+    })
+}
+
+/// The four scales' integer sums computed on the GPU (same contract as the CPU's
+/// `compute_accums`; frames smaller than [`MIN_SIDE`] are rejected, callers use the CPU).
+pub fn compute_accums(
+    state: &GpuState,
+    reference: &PictureData,
+    distorted: &PictureData,
+    egl: f64,
+    skip_scale0: bool,
+) -> Result<[VifAccums; 4]> {
+    let (r, d) = (reference, distorted);
+    if r.bpc != d.bpc || r.w[0] != d.w[0] || r.h[0] != d.h[0] {
+        return Err(Error::inval("vif: reference and distorted pictures differ"));
+    }
+    if r.w[0] < MIN_SIDE || r.h[0] < MIN_SIDE {
+        return Err(Error::inval("vif: frame too small for the GPU path"));
+    }
+    if r.bpc == 8 {
+        accums_typed::<u8>(state, r, d, egl, skip_scale0)
+    } else {
+        accums_typed::<u16>(state, r, d, egl, skip_scale0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::load_parity_clip;
+
+    #[test]
+    fn gpu_accums_equal_cpu_accums_on_parity_clips() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        for clip in crate::testutil::PARITY_CLIPS {
+            let (refs, dists) = load_parity_clip(clip);
+            for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(4) {
+                for egl in [100.0, 1.0] {
+                    let cpu = super::super::vif::compute_accums(r, d, egl, false).unwrap();
+                    let gpu = compute_accums(&state, r, d, egl, false).unwrap();
+                    assert_eq!(gpu, cpu, "{clip} frame {i} egl {egl}");
+                }
+            }
+        }
+    }
+}

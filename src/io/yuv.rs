@@ -1,0 +1,192 @@
+//! Raw planar reader: frames of Y, U, V planes (Y only for 4:0:0) with no headers; samples
+//! deeper than 8 bits are 16-bit little endian.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use super::{picture_from_bytes, read_full, VideoInfo, VideoReader};
+use crate::error::{Error, Result};
+use crate::picture::Picture;
+
+/// Reads raw planar frames of known size and format.
+pub struct YuvReader<R = BufReader<File>> {
+    src: R,
+    name: String,
+    info: VideoInfo,
+    frame: usize,
+    buf: Vec<u8>,
+    /// Frames left according to the file size, when known.
+    left: Option<u64>,
+}
+
+impl YuvReader {
+    /// Opens a raw file with the given parameters.
+    pub fn open(path: &Path, info: VideoInfo) -> Result<Self> {
+        let name = path.display().to_string();
+        let file = File::open(path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
+        let len = file.metadata().ok().map(|m| m.len());
+        let mut r = YuvReader::new(BufReader::with_capacity(1 << 20, file), &name, info)?;
+        r.left = len.map(|l| l / r.buf.len() as u64);
+        Ok(r)
+    }
+}
+
+impl<R: Read> YuvReader<R> {
+    /// Wraps `src`; `name` labels error messages.
+    pub fn new(src: R, name: &str, info: VideoInfo) -> Result<Self> {
+        super::check_size(info.width, info.height)
+            .map_err(|m| Error::inval(format!("{name}: {m}")))?;
+        if !(8..=16).contains(&info.bpc) || info.pix_fmt.plane_count() == 0 {
+            return Err(Error::inval(format!(
+                "{name}: unsupported format {:?} at {} bits",
+                info.pix_fmt, info.bpc
+            )));
+        }
+        Ok(YuvReader {
+            src,
+            name: name.to_string(),
+            info,
+            frame: 0,
+            buf: vec![0; info.frame_bytes()],
+            left: None,
+        })
+    }
+}
+
+impl<R: Read> VideoReader for YuvReader<R> {
+    fn info(&self) -> VideoInfo {
+        self.info
+    }
+
+    fn read_frame(&mut self) -> Result<Option<Picture>> {
+        let n = read_full(&mut self.src, &mut self.buf)
+            .map_err(|e| Error::io(format!("{}: frame {}", self.name, self.frame), e))?;
+        let fail =
+            |msg: String| Error::inval(format!("{}: frame {}: {msg}", self.name, self.frame));
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < self.buf.len() {
+            return Err(fail(format!(
+                "truncated: {n} of {} bytes (check -w/-h/-p/-b)",
+                self.buf.len()
+            )));
+        }
+        let pic = picture_from_bytes(&self.info, &self.buf).map_err(|e| fail(e.to_string()))?;
+        self.frame += 1;
+        if let Some(l) = &mut self.left {
+            *l = l.saturating_sub(1);
+        }
+        Ok(Some(pic))
+    }
+
+    fn frames_left_hint(&self) -> Option<u64> {
+        self.left
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::picture::PixelFormat;
+
+    fn info(w: usize, h: usize, pix_fmt: PixelFormat, bpc: u32) -> VideoInfo {
+        VideoInfo {
+            width: w,
+            height: h,
+            pix_fmt,
+            bpc,
+        }
+    }
+
+    #[test]
+    fn reads_422_8bit_frames() {
+        // 4x2 4:2:2: 8 luma + 2x2 per chroma plane = 16 bytes a frame.
+        let data: Vec<u8> = (0..32).collect();
+        let mut r =
+            YuvReader::new(&data[..], "a.yuv", info(4, 2, PixelFormat::Yuv422p, 8)).unwrap();
+        let p = r.read_frame().unwrap().unwrap();
+        assert_eq!((p.w[1], p.h[1]), (2, 2));
+        assert_eq!(
+            (p.sample(0, 3, 1), p.sample(1, 1, 1), p.sample(2, 0, 0)),
+            (7, 11, 12)
+        );
+        let p = r.read_frame().unwrap().unwrap();
+        assert_eq!(p.sample(0, 0, 0), 16);
+        assert!(r.read_frame().unwrap().is_none());
+    }
+
+    #[test]
+    fn odd_sizes_use_rounded_up_file_planes() {
+        // 5x3 4:2:0: file chroma 3x2 (6 bytes), picture chroma 2x1.
+        let mut frame: Vec<u8> = vec![0; 15];
+        frame.extend([10, 11, 12, 13, 14, 15]);
+        frame.extend([20, 21, 22, 23, 24, 25]);
+        let mut data = frame.clone();
+        data.extend(frame.iter().map(|v| v + 100));
+        let mut r =
+            YuvReader::new(&data[..], "odd.yuv", info(5, 3, PixelFormat::Yuv420p, 8)).unwrap();
+        let p = r.read_frame().unwrap().unwrap();
+        assert_eq!((p.w, p.h), ([5, 2, 2], [3, 1, 1]));
+        assert_eq!((p.sample(1, 0, 0), p.sample(1, 1, 0)), (10, 11));
+        assert_eq!((p.sample(2, 0, 0), p.sample(2, 1, 0)), (20, 21));
+        let p = r.read_frame().unwrap().unwrap();
+        assert_eq!((p.sample(0, 4, 2), p.sample(1, 1, 0)), (100, 111));
+        assert!(r.read_frame().unwrap().is_none());
+    }
+
+    #[test]
+    fn reads_10bit_and_mono() {
+        let le = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let data = le(&[1, 2, 1000, 4, 5, 6]);
+        let mut r =
+            YuvReader::new(&data[..], "m.yuv", info(3, 2, PixelFormat::Yuv400p, 10)).unwrap();
+        let p = r.read_frame().unwrap().unwrap();
+        assert_eq!((p.bpc, p.pix_fmt), (10, PixelFormat::Yuv400p));
+        assert_eq!(p.sample(0, 2, 0), 1000);
+        assert_eq!(p.sample(0, 2, 1), 6);
+        assert!(r.read_frame().unwrap().is_none());
+
+        let data = le(&[0x3ff; 6]);
+        let mut r =
+            YuvReader::new(&data[..], "c.yuv", info(2, 1, PixelFormat::Yuv444p, 10)).unwrap();
+        assert_eq!(r.read_frame().unwrap().unwrap().sample(2, 1, 0), 1023);
+    }
+
+    #[test]
+    fn truncated_file_is_an_error() {
+        let data = [0u8; 6 + 3];
+        let mut r =
+            YuvReader::new(&data[..], "t.yuv", info(2, 2, PixelFormat::Yuv420p, 8)).unwrap();
+        assert!(r.read_frame().unwrap().is_some());
+        let e = r.read_frame().unwrap_err().to_string();
+        assert!(e.contains("t.yuv: frame 1: truncated: 3 of 6 bytes"), "{e}");
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        let e = YuvReader::new(&[][..], "z.yuv", info(0, 2, PixelFormat::Yuv420p, 8))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("z.yuv: bad picture size 0x2"), "{e}");
+        let e = YuvReader::new(&[][..], "z.yuv", info(2, 2, PixelFormat::Unknown, 8))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("unsupported format"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_names_the_file() {
+        let e = YuvReader::open(
+            Path::new("/nonexistent/x.yuv"),
+            info(2, 2, PixelFormat::Yuv420p, 8),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("cannot open /nonexistent/x.yuv"), "{e}");
+    }
+}

@@ -1,0 +1,214 @@
+//! Shared helpers for the integration tests: parity clips (decompressed once with `xz` into
+//! `target/testdata`), running the built `vmaf` binary, and comparing JSON logs the way
+//! `vmaf-json-diff` does.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// Repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+static XZ_LOCK: Mutex<()> = Mutex::new(());
+
+/// Path of decompressed clip `file` (e.g. `ref_natural_576x324_420p8.y4m`).
+pub fn clip_path(file: &str) -> PathBuf {
+    let out_dir = repo_root().join("target").join("testdata");
+    let out = out_dir.join(file);
+    let _g = XZ_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !out.exists() {
+        std::fs::create_dir_all(&out_dir).expect("create target/testdata");
+        let src = repo_root()
+            .join("tests/data/clips")
+            .join(format!("{file}.xz"));
+        // Unique per process: other test binaries may decompress the same clip concurrently.
+        let tmp = out_dir.join(format!("{file}.{}.part", std::process::id()));
+        let data = Command::new("xz")
+            .arg("-dc")
+            .arg(&src)
+            .output()
+            .expect("run xz (install xz-utils)");
+        assert!(data.status.success(), "xz failed on {}", src.display());
+        std::fs::write(&tmp, &data.stdout).expect("write clip");
+        std::fs::rename(&tmp, &out).expect("rename clip");
+    }
+    out
+}
+
+/// Command-line inputs of parity clip `name`: `-r ref -d dist` plus the raw-format flags of the
+/// 4:2:2 clip.
+pub fn clip_args(name: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    if name.starts_with("mandel") {
+        let r = clip_path(&format!("ref_{name}.yuv"));
+        let d = clip_path(&format!("dist_{name}.yuv"));
+        v.extend(["-r".into(), r.display().to_string()]);
+        v.extend(["-d".into(), d.display().to_string()]);
+        v.extend(["-w", "352", "-h", "288", "-p", "422", "-b", "8"].map(String::from));
+    } else {
+        let r = clip_path(&format!("ref_{name}.y4m"));
+        let d = clip_path(&format!("dist_{name}.y4m"));
+        v.extend(["-r".into(), r.display().to_string()]);
+        v.extend(["-d".into(), d.display().to_string()]);
+    }
+    v
+}
+
+/// A fresh scratch directory for test `name`.
+pub fn work_dir(name: &str) -> PathBuf {
+    let d = repo_root().join("target/testdata/cli").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create work dir");
+    d
+}
+
+/// Runs the `vmaf` binary. `VMAF_TEST_BACKEND=hip` runs every invocation on the GPU (the
+/// device machine runs the whole suite that way).
+pub fn vmaf<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vmaf"));
+    cmd.args(args);
+    let has_backend = args.iter().any(|a| a.as_ref() == "--backend");
+    if let (Ok(backend), false) = (std::env::var("VMAF_TEST_BACKEND"), has_backend) {
+        cmd.args(["--backend", &backend]);
+    }
+    cmd.output().expect("run vmaf")
+}
+
+/// Runs `vmaf` and asserts success.
+pub fn vmaf_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    let out = vmaf(args);
+    assert!(
+        out.status.success(),
+        "vmaf failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Expected upstream log `name` from `tests/data/expected`, as text.
+pub fn expected_text(name: &str) -> String {
+    let p = repo_root().join("tests/data/expected").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+}
+
+/// Parses a JSON log.
+pub fn parse_json(text: &str, what: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not valid JSON: {e}"))
+}
+
+fn frames(v: &Value) -> BTreeMap<i64, &serde_json::Map<String, Value>> {
+    v["frames"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| Some((f["frameNum"].as_i64()?, f["metrics"].as_object()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Compares one value: the same `f64` (NaN equal to NaN), or both null.
+fn same_value(e: &Value, g: Option<&Value>) -> Result<(), String> {
+    let Some(g) = g else {
+        return Err(format!("missing (expected {e})"));
+    };
+    match (e.as_f64(), g.as_f64()) {
+        (Some(a), Some(b)) if a == b || (a.is_nan() && b.is_nan()) => Ok(()),
+        (None, None) if e.is_null() && g.is_null() => Ok(()),
+        _ => Err(format!("expected {e}, got {g}")),
+    }
+}
+
+/// Every per-frame, pooled and aggregate value of `expected` must appear in `got` with the same
+/// value (exact). Metrics named in `skip` are ignored; `version` and `fps` are never compared.
+/// Returns the number of values compared, or the list of mismatches.
+pub fn json_diff(expected: &Value, got: &Value, skip: &[&str]) -> Result<usize, Vec<String>> {
+    let mut bad = Vec::new();
+    let mut n = 0;
+    let (ef, gf) = (frames(expected), frames(got));
+    if ef.keys().ne(gf.keys()) {
+        bad.push(format!(
+            "frames: expected numbers {:?}, got {:?}",
+            ef.keys().collect::<Vec<_>>(),
+            gf.keys().collect::<Vec<_>>()
+        ));
+    }
+    for (i, m) in &ef {
+        for (k, v) in m.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+            n += 1;
+            if let Err(e) = same_value(v, gf.get(i).and_then(|g| g.get(k))) {
+                bad.push(format!("frame {i} {k}: {e}"));
+            }
+        }
+    }
+    if let Some(pm) = expected["pooled_metrics"].as_object() {
+        for (k, methods) in pm.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+            for (meth, v) in methods.as_object().into_iter().flatten() {
+                n += 1;
+                if let Err(e) = same_value(v, got["pooled_metrics"][k].get(meth)) {
+                    bad.push(format!("pooled {k}.{meth}: {e}"));
+                }
+            }
+        }
+    }
+    if let Some(am) = expected["aggregate_metrics"].as_object() {
+        for (k, v) in am.iter().filter(|(k, _)| !skip.contains(&k.as_str())) {
+            n += 1;
+            if let Err(e) = same_value(v, got["aggregate_metrics"].get(k)) {
+                bad.push(format!("aggregate {k}: {e}"));
+            }
+        }
+    }
+    if bad.is_empty() {
+        Ok(n)
+    } else {
+        Err(bad)
+    }
+}
+
+/// Asserts [`json_diff`] finds no mismatch, printing the first ones otherwise.
+pub fn assert_json_matches(expected: &Value, got: &Value, skip: &[&str], what: &str) {
+    match json_diff(expected, got, skip) {
+        Ok(n) => assert!(n > 0, "{what}: nothing compared"),
+        Err(bad) => {
+            let shown: Vec<_> = bad.iter().take(40).cloned().collect();
+            panic!("{what}: {} mismatches:\n{}", bad.len(), shown.join("\n"));
+        }
+    }
+}
+
+/// Replaces the run-dependent `fps` value of an XML or JSON log with `*` (XML) or `0` (JSON,
+/// which stays valid).
+pub fn mask_fps(text: &str) -> String {
+    text.lines()
+        .map(|l| {
+            if let Some(start) = l.find("<fyi fps=\"") {
+                let head = &l[..start + 10];
+                let tail = l[start + 10..]
+                    .find('"')
+                    .map_or("", |e| &l[start + 10 + e..]);
+                format!("{head}*{tail}")
+            } else if let Some(rest) = l.strip_prefix("  \"fps\": ") {
+                let comma = if rest.ends_with(',') { "," } else { "" };
+                format!("  \"fps\": 0{comma}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + if text.ends_with('\n') { "\n" } else { "" }
+}
+
+/// Path of a file in `dir` as a `String` argument.
+pub fn arg(dir: &Path, file: &str) -> String {
+    dir.join(file).display().to_string()
+}
