@@ -6,7 +6,6 @@
 //! `cargo bench --bench fps [-- --frames N --cpu-frames N --no-gpu --only-cpu]`
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::sync::Arc;

@@ -14,11 +14,15 @@ use crate::picture::Picture;
 
 pub mod adm;
 pub mod alias;
+pub mod cambi;
+pub mod float_ms_ssim;
+pub mod float_ssim;
 pub mod motion;
 pub mod motion_gpu;
 pub mod options;
 pub mod psnr;
 pub mod psnr_gpu;
+pub mod ssim_tools;
 pub mod vif;
 pub mod vif_gpu;
 
@@ -85,7 +89,15 @@ pub trait Extractor: Send + Sync {
 }
 
 /// Extractor names `vmaf_use_feature` accepts, in lookup order.
-pub const EXTRACTOR_NAMES: &[&str] = &["vif", "adm", "motion", "psnr"];
+pub const EXTRACTOR_NAMES: &[&str] = &[
+    "vif",
+    "adm",
+    "motion",
+    "psnr",
+    "cambi",
+    "float_ssim",
+    "float_ms_ssim",
+];
 
 /// Creates extractor `name` with `opts`, on the CPU.
 pub fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
@@ -102,9 +114,12 @@ pub fn create_on(
     let gpu = gpu.cloned();
     Ok(match name {
         "vif" => Box::new(vif::Vif::new(opts)?.with_gpu(gpu)),
-        "adm" => Box::new(adm::Adm::new(opts)?),
+        "adm" => Box::new(adm::Adm::new(opts)?.with_gpu(gpu)),
         "motion" => Box::new(motion::Motion::new(opts)?.with_gpu(gpu)),
         "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
+        "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?),
+        "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?),
+        "cambi" => Box::new(cambi::Cambi::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -117,6 +132,9 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("adm", adm::PROVIDED_FEATURES),
         ("motion", motion::PROVIDED_FEATURES),
         ("psnr", psnr::PROVIDED_FEATURES),
+        ("float_ssim", float_ssim::PROVIDED_FEATURES),
+        ("float_ms_ssim", float_ms_ssim::PROVIDED_FEATURES),
+        ("cambi", cambi::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()

@@ -44,7 +44,7 @@ fn sad_typed<T: Sample + PlaneAs>(
 ) -> Result<u64> {
     let (w, h) = (cur.w[0], cur.h[0]);
     state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if !slot.as_ref().is_some_and(|s| (s.w, s.h) == (w, h)) {
+        if slot.as_ref().is_none_or(|s| (s.w, s.h) != (w, h)) {
             *slot = None;
             *slot = Some(Scratch::new(state, w, h)?);
         }

@@ -89,7 +89,7 @@ fn accums_typed<T: Sample + PlaneAs>(
 ) -> Result<[VifAccums; 4]> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
     state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if !slot.as_ref().is_some_and(|s| (s.w, s.h) == (w, h)) {
+        if slot.as_ref().is_none_or(|s| (s.w, s.h) != (w, h)) {
             *slot = None;
             *slot = Some(Scratch::new(state, w, h)?);
         }

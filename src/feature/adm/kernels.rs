@@ -49,7 +49,7 @@ pub fn score_window(n: usize) -> (usize, usize) {
 
 /// Half-open range over which decoupling and CSF run: one filter tap wider than the score
 /// window on each side, clamped to the band.
-fn csf_window(n: usize) -> (usize, usize) {
+pub(crate) fn csf_window(n: usize) -> (usize, usize) {
     let b = (n as f64 * 0.1 - 0.5 - 1.0) as i64;
     let end = (n as i64 - b + 2).min(n as i64);
     (b.max(0) as usize, end.max(0) as usize)

@@ -10,13 +10,15 @@
 //! Deliberate deviation: when the denominator is 0 upstream leaves the AIM score
 //! uninitialised; here it is 0.
 
+pub mod gpu;
 pub mod kernels;
 pub mod tables;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::GpuState;
 use crate::picture::PlaneRef;
 
 pub use kernels::{band_size, scale_shifts, score_window, ScaleAccum, ScaleShifts, NUM_SCALES};
@@ -253,6 +255,8 @@ pub struct Adm {
     view_ok: bool,
     /// Scratch buffers of finished calls, reused by later ones (any thread).
     pool: Mutex<Vec<kernels::Scratch>>,
+    /// GPU used for the integer stages, when one was imported.
+    gpu: Option<Arc<GpuState>>,
 }
 
 impl Adm {
@@ -283,7 +287,14 @@ impl Adm {
             opts,
             params,
             pool: Mutex::new(Vec::new()),
+            gpu: None,
         })
+    }
+
+    /// Runs the integer stages on `gpu` when one is given.
+    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+        self.gpu = gpu;
+        self
     }
 
     /// The derived parameters (shared with a GPU backend).
@@ -319,6 +330,10 @@ impl Adm {
                 | (kernels::Luma::U16(_), kernels::Luma::U8(_))
         ) {
             return Err(Error::inval("adm: mixed sample sizes"));
+        }
+        if let Some(g) = &self.gpu {
+            // Sizes were validated above (at least MIN_SIDE, the GPU path's minimum too).
+            return gpu::accumulate(g, r, d, &self.params);
         }
         let mut scratch = self
             .pool

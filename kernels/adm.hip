@@ -1,0 +1,443 @@
+/* Integer ADM on the GPU, the same integer steps as src/feature/adm/kernels.rs.
+ *
+ * Per scale, two kernels:
+ *  - vmaf_adm_dwt0_{u8,u16} / vmaf_adm_dwt123: one thread per band pixel runs the
+ *    wavelet level for both pictures (writing the approximation and the h, v, d
+ *    bands), then, inside the CSF window, the decoupling and CSF of that pixel and
+ *    stores the per-pixel band sums the masking threshold needs ("maps");
+ *  - vmaf_adm_cm: one block per row of the score window sums the denominator and
+ *    both contrast-masking numerators over the row, applies the per-row rounding
+ *    shift exactly as the CPU does, then adds the row result to the scale totals.
+ *
+ * Band planes are int32 at every scale; scale 0 keeps int16 semantics through
+ * explicit (vmaf_i16) casts. Wrapping int32 steps of the CPU go through vmaf_u32.
+ * The double steps use explicitly rounded operations (no FMA contraction). */
+#include "vmaf_prelude.h"
+
+__constant__ vmaf_i32 adm_lo[4] = {15826, 27411, 7345, -4240};
+__constant__ vmaf_i32 adm_hi[4] = {-4240, -7345, 27411, -15826};
+
+/* cos(1 degree)^2 rounded to float (0x3f7fec0a), written exactly as a double. */
+#define ADM_COS_1DEG_SQ 0.99969542026519775390625
+
+/* Planes of the `maps` buffer: threshold sums of the DLM (num) and AIM passes. */
+#define ADM_MAP_FLT_NUM 0
+#define ADM_MAP_CEN_NUM 1
+#define ADM_MAP_FLT_AIM 2
+#define ADM_MAP_CEN_AIM 3
+
+/* Flags of the DWT kernels. */
+#define ADM_DO_MAPS 1
+#define ADM_DO_AIM 2
+
+#define ADM_CM_BLOCK 256
+
+/* DWT tap source: reflect at the start (-1 -> 1), repeat the edge at the end
+ * (n -> n - 1, n + 1 -> n - 2). */
+VMAF_DEVICE int adm_tap(int idx, int n)
+{
+    if (idx < 0)
+        return -idx;
+    if (idx >= n)
+        return 2 * n - idx - 1;
+    return idx;
+}
+
+VMAF_DEVICE vmaf_i32 adm_wrap_abs(vmaf_i32 x)
+{
+    return x < 0 ? (vmaf_i32)(0u - (vmaf_u32)x) : x;
+}
+
+VMAF_DEVICE vmaf_i64 adm_half(int s)
+{
+    return s == 0 ? 0 : (1ll << (s - 1));
+}
+
+/* Scale-0 horizontal tap sum of int16 vertical outputs (wrapping int32). */
+VMAF_DEVICE vmaf_i16 adm_hdot0(const vmaf_i32 *f, const vmaf_i16 *x)
+{
+    vmaf_u32 acc = 0;
+    for (int k = 0; k < 4; k++)
+        acc += (vmaf_u32)f[k] * (vmaf_u32)(vmaf_i32)x[k];
+    return (vmaf_i16)((vmaf_i32)(acc + 32768u) >> 16);
+}
+
+/* Scale-0 wavelet outputs at band pixel (i, j): out = {a, h, v, d}. */
+template <typename T>
+VMAF_DEVICE void adm_dwt0_at(const T *src, int stride, int w, int h, int bpc, int i, int j,
+                             vmaf_i32 *out)
+{
+    const vmaf_u32 round = 1u << (bpc - 1);
+    const vmaf_u32 centre = 46342u * round;
+    long long rows[4];
+    for (int k = 0; k < 4; k++)
+        rows[k] = (long long)adm_tap(2 * i - 1 + k, h) * stride;
+    vmaf_i16 lo[4], hi[4];
+    for (int c = 0; c < 4; c++) {
+        const int x = adm_tap(2 * j - 1 + c, w);
+        vmaf_u32 vl = 0, vh = 0;
+        for (int k = 0; k < 4; k++) {
+            const vmaf_u32 s = (vmaf_u32)src[rows[k] + x];
+            vl += (vmaf_u32)adm_lo[k] * s;
+            vh += (vmaf_u32)adm_hi[k] * s;
+        }
+        lo[c] = (vmaf_i16)((vmaf_i32)(vl - centre + round) >> bpc);
+        hi[c] = (vmaf_i16)((vmaf_i32)(vh + round) >> bpc);
+    }
+    out[0] = (vmaf_i32)adm_hdot0(adm_lo, lo);
+    out[1] = (vmaf_i32)adm_hdot0(adm_lo, hi);
+    out[2] = (vmaf_i32)adm_hdot0(adm_hi, lo);
+    out[3] = (vmaf_i32)adm_hdot0(adm_hi, hi);
+}
+
+VMAF_DEVICE vmaf_i32 adm_hdot123(const vmaf_i32 *f, const vmaf_i32 *x, vmaf_i64 round, int shift)
+{
+    vmaf_i64 acc = 0;
+    for (int k = 0; k < 4; k++)
+        acc += (vmaf_i64)f[k] * (vmaf_i64)x[k];
+    return (vmaf_i32)((acc + round) >> shift);
+}
+
+/* Wavelet outputs of scales 1-3 (int64 accumulation, no mean removal). */
+VMAF_DEVICE void adm_dwt123_at(const vmaf_i32 *src, int stride, int w, int h, int scale, int i,
+                               int j, vmaf_i32 *out)
+{
+    const vmaf_i64 rv = scale == 1 ? 0 : 32768;
+    const int sv = scale == 1 ? 0 : 16;
+    const vmaf_i64 rh = scale == 2 ? 32768 : 16384;
+    const int sh = scale == 2 ? 16 : 15;
+    long long rows[4];
+    for (int k = 0; k < 4; k++)
+        rows[k] = (long long)adm_tap(2 * i - 1 + k, h) * stride;
+    vmaf_i32 lo[4], hi[4];
+    for (int c = 0; c < 4; c++) {
+        const int x = adm_tap(2 * j - 1 + c, w);
+        vmaf_i64 vl = 0, vh = 0;
+        for (int k = 0; k < 4; k++) {
+            const vmaf_i64 s = src[rows[k] + x];
+            vl += (vmaf_i64)adm_lo[k] * s;
+            vh += (vmaf_i64)adm_hi[k] * s;
+        }
+        lo[c] = (vmaf_i32)((vl + rv) >> sv);
+        hi[c] = (vmaf_i32)((vh + rv) >> sv);
+    }
+    out[0] = adm_hdot123(adm_lo, lo, rh, sh);
+    out[1] = adm_hdot123(adm_lo, hi, rh, sh);
+    out[2] = adm_hdot123(adm_hi, lo, rh, sh);
+    out[3] = adm_hdot123(adm_hi, hi, rh, sh);
+}
+
+/* Whether the distorted (h, v) orientation is within one degree of the reference
+ * one; the int64 products go through float, then double, as on the CPU. */
+VMAF_DEVICE bool adm_angle(vmaf_i64 oh, vmaf_i64 ov, vmaf_i64 th, vmaf_i64 tv)
+{
+    const double dp = (double)__ll2float_rn(oh * th + ov * tv) / 4096.0;
+    const double om = (double)__ll2float_rn(oh * oh + ov * ov) / 4096.0;
+    const double tm = (double)__ll2float_rn(th * th + tv * tv) / 4096.0;
+    return dp >= 0.0 && __dmul_rn(dp, dp) >= __dmul_rn(__dmul_rn(ADM_COS_1DEG_SQ, om), tm);
+}
+
+/* Enhancement clamp of a restored coefficient (double, truncated by the caller). */
+VMAF_DEVICE double adm_enhance(vmaf_i64 rst, bool o_pos, vmaf_i64 t, double egl)
+{
+    const double g = __dmul_rn((double)rst, egl);
+    const double td = (double)t;
+    if (o_pos)
+        return g < td ? g : td;
+    return g > td ? g : td;
+}
+
+/* Decoupling of one coefficient pair into restored (*r) and additive (*a) parts. */
+VMAF_DEVICE void adm_split(int scale, vmaf_i32 o, vmaf_i32 t, bool angle, double egl,
+                           const vmaf_i32 *lut, vmaf_i32 *r, vmaf_i32 *a)
+{
+    const vmaf_u32 abs_o = o < 0 ? 0u - (vmaf_u32)o : (vmaf_u32)o;
+    if (scale == 0) {
+        vmaf_i32 k = 32768;
+        if (o != 0) {
+            vmaf_i64 q = (vmaf_i64)lut[abs_o] * (vmaf_i64)t;
+            if (o < 0)
+                q = -q;
+            k = (vmaf_i32)((q + 16384) >> 15);
+        }
+        k = k < 0 ? 0 : (k > 32768 ? 32768 : k);
+        vmaf_i16 rst = (vmaf_i16)((k * o + 16384) >> 15);
+        if (angle && k > 0 && o != 0)
+            rst = (vmaf_i16)(vmaf_i32)adm_enhance(rst, o > 0, t, egl);
+        *r = rst;
+        *a = (vmaf_i16)(t - (vmaf_i32)rst);
+    } else {
+        vmaf_i64 k = 32768;
+        if (o != 0) {
+            vmaf_u32 m = abs_o;
+            int sh = 0;
+            if (abs_o >= 32768) {
+                sh = 17 - __clz((int)abs_o);
+                m = (abs_o + (1u << (sh - 1))) >> sh;
+            }
+            vmaf_i64 q = (vmaf_i64)lut[m] * (vmaf_i64)t;
+            if (o < 0)
+                q = -q;
+            k = (q + (1ll << (14 + sh))) >> (15 + sh);
+        }
+        k = k < 0 ? 0 : (k > 32768 ? 32768 : k);
+        vmaf_i32 rst = (vmaf_i32)((k * (vmaf_i64)o + 16384) >> 15);
+        if (angle && k > 0 && o != 0)
+            rst = (vmaf_i32)adm_enhance(rst, o > 0, t, egl);
+        *r = rst;
+        *a = (vmaf_i32)((vmaf_u32)t - (vmaf_u32)rst);
+    }
+}
+
+/* CSF of one coefficient of band b: *flt is its masking contribution (~|dst|/30),
+ * *cen the centre term (~|dst|/15) the threshold adds at the pixel itself. */
+VMAF_DEVICE void adm_csf(int scale, int b, vmaf_u32 irf, vmaf_i32 s, vmaf_i32 *flt, vmaf_i32 *cen)
+{
+    if (scale == 0) {
+        /* The diagonal weight is Q23 (2 more bits of shift) and rounds with 65535. */
+        const int shift = b == 2 ? 17 : 15;
+        const vmaf_u32 round = b == 2 ? 65535u : 16384u;
+        const vmaf_i16 v = (vmaf_i16)((vmaf_i32)(irf * (vmaf_u32)s + round) >> shift);
+        const vmaf_i32 m = v < 0 ? -(vmaf_i32)v : (vmaf_i32)v;
+        *flt = (vmaf_i16)((4369 * m + 2048) >> 12);
+        *cen = (vmaf_i16)((8738 * m + 2048) >> 12);
+    } else {
+        const vmaf_i32 v = (vmaf_i32)(((vmaf_i64)irf * (vmaf_i64)s + (1ll << 27)) >> 28);
+        const vmaf_i64 m = v < 0 ? -(vmaf_i64)v : (vmaf_i64)v;
+        /* Upstream's "1u << 31" rounding constant wraps to -2^31 in an int32. */
+        *flt = (vmaf_i32)((143165577ll * m - 2147483648ll) >> 32);
+        *cen = (vmaf_i32)((286331153ll * m - 2147483648ll) >> 32);
+    }
+}
+
+/* Writes the wavelet outputs of (i, j) and, inside the CSF window, the maps. */
+VMAF_DEVICE void adm_finish_pixel(int scale, int i, int j, int bw, long long plane,
+                                  const vmaf_i32 *oref, const vmaf_i32 *odis, vmaf_i32 *approx_ref,
+                                  vmaf_i32 *approx_dis, vmaf_i32 *bands, vmaf_i32 *maps,
+                                  const vmaf_i32 *lut, int cl, int cr, int ct, int cb, int flags,
+                                  vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl)
+{
+    const long long p = (long long)i * bw + j;
+    approx_ref[p] = oref[0];
+    approx_dis[p] = odis[0];
+    for (int b = 0; b < 3; b++) {
+        bands[b * plane + p] = oref[1 + b];
+        bands[(3 + b) * plane + p] = odis[1 + b];
+    }
+    if (!(flags & ADM_DO_MAPS) || j < cl || j >= cr || i < ct || i >= cb)
+        return;
+    const bool angle = adm_angle(oref[1], oref[2], odis[1], odis[2]);
+    const vmaf_u32 irf[3] = {irf_h, irf_v, irf_d};
+    vmaf_u32 fn = 0, cn = 0, fa = 0, ca = 0;
+    for (int b = 0; b < 3; b++) {
+        vmaf_i32 r, a, f, c;
+        adm_split(scale, oref[1 + b], odis[1 + b], angle, egl, lut, &r, &a);
+        /* DLM masks the restored bands with the CSF of the additive ones; AIM swaps. */
+        adm_csf(scale, b, irf[b], a, &f, &c);
+        fn += (vmaf_u32)f;
+        cn += (vmaf_u32)c;
+        if (flags & ADM_DO_AIM) {
+            adm_csf(scale, b, irf[b], r, &f, &c);
+            fa += (vmaf_u32)f;
+            ca += (vmaf_u32)c;
+        }
+    }
+    maps[ADM_MAP_FLT_NUM * plane + p] = (vmaf_i32)fn;
+    maps[ADM_MAP_CEN_NUM * plane + p] = (vmaf_i32)cn;
+    if (flags & ADM_DO_AIM) {
+        maps[ADM_MAP_FLT_AIM * plane + p] = (vmaf_i32)fa;
+        maps[ADM_MAP_CEN_AIM * plane + p] = (vmaf_i32)ca;
+    }
+}
+
+template <typename T>
+VMAF_DEVICE void adm_dwt0(const T *ref, const T *dis, int w, int h, int stride, int bpc,
+                          vmaf_i32 *approx_ref, vmaf_i32 *approx_dis, vmaf_i32 *bands,
+                          vmaf_i32 *maps, int plane, const vmaf_i32 *lut, int cl, int cr, int ct,
+                          int cb, int flags, vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d,
+                          double egl)
+{
+    const int bw = (w + 1) / 2, bh = (h + 1) / 2;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= bh || j >= bw)
+        return;
+    vmaf_i32 oref[4], odis[4];
+    adm_dwt0_at<T>(ref, stride, w, h, bpc, i, j, oref);
+    adm_dwt0_at<T>(dis, stride, w, h, bpc, i, j, odis);
+    adm_finish_pixel(0, i, j, bw, plane, oref, odis, approx_ref, approx_dis, bands, maps, lut, cl,
+                     cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
+}
+
+VMAF_KERNEL void vmaf_adm_dwt0_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h, int stride,
+                                  int bpc, vmaf_i32 *approx_ref, vmaf_i32 *approx_dis,
+                                  vmaf_i32 *bands, vmaf_i32 *maps, int plane, const vmaf_i32 *lut,
+                                  int cl, int cr, int ct, int cb, int flags, vmaf_u32 irf_h,
+                                  vmaf_u32 irf_v, vmaf_u32 irf_d, double egl)
+{
+    adm_dwt0<vmaf_u8>(ref, dis, w, h, stride, bpc, approx_ref, approx_dis, bands, maps, plane, lut,
+                      cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
+}
+
+VMAF_KERNEL void vmaf_adm_dwt0_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
+                                   int stride, int bpc, vmaf_i32 *approx_ref, vmaf_i32 *approx_dis,
+                                   vmaf_i32 *bands, vmaf_i32 *maps, int plane, const vmaf_i32 *lut,
+                                   int cl, int cr, int ct, int cb, int flags, vmaf_u32 irf_h,
+                                   vmaf_u32 irf_v, vmaf_u32 irf_d, double egl)
+{
+    adm_dwt0<vmaf_u16>(ref, dis, w, h, stride, bpc, approx_ref, approx_dis, bands, maps, plane,
+                       lut, cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
+}
+
+/* One wavelet level of scales 1-3 on the previous approximation planes (w x h). */
+VMAF_KERNEL void vmaf_adm_dwt123(const vmaf_i32 *ref, const vmaf_i32 *dis, int w, int h,
+                                 int stride, int scale, vmaf_i32 *approx_ref,
+                                 vmaf_i32 *approx_dis, vmaf_i32 *bands, vmaf_i32 *maps, int plane,
+                                 const vmaf_i32 *lut, int cl, int cr, int ct, int cb, int flags,
+                                 vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl)
+{
+    const int bw = (w + 1) / 2, bh = (h + 1) / 2;
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= bh || j >= bw)
+        return;
+    vmaf_i32 oref[4], odis[4];
+    adm_dwt123_at(ref, stride, w, h, scale, i, j, oref);
+    adm_dwt123_at(dis, stride, w, h, scale, i, j, odis);
+    adm_finish_pixel(scale, i, j, bw, plane, oref, odis, approx_ref, approx_dis, bands, maps, lut,
+                     cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
+}
+
+/* Masking threshold at (i, j): 3x3 sum of the flt map minus its centre plus the
+ * centre map (wrapping int32). Outside the band row/column -1 reads 1 and
+ * bh/bw reads bh-1/bw-1. */
+VMAF_DEVICE vmaf_i32 adm_threshold(const vmaf_i32 *flt, const vmaf_i32 *cen, int bw, int bh, int i,
+                                   int j)
+{
+    const int up = i == 0 ? 1 : i - 1;
+    const int dn = i + 1 == bh ? bh - 1 : i + 1;
+    const int lf = j == 0 ? 1 : j - 1;
+    const int rt = j + 1 == bw ? bw - 1 : j + 1;
+    const int ys[3] = {up, i, dn};
+    const int xs[3] = {lf, j, rt};
+    vmaf_u32 acc = 0;
+    for (int a = 0; a < 3; a++) {
+        const long long row = (long long)ys[a] * bw;
+        for (int b = 0; b < 3; b++)
+            acc += (vmaf_u32)flt[row + xs[b]];
+    }
+    const long long p = (long long)i * bw + j;
+    acc = acc - (vmaf_u32)flt[p] + (vmaf_u32)cen[p];
+    return (vmaf_i32)acc;
+}
+
+/* Contrast-masked cube of source coefficient s of band b under threshold thr. */
+VMAF_DEVICE vmaf_i64 adm_cm_pixel(int scale, int b, vmaf_u32 irf, vmaf_i32 s, vmaf_i32 thr,
+                                  int cube)
+{
+    vmaf_i32 x;
+    vmaf_i32 xsq;
+    if (scale == 0) {
+        const int sub = b == 2 ? 12 : 10;
+        const int sq = b == 2 ? 30 : 29;
+        x = (vmaf_i32)((vmaf_u32)s * irf);
+        x = (vmaf_i32)((vmaf_u32)adm_wrap_abs(x) - ((vmaf_u32)thr << sub));
+        if (x < 0)
+            x = 0;
+        xsq = (vmaf_i32)(((vmaf_i64)x * x + (1ll << (sq - 1))) >> sq);
+    } else {
+        x = (vmaf_i32)(((vmaf_i64)s * (vmaf_i64)irf + (1ll << 27)) >> 28);
+        x = (vmaf_i32)((vmaf_u32)adm_wrap_abs(x) - (vmaf_u32)thr);
+        if (x < 0)
+            x = 0;
+        xsq = (vmaf_i32)(((vmaf_i64)x * x + (1ll << 29)) >> 30);
+    }
+    return ((vmaf_i64)xsq * x + adm_half(cube)) >> cube;
+}
+
+/* Sums `v[0..9]` over the block; valid in the thread of rank 0. */
+VMAF_DEVICE void adm_block_sum9(vmaf_u64 *v, vmaf_u64 (*scratch)[VMAF_MAX_WARPS])
+{
+    const unsigned rank = threadIdx.x;
+    const unsigned lane = rank % warpSize;
+    const unsigned warp = rank / warpSize;
+    for (int q = 0; q < 9; q++) {
+        for (int offset = warpSize / 2; offset > 0; offset /= 2)
+            v[q] += VMAF_SHFL_DOWN(v[q], offset);
+        if (lane == 0)
+            scratch[q][warp] = v[q];
+    }
+    __syncthreads();
+    if (rank == 0) {
+        const unsigned n_warps = (blockDim.x + warpSize - 1) / warpSize;
+        for (int q = 0; q < 9; q++) {
+            vmaf_u64 t = 0;
+            for (unsigned k = 0; k < n_warps; k++)
+                t += scratch[q][k];
+            v[q] = t;
+        }
+    }
+}
+
+/* One block per score-window row (row = top + blockIdx.x). Adds to out[0..9]:
+ * den h, v, d (u64), DLM numerator h, v, d and AIM numerator h, v, d (int64 as
+ * two's complement), each row rounded and shifted before it is added. */
+VMAF_KERNEL void vmaf_adm_cm(const vmaf_i32 *bands, const vmaf_i32 *maps, int plane, int bw,
+                             int bh, int scale, int left, int right, int top, int den_row,
+                             int den_cube, int cube_h, int cube_v, int cube_d, int cm_row,
+                             vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl,
+                             const vmaf_i32 *lut, int do_aim, vmaf_u64 *out)
+{
+    __shared__ vmaf_u64 scratch[9][VMAF_MAX_WARPS];
+    const int i = top + blockIdx.x;
+    const long long pl = plane;
+    const vmaf_u32 irf[3] = {irf_h, irf_v, irf_d};
+    const int cube[3] = {cube_h, cube_v, cube_d};
+    const int ssq = scale == 2 ? 30 : 31;
+    vmaf_u64 v[9];
+    for (int q = 0; q < 9; q++)
+        v[q] = 0;
+    for (int j = left + threadIdx.x; j < right; j += blockDim.x) {
+        const long long p = (long long)i * bw + j;
+        vmaf_i32 o[3], t[3];
+        for (int b = 0; b < 3; b++) {
+            o[b] = bands[b * pl + p];
+            t[b] = bands[(3 + b) * pl + p];
+        }
+        for (int b = 0; b < 3; b++) {
+            const vmaf_u64 m = o[b] < 0 ? 0ull - (vmaf_u64)(vmaf_i64)o[b] : (vmaf_u64)o[b];
+            if (scale == 0)
+                v[b] += m * m * m;
+            else
+                v[b] += ((((m * m + (1ull << ssq)) >> ssq) * m) + (vmaf_u64)adm_half(den_cube)) >>
+                        den_cube;
+        }
+        const bool angle = adm_angle(o[0], o[1], t[0], t[1]);
+        const vmaf_i32 thr_num = adm_threshold(maps + ADM_MAP_FLT_NUM * pl,
+                                               maps + ADM_MAP_CEN_NUM * pl, bw, bh, i, j);
+        const vmaf_i32 thr_aim =
+            do_aim ? adm_threshold(maps + ADM_MAP_FLT_AIM * pl, maps + ADM_MAP_CEN_AIM * pl, bw,
+                                   bh, i, j)
+                   : 0;
+        for (int b = 0; b < 3; b++) {
+            vmaf_i32 r, a;
+            adm_split(scale, o[b], t[b], angle, egl, lut, &r, &a);
+            v[3 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], r, thr_num, cube[b]);
+            if (do_aim)
+                v[6 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], a, thr_aim, cube[b]);
+        }
+    }
+    adm_block_sum9(v, scratch);
+    if (threadIdx.x == 0) {
+        for (int b = 0; b < 3; b++) {
+            const vmaf_u64 d = (v[b] + (vmaf_u64)adm_half(den_row)) >> den_row;
+            if (d)
+                VMAF_ATOMIC_ADD_U64(&out[b], d);
+            for (int k = 1; k < 3; k++) {
+                const vmaf_i64 n = ((vmaf_i64)v[3 * k + b] + adm_half(cm_row)) >> cm_row;
+                if (n)
+                    VMAF_ATOMIC_ADD_U64(&out[3 * k + b], (vmaf_u64)n);
+            }
+        }
+    }
+}

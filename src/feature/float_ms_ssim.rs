@@ -1,0 +1,214 @@
+//! Float MS-SSIM (libvmaf's `float_ms_ssim` extractor): Wang's multi-scale SSIM of the luma
+//! plane over five dyadic scales, each built with the 9x9 biorthogonal low-pass filter.
+//!
+//! Options: `enable_lcs` (also store each scale's mean luminance, contrast and structure),
+//! `enable_db` (store `-10·log10(1 - ms_ssim)`) and `clip_db` (cap that at a size-dependent
+//! maximum).
+
+use crate::error::{Error, Result};
+use crate::feature::ssim_tools::{
+    check_pair, decimate, luma_to_float, max_db, ssim_means, to_db, GAUSSIAN_LEN, LPF_9X9,
+};
+use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::picture::PictureData;
+
+/// Full feature names this extractor provides.
+pub const PROVIDED_FEATURES: &[&str] = &["float_ms_ssim"];
+
+/// Option table, as upstream declares it (none changes the stored names).
+static OPTIONS: [OptSpec; 3] = [
+    OptSpec::boolean("enable_lcs", None, false, false),
+    OptSpec::boolean("enable_db", None, false, false),
+    OptSpec::boolean("clip_db", None, false, false),
+];
+
+/// Number of scales.
+pub const SCALES: usize = 5;
+
+/// Per-scale exponents of the luminance, contrast and structure means (float constants).
+const ALPHAS: [f32; SCALES] = [0.0, 0.0, 0.0, 0.0, 0.1333];
+const BETAS: [f32; SCALES] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
+const GAMMAS: [f32; SCALES] = [0.0448, 0.2856, 0.3001, 0.2363, 0.1333];
+
+const LCS_NAMES: [[&str; SCALES]; 3] = [
+    [
+        "float_ms_ssim_l_scale0",
+        "float_ms_ssim_l_scale1",
+        "float_ms_ssim_l_scale2",
+        "float_ms_ssim_l_scale3",
+        "float_ms_ssim_l_scale4",
+    ],
+    [
+        "float_ms_ssim_c_scale0",
+        "float_ms_ssim_c_scale1",
+        "float_ms_ssim_c_scale2",
+        "float_ms_ssim_c_scale3",
+        "float_ms_ssim_c_scale4",
+    ],
+    [
+        "float_ms_ssim_s_scale0",
+        "float_ms_ssim_s_scale1",
+        "float_ms_ssim_s_scale2",
+        "float_ms_ssim_s_scale3",
+        "float_ms_ssim_s_scale4",
+    ],
+];
+
+/// MS-SSIM of a picture pair with each scale's luminance, contrast and structure means.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MsSsim {
+    pub score: f64,
+    pub l: [f64; SCALES],
+    pub c: [f64; SCALES],
+    pub s: [f64; SCALES],
+}
+
+/// Computes MS-SSIM of the luma planes.
+pub fn compute(reference: &PictureData, distorted: &PictureData) -> Result<MsSsim> {
+    // Upstream's size check halves with truncation, although the pyramid rounds up.
+    let (mut cw, mut ch) = (reference.w[0], reference.h[0]);
+    for _ in 0..SCALES {
+        if cw < GAUSSIAN_LEN || ch < GAUSSIAN_LEN {
+            return Err(Error::inval(format!(
+                "float_ms_ssim: {}x{} is too small for {SCALES} scales",
+                reference.w[0], reference.h[0]
+            )));
+        }
+        cw /= 2;
+        ch /= 2;
+    }
+    let mut r = luma_to_float(reference)?;
+    let mut d = luma_to_float(distorted)?;
+    let mut out = MsSsim {
+        score: 1.0,
+        l: [0.0; SCALES],
+        c: [0.0; SCALES],
+        s: [0.0; SCALES],
+    };
+    for i in 0..SCALES {
+        if i > 0 {
+            r = decimate(&r, 2, &LPF_9X9, 9);
+            d = decimate(&d, 2, &LPF_9X9, 9);
+        }
+        let m = ssim_means(&r, &d)?;
+        let (l, c, s) = (f64::from(m.l), f64::from(m.c), f64::from(m.s));
+        out.score *= l.powf(f64::from(ALPHAS[i]))
+            * c.powf(f64::from(BETAS[i]))
+            * s.powf(f64::from(GAMMAS[i]));
+        out.l[i] = l;
+        out.c[i] = c;
+        out.s[i] = s;
+        if out.score == f64::INFINITY {
+            return Err(Error::inval("float_ms_ssim: score is infinite"));
+        }
+    }
+    Ok(out)
+}
+
+/// The float_ms_ssim extractor.
+pub struct FloatMsSsim {
+    opts: Opts,
+    enable_lcs: bool,
+    enable_db: bool,
+    clip_db: bool,
+}
+
+impl FloatMsSsim {
+    /// Creates the extractor from its options.
+    pub fn new(opts: &Dict) -> Result<Self> {
+        let o = Opts::parse(&OPTIONS, opts)?;
+        Ok(FloatMsSsim {
+            enable_lcs: o.bool("enable_lcs"),
+            enable_db: o.bool("enable_db"),
+            clip_db: o.bool("clip_db"),
+            opts: o,
+        })
+    }
+}
+
+impl Extractor for FloatMsSsim {
+    fn name(&self) -> &'static str {
+        "float_ms_ssim"
+    }
+
+    fn dedup_key(&self) -> String {
+        self.opts.feature_name("float_ms_ssim")
+    }
+
+    fn feature_name(&self, full_name: &str) -> String {
+        self.opts.feature_name(full_name)
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        let (r, d) = (&**input.reference, &**input.distorted);
+        check_pair("float_ms_ssim", r, d)?;
+        let m = compute(r, d)?;
+        let mut score = m.score;
+        if self.enable_db {
+            let cap = if self.clip_db {
+                max_db(r.bpc, r.w[0], r.h[0])
+            } else {
+                f64::INFINITY
+            };
+            score = to_db(score, cap);
+        }
+        out.push(("float_ms_ssim".to_string(), score));
+        if self.enable_lcs {
+            for (names, vals) in LCS_NAMES.iter().zip([&m.l, &m.c, &m.s]) {
+                for (n, &v) in names.iter().zip(vals) {
+                    out.push((n.to_string(), v));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{expected_json, load_parity_clip, PARITY_CLIPS};
+
+    fn run(clip: &str, x: &FloatMsSsim) -> Vec<Scores> {
+        let (refs, dists) = load_parity_clip(clip);
+        refs.iter()
+            .zip(&dists)
+            .enumerate()
+            .map(|(i, (r, d))| {
+                let input = FrameInput {
+                    index: i,
+                    reference: r,
+                    distorted: d,
+                    prev_ref: None,
+                    prev_prev_ref: None,
+                };
+                let mut out = Scores::new();
+                x.extract(&input, &mut out).unwrap();
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parity_clips_match_upstream() {
+        let x = FloatMsSsim::new(&Dict::new()).unwrap();
+        for clip in PARITY_CLIPS {
+            let log = expected_json(&format!("{clip}.json"));
+            let frames = log["frames"].as_array().unwrap();
+            let scores = run(clip, &x);
+            assert_eq!(scores.len(), frames.len(), "{clip}");
+            for (i, (fr, out)) in frames.iter().zip(&scores).enumerate() {
+                assert_eq!(out.len(), 1);
+                assert_eq!(out[0].0, "float_ms_ssim");
+                let want = fr["metrics"]["float_ms_ssim"]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{clip} frame {i}: no float_ms_ssim"));
+                assert_eq!(
+                    format!("{:.6}", out[0].1),
+                    format!("{want:.6}"),
+                    "{clip} frame {i}"
+                );
+            }
+        }
+    }
+}
