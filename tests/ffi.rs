@@ -50,7 +50,7 @@ fn newest_source_mtime() -> std::time::SystemTime {
 
 /// Directory holding a current `libvmaf_hip.so`. `cargo test` builds the cdylib next to this
 /// binary (in `deps/`, same profile as the tests); if it is missing or older than the sources
-/// (another profile's build may have replaced it), build it with the test profile.
+/// (another profile's build may have replaced it), build it with this binary's profile.
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -64,8 +64,11 @@ fn lib_dir() -> PathBuf {
         let mut lib = deps.join("libvmaf_hip.so");
         if !fresh(&lib) {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            // target/release/deps for `cargo test --release`, target/debug/deps otherwise.
+            let release = deps.parent().and_then(Path::file_name) == Some("release".as_ref());
+            let profile = if release { "release" } else { "test" };
             let st = Command::new(cargo)
-                .args(["build", "--lib", "--profile", "test"])
+                .args(["build", "--lib", "--profile", profile])
                 .current_dir(root())
                 .status()
                 .expect("run cargo build");
