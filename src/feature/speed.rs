@@ -15,7 +15,7 @@
 //! `speed_chroma` scores the U and V planes (and their mean); `speed_temporal` scores the
 //! difference of consecutive luma planes.
 
-use std::f64::consts::{E, PI};
+use std::f64::consts::PI;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
@@ -96,11 +96,9 @@ static TEMPORAL_OPTIONS: [OptSpec; 6] = [
     OptSpec::boolean("speed_use_ref_diff", Some("urd"), false, true),
 ];
 
-/// `log2(2·pi·e)`, the Gaussian entropy constant (upstream folds it at compile time; glibc's
-/// `log2` is correctly rounded here, so the run-time value is the same double).
-fn log2_2pie() -> f64 {
-    (2.0 * PI * E).log2()
-}
+/// `log2(2·pi·e)` (of the double `2·pi·e`), the Gaussian entropy constant. Upstream's compiler
+/// folds it, correctly rounded; spelled out so no run-time libm can differ.
+const LOG2_2PIE: f64 = 4.094191170361282;
 
 /// Prescaling interpolation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -562,6 +560,8 @@ fn rescale(method: ScaleMethod, src: &[f32], dst: &mut [f32], d: &Dims) {
 /// on return its top-left `(sw>>4)`x`(sh>>4)` holds the normalised plane.
 fn filter_and_downscale(d: &Dims, p: &Params, frame: &mut [f32]) {
     let mut cur = d.buffer();
+    // Prescales within 1e-3 of 1 skip resampling but keep their rounded size, as upstream does
+    // (a size one sample larger then reads never-written samples there; zeros here).
     if (p.prescale - 1.0).abs() >= 1.0e-3 {
         let src = frame.to_vec();
         rescale(p.method, &src, frame, d);
@@ -993,7 +993,7 @@ fn est_params(d: &Dims, data: &[f32], sigma_nn: f32) -> (Stats, bool) {
     }
     let variances = first.to_vec();
 
-    let c = log2_2pie();
+    let c = LOG2_2PIE;
     let mut entropies = vec![0.0f32; nbk];
     for &e in &eig {
         let l = if e < 0.0 { 0.0 } else { e };
@@ -1018,8 +1018,7 @@ fn log2_1p_f(v: f32) -> f64 {
 
 /// Mean over blocks of |weighted entropy difference|, blocks below the noise floor skipped.
 fn speed_score(d: &Dims, r: &Stats, s: &Stats, p: &Params) -> f32 {
-    let base =
-        (NB as f64 * (f64::from((1.0 + p.nn_floor) * p.sigma_nn).log2() + log2_2pie())) as f32;
+    let base = (NB as f64 * (f64::from((1.0 + p.nn_floor) * p.sigma_nn).log2() + LOG2_2PIE)) as f32;
     let mut score = 0.0f32;
     for i in 0..d.blocks {
         let (re, de) = (r.entropies[i], s.entropies[i]);
@@ -1231,6 +1230,8 @@ impl Extractor for SpeedTemporal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::feature::create;
+    use crate::picture::Picture;
     use crate::testutil::{expected_json, expected_metric, load_parity_clip};
 
     fn model_opts(prescale: bool) -> Dict {
@@ -1298,6 +1299,259 @@ mod tests {
         check_model("vmaf_v1.0.16_5d0h", true);
     }
 
+    /// (clip, extractor, options, printed name -> first three frames) from upstream's `vmaf`
+    /// tool (v3.2.0 built without assembly, i.e. the scalar C path; JSON writer patched to
+    /// print `%.17g`), so the comparison below is exact to the bit.
+    type UpstreamCase = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [(&'static str, [f64; 3])],
+    );
+
+    const UPSTREAM_CASES: &[UpstreamCase] = &[
+        (
+            "natural_1920x1080_420p8",
+            "speed_chroma",
+            "speed_kernelscale=1.0:speed_nn_floor=0.1:speed_sigma_nn=0.19:speed_weight_var_mode=5:speed_max_val=45.0",
+            &[
+                ("speed_chroma_u_mxv_45_nnf_0.1_snn_0.19_wvm_5", [5.480644702911377, 4.453373432159424, 5.066553115844727]),
+                ("speed_chroma_v_mxv_45_nnf_0.1_snn_0.19_wvm_5", [3.6291399002075195, 2.990539073944092, 2.876007318496704]),
+                ("speed_chroma_uv_mxv_45_nnf_0.1_snn_0.19_wvm_5", [4.554892539978027, 3.721956253051758, 3.971280097961426]),
+            ],
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "speed_chroma",
+            "speed_nn_floor=0.1:speed_sigma_nn=0.19:speed_weight_var_mode=5:speed_prescale=0.6:speed_prescale_method=bilinear:speed_max_val=45.0",
+            &[
+                ("speed_chroma_u_mxv_45_nnf_0.1_ps_0.6_psm_bilinear_snn_0.19_wvm_5", [2.747060537338257, 2.869520425796509, 1.860650897026062]),
+                ("speed_chroma_v_mxv_45_nnf_0.1_ps_0.6_psm_bilinear_snn_0.19_wvm_5", [2.2761921882629395, 1.373055100440979, 1.4050829410552979]),
+                ("speed_chroma_uv_mxv_45_nnf_0.1_ps_0.6_psm_bilinear_snn_0.19_wvm_5", [2.5116262435913086, 2.1212878227233887, 1.6328668594360352]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_chroma",
+            "",
+            &[
+                ("speed_chroma_u", [10.662699699401855, 7.840482234954834, 12.040542602539062]),
+                ("speed_chroma_v", [11.66856861114502, 15.197166442871094, 12.103507995605469]),
+                ("speed_chroma_uv", [11.165634155273438, 11.518824577331543, 12.072025299072266]),
+            ],
+        ),
+        (
+            "natural_640x360_420p10",
+            "speed_chroma",
+            "",
+            &[
+                ("speed_chroma_u", [6.140331268310547, 4.078641891479492, 5.029851913452148]),
+                ("speed_chroma_v", [7.189605236053467, 7.309563636779785, 5.887149810791016]),
+                ("speed_chroma_uv", [6.664968490600586, 5.694102764129639, 5.458500862121582]),
+            ],
+        ),
+        (
+            "natural_640x360_420p10",
+            "speed_chroma",
+            "speed_weight_var_mode=3",
+            &[
+                ("speed_chroma_u_wvm_3", [3.274195671081543, 1.949026107788086, 2.0572824478149414]),
+                ("speed_chroma_v_wvm_3", [2.9165682792663574, 2.744145393371582, 1.990917682647705]),
+                ("speed_chroma_uv_wvm_3", [3.09538197517395, 2.346585750579834, 2.0241000652313232]),
+            ],
+        ),
+        (
+            "mandel_352x288_422p8",
+            "speed_chroma",
+            "speed_weight_var_mode=4",
+            &[
+                ("speed_chroma_u_wvm_4", [2.796290636062622, 3.2384519577026367, 2.6985929012298584]),
+                ("speed_chroma_v_wvm_4", [2.518521308898926, 1.3121552467346191, 0.842121422290802]),
+                ("speed_chroma_uv_wvm_4", [2.6574058532714844, 2.275303602218628, 1.7703571319580078]),
+            ],
+        ),
+        (
+            "testsrc_480x270_444p8",
+            "speed_chroma",
+            "speed_weight_var_mode=6:speed_kernelscale=2",
+            &[
+                ("speed_chroma_u_ks_2_wvm_6", [0.9893830418586731, 1.2315424680709839, 1.0857939720153809]),
+                ("speed_chroma_v_ks_2_wvm_6", [1.539316177368164, 1.744372844696045, 1.2282463312149048]),
+                ("speed_chroma_uv_ks_2_wvm_6", [1.2643495798110962, 1.4879577159881592, 1.157020092010498]),
+            ],
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "speed_chroma",
+            "speed_prescale=0.5:speed_prescale_method=bicubic:speed_weight_var_mode=1",
+            &[
+                ("speed_chroma_u_ps_0.5_psm_bicubic_wvm_1", [1.4530463218688965, 1.1306085586547852, 1.4243192672729492]),
+                ("speed_chroma_v_ps_0.5_psm_bicubic_wvm_1", [0.6718130111694336, 0.7096696496009827, 0.8219540119171143]),
+                ("speed_chroma_uv_ps_0.5_psm_bicubic_wvm_1", [1.062429666519165, 0.9201390743255615, 1.1231366395950317]),
+            ],
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "speed_chroma",
+            "speed_prescale=0.7:speed_prescale_method=lanczos4:speed_weight_var_mode=2",
+            &[
+                ("speed_chroma_u_ps_0.7_psm_lanczos4_wvm_2", [2.083195686340332, 1.985361099243164, 2.020236015319824]),
+                ("speed_chroma_v_ps_0.7_psm_lanczos4_wvm_2", [1.4989222288131714, 1.130126714706421, 1.038780689239502]),
+                ("speed_chroma_uv_ps_0.7_psm_lanczos4_wvm_2", [1.7910590171813965, 1.5577439069747925, 1.529508352279663]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_chroma",
+            "speed_prescale=1.5:speed_prescale_method=bilinear",
+            &[
+                ("speed_chroma_u_ps_1.5_psm_bilinear", [11.827473640441895, 20.338085174560547, 19.257246017456055]),
+                ("speed_chroma_v_ps_1.5_psm_bilinear", [14.92762279510498, 17.41127586364746, 21.58837890625]),
+                ("speed_chroma_uv_ps_1.5_psm_bilinear", [13.377548217773438, 18.874679565429688, 20.422813415527344]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_chroma",
+            "speed_prescale=1.25:speed_prescale_method=lanczos4",
+            &[
+                ("speed_chroma_u_ps_1.25_psm_lanczos4", [15.998275756835938, 19.435813903808594, 9.982866287231445]),
+                ("speed_chroma_v_ps_1.25_psm_lanczos4", [17.935800552368164, 13.708138465881348, 24.730131149291992]),
+                ("speed_chroma_uv_ps_1.25_psm_lanczos4", [16.967037200927734, 16.571975708007812, 17.35649871826172]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_chroma",
+            "speed_prescale=1.3:speed_prescale_method=bicubic",
+            &[
+                ("speed_chroma_u_ps_1.3_psm_bicubic", [15.171297073364258, 18.88933563232422, 19.260204315185547]),
+                ("speed_chroma_v_ps_1.3_psm_bicubic", [19.411293029785156, 14.573933601379395, 17.828964233398438]),
+                ("speed_chroma_uv_ps_1.3_psm_bicubic", [17.29129409790039, 16.73163414001465, 18.544584274291992]),
+            ],
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "speed_chroma",
+            "speed_prescale=0.8",
+            &[
+                ("speed_chroma_u_ps_0.8", [7.147597312927246, 9.071478843688965, 7.851896286010742]),
+                ("speed_chroma_v_ps_0.8", [5.332176208496094, 4.924671649932861, 5.002601623535156]),
+                ("speed_chroma_uv_ps_0.8", [6.23988676071167, 6.998075485229492, 6.427248954772949]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_chroma",
+            "speed_kernelscale=0.5:speed_sigma_nn=1.5:speed_nn_floor=0.5",
+            &[
+                ("speed_chroma_u_ks_0.5_nnf_0.5_snn_1.5", [20.417970657348633, 18.56672477722168, 20.7810001373291]),
+                ("speed_chroma_v_ks_0.5_nnf_0.5_snn_1.5", [16.774795532226562, 28.46953773498535, 17.768404006958008]),
+                ("speed_chroma_uv_ks_0.5_nnf_0.5_snn_1.5", [18.59638214111328, 23.518131256103516, 19.274702072143555]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_chroma",
+            "speed_max_val=11.2",
+            &[
+                ("speed_chroma_u_mxv_11.2", [10.662699699401855, 7.840482234954834, 11.2]),
+                ("speed_chroma_v_mxv_11.2", [11.2, 11.2, 11.2]),
+                ("speed_chroma_uv_mxv_11.2", [11.165634155273438, 11.2, 11.2]),
+            ],
+        ),
+        (
+            "life_320x240_420p8",
+            "speed_chroma",
+            "",
+            &[
+                ("speed_chroma_u", [0.0, 0.0, 0.0]),
+                ("speed_chroma_v", [0.0, 0.0, 0.0]),
+                ("speed_chroma_uv", [0.0, 0.0, 0.0]),
+            ],
+        ),
+        (
+            "natural_576x324_420p8",
+            "speed_temporal",
+            "",
+            &[
+                ("speed_temporal", [0.0, 6.7393388748168945, 8.764799118041992]),
+            ],
+        ),
+        (
+            "natural_640x360_420p10",
+            "speed_temporal",
+            "speed_use_ref_diff=true",
+            &[
+                ("speed_temporal_urd", [0.0, 2.3083043098449707, 2.606563091278076]),
+            ],
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "speed_temporal",
+            "speed_prescale=0.5:speed_prescale_method=bicubic:speed_kernelscale=1.5",
+            &[
+                ("speed_temporal_ks_1.5_ps_0.5_psm_bicubic", [0.0, 4.715276718139648, 3.8717546463012695]),
+            ],
+        ),
+        (
+            "life_320x240_420p8",
+            "speed_temporal",
+            "speed_use_ref_diff=true",
+            &[
+                ("speed_temporal_urd", [0.0, 0.0, 0.0]),
+            ],
+        ),
+        (
+            "natural_320x180_420p12",
+            "speed_temporal",
+            "speed_weight_var_mode=2",
+            &[
+                ("speed_temporal", [0.0, 2.1633830070495605, 1.7499322891235352]),
+            ],
+        ),
+    ];
+
+    #[test]
+    fn options_formats_and_depths_match_upstream_bit_for_bit() {
+        type Clip = (Vec<Picture>, Vec<Picture>);
+        let mut last: Option<(&str, Clip)> = None;
+        for &(clip, fex, opts, want) in UPSTREAM_CASES {
+            if last.as_ref().map(|l| l.0) != Some(clip) {
+                last = Some((clip, load_parity_clip(clip)));
+            }
+            let (refs, dists) = &last.as_ref().unwrap().1;
+            let mut d = Dict::new();
+            for kv in opts.split(':').filter(|s| !s.is_empty()) {
+                let (k, v) = kv.split_once('=').unwrap();
+                d.set(k, v);
+            }
+            let x = create(fex, &d).unwrap();
+            let what = format!("{clip} {fex}={opts}");
+            for (i, (r, dp)) in refs.iter().zip(dists).take(3).enumerate() {
+                let input = FrameInput {
+                    index: i,
+                    reference: r,
+                    distorted: dp,
+                    prev_ref: None,
+                    prev_prev_ref: None,
+                };
+                let mut out = Scores::new();
+                x.extract(&input, &mut out).unwrap();
+                assert_eq!(out.len(), want.len(), "{what}");
+                for ((name, v), (wname, wv)) in out.iter().zip(want) {
+                    assert_eq!(alias(name), *wname, "{what}");
+                    assert_eq!(*v, wv[i], "{what} frame {i} {wname}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn entropy_constant_is_the_rounded_log() {
+        assert_eq!(LOG2_2PIE, (2.0 * PI * std::f64::consts::E).log2());
+    }
+
     #[test]
     fn stored_names_follow_options() {
         let x = SpeedChroma::new(&Dict::new()).unwrap();
@@ -1348,22 +1602,45 @@ mod tests {
         }
     }
 
+    /// A copy of `src` with chroma plane `c` (if any) filled with `fill`.
+    fn with_flat_plane(src: &PictureData, c: Option<usize>, fill: u8) -> Picture {
+        let mut p = PictureData::new(src.pix_fmt, src.bpc, src.w[0], src.h[0]).unwrap();
+        for i in 0..3 {
+            p.plane_u8_mut(i).copy_from_slice(src.plane_u8(i));
+        }
+        if let Some(c) = c {
+            p.plane_u8_mut(c).fill(fill);
+        }
+        std::sync::Arc::new(p)
+    }
+
     #[test]
-    fn flat_chroma_is_singular_and_scores_zero() {
-        use std::sync::Arc;
-        // Zeroed 4:2:0 picture: every plane flat, so both channels are singular for ref and dis.
-        let p = Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 320, 240).unwrap());
+    fn singular_channels_follow_upstream() {
+        // Upstream (scalar v3.2.0) on the first frame of natural_576x324_420p8: a flat U plane
+        // in the reference only makes U score 0 and uv take V's score; with U flat in both and V
+        // flat in the distorted picture, every score is 0.
+        let (refs, dists) = load_parity_clip("natural_576x324_420p8");
         let x = SpeedChroma::new(&Dict::new()).unwrap();
-        let input = FrameInput {
-            index: 0,
-            reference: &p,
-            distorted: &p,
-            prev_ref: None,
-            prev_prev_ref: None,
+        let score = |r: &Picture, d: &Picture| {
+            let input = FrameInput {
+                index: 0,
+                reference: r,
+                distorted: d,
+                prev_ref: None,
+                prev_prev_ref: None,
+            };
+            let mut out = Scores::new();
+            x.extract(&input, &mut out).unwrap();
+            out.iter().map(|s| s.1).collect::<Vec<_>>()
         };
-        let mut out = Scores::new();
-        x.extract(&input, &mut out).unwrap();
-        assert_eq!(out.iter().map(|s| s.1).collect::<Vec<_>>(), [0.0; 3]);
+        let flat_u = with_flat_plane(&refs[0], Some(1), 128);
+        assert_eq!(
+            score(&flat_u, &dists[0]),
+            [0.0, 11.66856861114502, 11.66856861114502]
+        );
+        let mut d = with_flat_plane(&dists[0], Some(1), 90);
+        d = with_flat_plane(&d, Some(2), 100);
+        assert_eq!(score(&flat_u, &d), [0.0; 3]);
     }
 
     #[test]
