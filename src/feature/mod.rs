@@ -23,6 +23,7 @@ pub mod motion_gpu;
 pub mod options;
 pub mod psnr;
 pub mod psnr_gpu;
+pub mod speed;
 pub mod ssim_tools;
 pub mod vif;
 pub mod vif_gpu;
@@ -98,6 +99,8 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "cambi",
     "float_ssim",
     "float_ms_ssim",
+    "speed_chroma",
+    "speed_temporal",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -121,6 +124,8 @@ pub fn create_on(
         "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?),
         "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?),
         "cambi" => Box::new(cambi::Cambi::new(opts)?),
+        "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
+        "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -136,6 +141,8 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("float_ssim", float_ssim::PROVIDED_FEATURES),
         ("float_ms_ssim", float_ms_ssim::PROVIDED_FEATURES),
         ("cambi", cambi::PROVIDED_FEATURES),
+        ("speed_chroma", speed::CHROMA_FEATURES),
+        ("speed_temporal", speed::TEMPORAL_FEATURES),
     ];
     TABLE
         .iter()
