@@ -424,3 +424,36 @@ fn help_and_version() {
     let out = vmaf_ok(&["-v"]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "3.2.0\n");
 }
+
+/// GPU failures (out of memory, failed launch, lost device; injected through
+/// `VMAF_HIP_INJECT_FAULT`) end the run with a non-zero status and one error line, never a
+/// crash. Skipped without a GPU.
+#[test]
+fn gpu_faults_fail_cleanly() {
+    let mut args = clip_args(G8);
+    args.extend(["-q", "--backend", "hip", "--frame_cnt", "3"].map(String::from));
+    let probe = vmaf(&args);
+    if !probe.status.success() {
+        println!("skipped: no device");
+        return;
+    }
+    for (fault, needle) in [
+        ("oom", "out-of-memory"),
+        ("launch", "launch failure"),
+        ("lost", "device loss"),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+            .args(&args)
+            .env("VMAF_HIP_INJECT_FAULT", fault)
+            .output()
+            .expect("run vmaf");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code().is_some_and(|c| c != 0),
+            "{fault}: {stderr}"
+        );
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{fault}: expected one line, got:\n{stderr}");
+        assert!(lines[0].contains(needle), "{fault}: {}", lines[0]);
+    }
+}

@@ -24,11 +24,11 @@ pub mod sys;
 #[cfg(test)]
 mod tests;
 
-pub use safe::Device;
 pub use safe::{
     enumerate, DeviceBuffer, DeviceCopy, DeviceInfo, DevicePtr, Event, Kernel, KernelArg,
     LaunchConfig, Module, PinnedHostBuffer, Stream,
 };
+pub use safe::{Device, Fault};
 pub use sys::Vendor;
 
 type ScratchSlot = Arc<Mutex<Option<Box<dyn Any + Send>>>>;
@@ -86,6 +86,9 @@ impl GpuState {
         let api = safe::Api::load(info.vendor).map_err(|e| Error::NoDevice(e.to_string()))?;
         let device = safe::Device::open(api, info)?;
         let stream = Stream::new(&device)?;
+        if let Some(f) = Fault::from_env() {
+            device.inject_fault(f);
+        }
         Ok(Arc::new(GpuState {
             device,
             stream,

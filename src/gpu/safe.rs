@@ -231,6 +231,8 @@ pub struct Device {
     raw: sys::RawDevice,
     ctx: RawContext,
     info: DeviceInfo,
+    /// Injected failure (`Fault` as u8) for error-path tests.
+    fault: std::sync::atomic::AtomicU8,
 }
 
 // SAFETY: the primary context handle and the ordinal are plain identifiers that both runtimes
@@ -271,6 +273,7 @@ impl Device {
             raw,
             ctx,
             info,
+            fault: std::sync::atomic::AtomicU8::new(Fault::None as u8),
         };
         d.bind()?;
         Ok(Arc::new(d))
@@ -301,7 +304,27 @@ impl Device {
     }
 
     /// Binds, then runs `f` with the tables of this vendor.
+    /// Makes this device's following runtime calls fail as `fault` describes.
+    pub fn inject_fault(&self, fault: Fault) {
+        self.fault
+            .store(fault as u8, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn injected_fault(&self, call: &str) -> Result<()> {
+        match self.fault.load(std::sync::atomic::Ordering::Relaxed) {
+            1 if call.starts_with("device alloc") || call.starts_with("pinned host alloc") => {
+                Err(Error::NoMem(format!("{call}: injected out-of-memory")))
+            }
+            2 if call.starts_with("launch") => {
+                Err(Error::Gpu(format!("{call}: injected launch failure")))
+            }
+            3 => Err(Error::NoDevice(format!("{call}: injected device loss"))),
+            _ => Ok(()),
+        }
+    }
+
     fn call(&self, call: &str, f: impl FnOnce(Api) -> Status) -> Result<()> {
+        self.injected_fault(call)?;
         self.bind()?;
         self.api.check(f(self.api), call)
     }
@@ -1024,5 +1047,34 @@ mod tests {
         let mut noise = vec![0u8; 64];
         noise[1..8].copy_from_slice(b"xgfx906");
         assert_eq!(scan_gfx_name(&noise), None);
+    }
+}
+
+/// A runtime failure a device can be told to report, to check that errors reach the caller as
+/// error codes (never a crash): [`Device::inject_fault`], or for whole programs
+/// `VMAF_HIP_INJECT_FAULT=oom|launch|lost`, read when a state is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// No injected failure.
+    None = 0,
+    /// Device and pinned allocations fail with out-of-memory.
+    OutOfMemory = 1,
+    /// Kernel launches fail.
+    LaunchFailure = 2,
+    /// Every runtime call fails as if the device was lost.
+    DeviceLost = 3,
+}
+
+impl Fault {
+    /// The fault named by `VMAF_HIP_INJECT_FAULT`, if any.
+    pub fn from_env() -> Option<Fault> {
+        Some(
+            match std::env::var("VMAF_HIP_INJECT_FAULT").ok()?.as_str() {
+                "oom" => Fault::OutOfMemory,
+                "launch" => Fault::LaunchFailure,
+                "lost" => Fault::DeviceLost,
+                _ => return None,
+            },
+        )
     }
 }

@@ -228,3 +228,63 @@ fn rtc_cache_round_trip() {
     assert!(code::decode_entry(&rewritten).is_some());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Injected runtime failures (out of memory, failed launch, lost device) reach the caller of
+/// `read_pictures`/`flush` as errors, synchronously and from worker threads, and the process
+/// goes on; a state created afterwards works again. Faults are per device object, so other
+/// tests running at the same time are not affected.
+#[test]
+fn injected_faults_become_errors() {
+    use crate::context::{Config, Context};
+    use crate::gpu::Fault;
+    use crate::model::{Model, ModelConfig};
+
+    if test_state().is_none() {
+        return;
+    }
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).unwrap();
+    let cases = [
+        (Fault::OutOfMemory, -libc::ENOMEM),
+        (Fault::LaunchFailure, -libc::EIO),
+        (Fault::DeviceLost, -libc::ENODEV),
+    ];
+    for (fault, errno) in cases {
+        for threads in [0, 2] {
+            // A fresh state: its buffers are allocated on first use, after the fault is set.
+            let state = GpuState::new(None).unwrap();
+            let device = state.device().clone();
+            let mut ctx = Context::new(Config {
+                n_threads: threads,
+                ..Config::default()
+            })
+            .unwrap();
+            ctx.import_gpu_state(state).unwrap();
+            ctx.use_features_from_model(&model).unwrap();
+            device.inject_fault(fault);
+            let mut err = None;
+            for i in 0..3 {
+                if let Err(e) = ctx.read_pictures(refs[i].clone(), dists[i].clone(), i) {
+                    err = Some(e);
+                    break;
+                }
+            }
+            let err = err.or_else(|| ctx.flush().err());
+            device.inject_fault(Fault::None);
+            let err = err.unwrap_or_else(|| panic!("{fault:?} with {threads} threads: no error"));
+            assert_eq!(
+                err.errno(),
+                errno,
+                "{fault:?} with {threads} threads: {err}"
+            );
+        }
+    }
+    // The device is fine again for new work.
+    let state = GpuState::new(None).unwrap();
+    let mut ctx = Context::new(Config::default()).unwrap();
+    ctx.import_gpu_state(state).unwrap();
+    ctx.use_features_from_model(&model).unwrap();
+    ctx.read_pictures(refs[0].clone(), dists[0].clone(), 0)
+        .unwrap();
+    ctx.flush().unwrap();
+}
