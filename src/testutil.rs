@@ -171,6 +171,29 @@ pub fn load_parity_clip(name: &str) -> (Vec<Picture>, Vec<Picture>) {
     }
 }
 
+/// Runs `ext` on every frame of parity clip `clip`, in order, with the previous references
+/// supplied, and returns each frame's scores.
+pub fn extract_clip(
+    clip: &str,
+    ext: &dyn crate::feature::Extractor,
+) -> Vec<crate::feature::Scores> {
+    let (refs, dists) = load_parity_clip(clip);
+    (0..refs.len())
+        .map(|i| {
+            let input = crate::feature::FrameInput {
+                index: i,
+                reference: &refs[i],
+                distorted: &dists[i],
+                prev_ref: i.checked_sub(1).map(|p| &refs[p]),
+                prev_prev_ref: i.checked_sub(2).map(|p| &refs[p]),
+            };
+            let mut out = Vec::new();
+            ext.extract(&input, &mut out).expect("extract");
+            out
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -999,23 +999,7 @@ mod tests {
     use crate::testutil::{expected_json, expected_metric, load_parity_clip, PARITY_CLIPS};
 
     fn scores(clip: &str, cambi: &Cambi) -> Vec<Scores> {
-        let (refs, dists) = load_parity_clip(clip);
-        refs.iter()
-            .zip(&dists)
-            .enumerate()
-            .map(|(i, (r, d))| {
-                let input = FrameInput {
-                    index: i,
-                    reference: r,
-                    distorted: d,
-                    prev_ref: None,
-                    prev_prev_ref: None,
-                };
-                let mut out = Scores::new();
-                cambi.extract(&input, &mut out).unwrap();
-                out
-            })
-            .collect()
+        crate::testutil::extract_clip(clip, cambi)
     }
 
     fn check_clip(clip: &str, log: &str, cambi: &Cambi, printed: &str) {

@@ -167,26 +167,10 @@ impl Extractor for FloatMsSsim {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{expected_json, load_parity_clip, PARITY_CLIPS};
+    use crate::testutil::{expected_json, PARITY_CLIPS};
 
     fn run(clip: &str, x: &FloatMsSsim) -> Vec<Scores> {
-        let (refs, dists) = load_parity_clip(clip);
-        refs.iter()
-            .zip(&dists)
-            .enumerate()
-            .map(|(i, (r, d))| {
-                let input = FrameInput {
-                    index: i,
-                    reference: r,
-                    distorted: d,
-                    prev_ref: None,
-                    prev_prev_ref: None,
-                };
-                let mut out = Scores::new();
-                x.extract(&input, &mut out).unwrap();
-                out
-            })
-            .collect()
+        crate::testutil::extract_clip(clip, x)
     }
 
     #[test]

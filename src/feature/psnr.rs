@@ -304,23 +304,7 @@ mod tests {
     use crate::testutil::{expected_json, load_parity_clip, PARITY_CLIPS};
 
     fn run(clip: &str, psnr: &Psnr) -> Vec<Scores> {
-        let (refs, dists) = load_parity_clip(clip);
-        refs.iter()
-            .zip(&dists)
-            .enumerate()
-            .map(|(i, (r, d))| {
-                let input = FrameInput {
-                    index: i,
-                    reference: r,
-                    distorted: d,
-                    prev_ref: None,
-                    prev_prev_ref: None,
-                };
-                let mut out = Scores::new();
-                psnr.extract(&input, &mut out).unwrap();
-                out
-            })
-            .collect()
+        crate::testutil::extract_clip(clip, psnr)
     }
 
     #[test]

@@ -1251,23 +1251,7 @@ mod tests {
     }
 
     fn run(x: &dyn Extractor, clip: &str) -> Vec<Scores> {
-        let (refs, dists) = load_parity_clip(clip);
-        refs.iter()
-            .zip(&dists)
-            .enumerate()
-            .map(|(i, (r, d))| {
-                let input = FrameInput {
-                    index: i,
-                    reference: r,
-                    distorted: d,
-                    prev_ref: None,
-                    prev_prev_ref: None,
-                };
-                let mut out = Scores::new();
-                x.extract(&input, &mut out).unwrap();
-                out
-            })
-            .collect()
+        crate::testutil::extract_clip(clip, x)
     }
 
     fn check_model(model: &str, prescale: bool) {
