@@ -96,7 +96,8 @@ pub struct Context {
     flushed: bool,
     pool: Option<rayon::ThreadPool>,
     in_flight: Arc<InFlight>,
-    gpu: Option<Arc<crate::gpu::GpuState>>,
+    /// Imported GPU states (one per device); frames are spread over them.
+    gpu: Option<crate::gpu::GpuSet>,
 }
 
 fn run_extractors(
@@ -166,15 +167,25 @@ impl Context {
         self.flushed
     }
 
-    /// Hands a GPU state to this context (`vmaf_hip_import_state`): extractors registered from now
-    /// on use their GPU version where one exists. Ignored when `gpumask` is non-zero.
+    /// Hands a GPU state to this context (`vmaf_hip_import_state`): extractors use their GPU
+    /// version where one exists. Importing states of several devices spreads the frames over
+    /// them (frame `i` on state `i % n`). Ignored when `gpumask` is non-zero.
     pub fn import_gpu_state(&mut self, state: Arc<crate::gpu::GpuState>) -> Result<()> {
         if self.cfg.gpumask != 0 {
             crate::log_info!("gpumask set: GPU state not used");
             return Ok(());
         }
         self.check_can_register()?;
-        self.gpu = Some(state);
+        let mut states = self
+            .gpu
+            .as_ref()
+            .map(|s| s.states().to_vec())
+            .unwrap_or_default();
+        // Importing a state twice changes nothing; another state adds a device.
+        if !states.iter().any(|s| Arc::ptr_eq(s, &state)) {
+            states.push(state);
+        }
+        self.gpu = crate::gpu::GpuSet::new(states);
         // Extractors registered before the import move to the GPU too.
         let mut rebuilt = Vec::with_capacity(self.specs.len());
         for (name, opts) in &self.specs {
@@ -188,9 +199,9 @@ impl Context {
         Ok(())
     }
 
-    /// The imported GPU state, if any.
-    pub fn gpu_state(&self) -> Option<&Arc<crate::gpu::GpuState>> {
-        self.gpu.as_ref()
+    /// The imported GPU states, if any.
+    pub fn gpu_states(&self) -> &[Arc<crate::gpu::GpuState>] {
+        self.gpu.as_ref().map_or(&[], |s| s.states())
     }
 
     /// Creates extractor `name` and adds it unless an equivalent one is registered already.

@@ -457,3 +457,31 @@ fn gpu_faults_fail_cleanly() {
         assert!(lines[0].contains(needle), "{fault}: {}", lines[0]);
     }
 }
+
+/// `--hip-device all` spreads frames over every GPU and prints the CPU's scores. Skipped
+/// without a GPU.
+#[test]
+fn all_gpus_match_cpu() {
+    let dir = work_dir("all_gpus");
+    let mut base = clip_args(G8);
+    base.extend(["-q", "--json", "--threads", "2"].map(String::from));
+    let run = |extra: &[&str], file: &str| {
+        let out = arg(&dir, file);
+        let mut args = base.clone();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["-o".to_string(), out.clone()]);
+        let res = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+            .args(&args)
+            .output()
+            .expect("run vmaf");
+        res.status
+            .success()
+            .then(|| mask_fps(&std::fs::read_to_string(&out).expect("read output")))
+    };
+    let Some(gpu) = run(&["--backend", "hip", "--hip-device", "all"], "gpu.json") else {
+        println!("skipped: no device");
+        return;
+    };
+    let cpu = run(&["--backend", "cpu"], "cpu.json").expect("cpu run");
+    assert_eq!(gpu, cpu);
+}

@@ -359,19 +359,31 @@ fn load_model(arg: &ModelArg) -> Result<Loaded, CliError> {
     })
 }
 
-/// The GPU state for `--backend hip`: the given device, or the first usable one.
-fn hip_state(device: Option<HipDevice>) -> Result<Arc<vmaf_hip::gpu::GpuState>, CliError> {
-    let index = match device {
-        None => None,
-        Some(HipDevice::Index(i)) => Some(i as usize),
-        Some(HipDevice::All) => {
-            return Err(CliError(
-                "hip backend not available for --hip-device all yet; pick one device".into(),
-            ))
-        }
+/// The GPU states for `--backend hip`: the given device, the first usable one, or (`all`) one
+/// per compute-capable device, over which the frames are spread.
+fn hip_states(device: Option<HipDevice>) -> Result<Vec<Arc<vmaf_hip::gpu::GpuState>>, CliError> {
+    let open = |index| {
+        vmaf_hip::gpu::GpuState::new(index)
+            .map_err(|e| CliError(format!("hip backend not available: {}", describe(&e))))
     };
-    vmaf_hip::gpu::GpuState::new(index)
-        .map_err(|e| CliError(format!("hip backend not available: {}", describe(&e))))
+    match device {
+        None => Ok(vec![open(None)?]),
+        Some(HipDevice::Index(i)) => Ok(vec![open(Some(i as usize))?]),
+        Some(HipDevice::All) => {
+            let (devices, _) = vmaf_hip::gpu::enumerate();
+            let states: Vec<_> = devices
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.compute_capable)
+                .map(|(i, _)| open(Some(i)))
+                .collect::<Result<_, _>>()?;
+            if states.is_empty() {
+                // Report why through the single-device path.
+                return Ok(vec![open(None)?]);
+            }
+            Ok(states)
+        }
+    }
 }
 
 fn check_compatible(
@@ -483,8 +495,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
     }
     let gpu = match cli.backend {
-        Backend::Cpu => None,
-        Backend::Hip => Some(hip_state(cli.hip_device)?),
+        Backend::Cpu => Vec::new(),
+        Backend::Hip => hip_states(cli.hip_device)?,
     };
 
     let mut vref = io::open(&ref_path, raw)?;
@@ -498,7 +510,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         cpumask: cli.cpumask,
         gpumask: cli.gpumask,
     })?;
-    if let Some(state) = gpu {
+    for state in gpu {
         ctx.import_gpu_state(state)?;
     }
 

@@ -3,13 +3,11 @@
 //! An extractor is created from an options dictionary, computes per-frame scores from a
 //! reference/distorted picture pair, and may finish scores at flush time (motion2).
 
-use std::sync::Arc;
-
 use bitflags::bitflags;
 
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
-use crate::gpu::GpuState;
+use crate::gpu::GpuSet;
 use crate::picture::Picture;
 
 pub mod adm;
@@ -110,11 +108,7 @@ pub fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
 
 /// Creates extractor `name` with `opts`; with a GPU state, extractors that have a GPU version
 /// use it (the others stay on the CPU).
-pub fn create_on(
-    name: &str,
-    opts: &Dict,
-    gpu: Option<&Arc<GpuState>>,
-) -> Result<Box<dyn Extractor>> {
+pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dyn Extractor>> {
     let gpu = gpu.cloned();
     Ok(match name {
         "vif" => Box::new(vif::Vif::new(opts)?.with_gpu(gpu)),

@@ -6,13 +6,11 @@
 //! collected `motion_sad` scores only at flush. The extractor keeps no per-frame state, so frames
 //! may be extracted in any order on any thread.
 
-use std::sync::Arc;
-
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
 use crate::feature::motion_gpu;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
-use crate::gpu::GpuState;
+use crate::gpu::GpuSet;
 use crate::picture::{Picture, PictureData, PlaneRef};
 
 /// Full feature names this extractor provides.
@@ -160,7 +158,7 @@ pub struct Motion {
     debug: bool,
     sad_name: String,
     /// GPU used for the SAD, when one was imported.
-    gpu: Option<Arc<GpuState>>,
+    gpu: Option<GpuSet>,
     motion_name: String,
     motion2_name: String,
     motion3_name: String,
@@ -189,7 +187,7 @@ impl Motion {
     }
 
     /// Computes the SAD on `gpu` when given.
-    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
         self.gpu = gpu;
         self
     }
@@ -266,7 +264,7 @@ impl Extractor for Motion {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let sad = match self.sad_pair(input)? {
             Some((prev, cur)) => Some(match &self.gpu {
-                Some(g) => motion_gpu::motion_sad(g, prev, cur)?,
+                Some(g) => motion_gpu::motion_sad(g.for_frame(input.index), prev, cur)?,
                 None => motion_sad(prev, cur)?,
             }),
             None => None,

@@ -4,10 +4,8 @@
 //! maximum. With `enable_apsnr` the SSEs and pixel counts of all frames are summed for an
 //! aggregate PSNR, which is why upstream registers the extractor as TEMPORAL.
 
-use std::sync::Arc;
-
 use crate::feature::psnr_gpu;
-use crate::gpu::GpuState;
+use crate::gpu::GpuSet;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
@@ -116,7 +114,7 @@ pub struct Psnr {
     min_sse: f64,
     apsnr: Mutex<ApsnrState>,
     /// GPU used for the sums of squared differences, when one was imported.
-    gpu: Option<Arc<GpuState>>,
+    gpu: Option<GpuSet>,
 }
 
 impl Psnr {
@@ -136,7 +134,7 @@ impl Psnr {
     }
 
     /// Computes the sums of squared differences on `gpu` when given.
-    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
         self.gpu = gpu;
         self
     }
@@ -291,7 +289,11 @@ impl Extractor for Psnr {
         Self::check_pair(r, d)?;
         let n = self.plane_count(r.pix_fmt);
         let sse: Vec<u64> = match &self.gpu {
-            Some(g) => psnr_gpu::sse_planes(g, input.reference, input.distorted)?[..n].to_vec(),
+            Some(g) => {
+                psnr_gpu::sse_planes(g.for_frame(input.index), input.reference, input.distorted)?
+                    [..n]
+                    .to_vec()
+            }
             None => (0..n).map(|p| sse_plane(r, d, p)).collect(),
         };
         self.finish(r, &sse, out)

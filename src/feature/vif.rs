@@ -6,10 +6,8 @@
 //! are order independent), and [`vif_scores`] / [`vif_num_den`] turn those into scores with the
 //! same float/double evaluation order as upstream.
 
-use std::sync::Arc;
-
 use crate::feature::vif_gpu;
-use crate::gpu::GpuState;
+use crate::gpu::GpuSet;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
@@ -681,7 +679,7 @@ pub struct Vif {
     /// Stored names of `PROVIDED_FEATURES`, same order.
     names: Vec<String>,
     /// GPU used for the integer sums, when one was imported.
-    gpu: Option<Arc<GpuState>>,
+    gpu: Option<GpuSet>,
 }
 
 impl Vif {
@@ -703,7 +701,7 @@ impl Vif {
     }
 
     /// Computes the integer sums on `gpu` (when given and the frame is large enough).
-    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
         self.gpu = gpu;
         self
     }
@@ -727,7 +725,7 @@ impl Extractor for Vif {
         let acc = match &self.gpu {
             Some(g) if r.w[0] >= vif_gpu::MIN_SIDE && r.h[0] >= vif_gpu::MIN_SIDE => {
                 vif_gpu::compute_accums(
-                    g,
+                    g.for_frame(input.index),
                     input.reference,
                     input.distorted,
                     self.egl,

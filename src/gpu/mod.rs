@@ -167,6 +167,28 @@ impl GpuState {
     }
 }
 
+/// The GPU states a context spreads its frames over: one per device, frame `i` on state
+/// `i % n`. Each state keeps its own buffers, so the devices work independently.
+#[derive(Debug, Clone)]
+pub struct GpuSet(Arc<[Arc<GpuState>]>);
+
+impl GpuSet {
+    /// A set of `states`; None when empty.
+    pub fn new(states: Vec<Arc<GpuState>>) -> Option<GpuSet> {
+        (!states.is_empty()).then(|| GpuSet(states.into()))
+    }
+
+    /// The state that scores frame `index`.
+    pub fn for_frame(&self, index: usize) -> &Arc<GpuState> {
+        &self.0[index % self.0.len()]
+    }
+
+    /// The states, in import order.
+    pub fn states(&self) -> &[Arc<GpuState>] {
+        &self.0
+    }
+}
+
 /// Human-readable description of every device, one per line, as `vmaf_hip_list_devices`
 /// prints it.
 pub fn describe_devices() -> Vec<String> {

@@ -288,3 +288,54 @@ fn injected_faults_become_errors() {
         .unwrap();
     ctx.flush().unwrap();
 }
+
+/// Frames spread over several imported states (here two states on the same device, as with
+/// two GPUs) give exactly the CPU's scores.
+#[test]
+fn frames_spread_over_states_match_cpu() {
+    use crate::context::{Config, Context};
+    use crate::model::{Model, ModelConfig};
+    use crate::pooling::PoolingMethod;
+
+    if test_state().is_none() {
+        return;
+    }
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_640x360_420p10");
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).unwrap();
+    let score = |states: Vec<Arc<GpuState>>, threads: u32| {
+        let mut ctx = Context::new(Config {
+            n_threads: threads,
+            ..Config::default()
+        })
+        .unwrap();
+        for s in states {
+            ctx.import_gpu_state(s).unwrap();
+        }
+        ctx.use_features_from_model(&model).unwrap();
+        ctx.use_feature("psnr", &crate::feature::Dict::new())
+            .unwrap();
+        for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+            ctx.read_pictures(r.clone(), d.clone(), i).unwrap();
+        }
+        ctx.flush().unwrap();
+        let n = refs.len();
+        let vmaf = ctx
+            .score_pooled(&model, PoolingMethod::Mean, 0, n - 1)
+            .unwrap();
+        let mut all = Vec::new();
+        for v in ctx.collector().snapshot() {
+            all.push((v.name.clone(), v.scores.clone()));
+        }
+        (vmaf, all)
+    };
+    let cpu = score(Vec::new(), 0);
+    let two = vec![GpuState::new(None).unwrap(), GpuState::new(None).unwrap()];
+    let mut gpu = score(two.clone(), 0);
+    gpu.1.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut cpu_sorted = cpu.clone();
+    cpu_sorted.1.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(gpu, cpu_sorted);
+    let mut threaded = score(two, 4);
+    threaded.1.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(threaded, cpu_sorted);
+}

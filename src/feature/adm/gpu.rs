@@ -287,7 +287,7 @@ mod tests {
         };
         let (refs, dists) = load_parity_clip("natural_320x180_420p12");
         let cpu = adm(&[("debug", "true")]);
-        let gpu = adm(&[("debug", "true")]).with_gpu(Some(state));
+        let gpu = adm(&[("debug", "true")]).with_gpu(crate::gpu::GpuSet::new(vec![state]));
         for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(3) {
             let input = FrameInput {
                 index: i,

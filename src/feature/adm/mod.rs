@@ -14,11 +14,11 @@ pub mod gpu;
 pub mod kernels;
 pub mod tables;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
-use crate::gpu::GpuState;
+use crate::gpu::GpuSet;
 use crate::picture::PlaneRef;
 
 pub use kernels::{band_size, scale_shifts, score_window, ScaleAccum, ScaleShifts, NUM_SCALES};
@@ -256,7 +256,7 @@ pub struct Adm {
     /// Scratch buffers of finished calls, reused by later ones (any thread).
     pool: Mutex<Vec<kernels::Scratch>>,
     /// GPU used for the integer stages, when one was imported.
-    gpu: Option<Arc<GpuState>>,
+    gpu: Option<GpuSet>,
 }
 
 impl Adm {
@@ -292,7 +292,7 @@ impl Adm {
     }
 
     /// Runs the integer stages on `gpu` when one is given.
-    pub fn with_gpu(mut self, gpu: Option<Arc<GpuState>>) -> Self {
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
         self.gpu = gpu;
         self
     }
@@ -333,7 +333,7 @@ impl Adm {
         }
         if let Some(g) = &self.gpu {
             // Sizes were validated above (at least MIN_SIDE, the GPU path's minimum too).
-            return gpu::accumulate(g, r, d, &self.params);
+            return gpu::accumulate(g.for_frame(input.index), r, d, &self.params);
         }
         let mut scratch = self
             .pool
