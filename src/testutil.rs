@@ -194,6 +194,31 @@ pub fn extract_clip(
         .collect()
 }
 
+/// Asserts that, on every frame of every parity clip, `ext` stores a score named `stored` that
+/// prints (`%.6f`) as upstream printed metric `printed` in `<clip>.json`.
+pub fn assert_matches_upstream(ext: &dyn crate::feature::Extractor, stored: &str, printed: &str) {
+    for clip in PARITY_CLIPS {
+        let log = expected_json(&format!("{clip}.json"));
+        let frames = log["frames"].as_array().expect("frames");
+        let scores = extract_clip(clip, ext);
+        assert_eq!(scores.len(), frames.len(), "{clip}");
+        for (i, out) in scores.iter().enumerate() {
+            let got = out
+                .iter()
+                .find(|(n, _)| n == stored)
+                .unwrap_or_else(|| panic!("{clip} frame {i}: no {stored}"))
+                .1;
+            let want = expected_metric(&log, i, printed)
+                .unwrap_or_else(|| panic!("{clip} frame {i}: upstream printed no {printed}"));
+            assert_eq!(
+                format!("{got:.6}"),
+                format!("{want:.6}"),
+                "{clip} frame {i} {printed}"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
