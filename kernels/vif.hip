@@ -17,16 +17,23 @@ __constant__ vmaf_u16 vif_filter[4][17] = {
 __constant__ int vif_filter_width[4] = {17, 9, 5, 3};
 
 #define VIF_TILE_W 32
-#define VIF_TILE_H 8
+#define VIF_TILE_H 16 /* two output rows per thread of a 32x8 block */
+#define VIF_BLOCK_H 8
 #define VIF_MAX_HALF 8
 
-/* Mirror without repeating the edge sample: -1 -> 1, n -> n - 2. */
+/* Mirror without repeating the edge sample: -1 -> 1, n -> n - 2. Staging loads of
+ * a block's edge tiles can reach past one mirror; those samples feed no output,
+ * so they are clamped into the plane only to keep every read in bounds. */
 VMAF_DEVICE int vif_reflect(int i, int n)
 {
     if (i < 0)
         i = -i;
     if (i >= n)
         i = 2 * (n - 1) - i;
+    if (i < 0)
+        i = 0;
+    if (i >= n)
+        i = n - 1;
     return i;
 }
 
@@ -55,7 +62,7 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     const int x0 = blockIdx.x * VIF_TILE_W;
     const int y0 = blockIdx.y * VIF_TILE_H;
     const int tid = threadIdx.y * VIF_TILE_W + threadIdx.x;
-    const int nthreads = VIF_TILE_W * VIF_TILE_H;
+    const int nthreads = VIF_TILE_W * VIF_BLOCK_H;
     const int in_w = VIF_TILE_W + 2 * half;
     const int in_h = VIF_TILE_H + 2 * half;
 
@@ -95,16 +102,35 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
         const int r = i / in_w, c = i % in_w;
         vmaf_u32 a_mu1 = 0, a_mu2 = 0;
         vmaf_u64 a_xx = 0, a_yy = 0, a_xy = 0;
-        for (int k = 0; k < fw; k++) {
-            const vmaf_u32 f = vif_filter[scale][k];
-            const vmaf_u32 x = s_ref[r + k][c];
-            const vmaf_u32 y = s_dis[r + k][c];
-            const vmaf_u32 fx = f * x, fy = f * y;
-            a_mu1 += fx;
-            a_mu2 += fy;
-            a_xx += (vmaf_u64)fx * x;
-            a_yy += (vmaf_u64)fy * y;
-            a_xy += (vmaf_u64)fx * y;
+        if (sizeof(T) == 1) {
+            /* 8-bit squares: the filter sums to 2^16, so every sum fits 32 bits. */
+            vmaf_u32 xx32 = 0, yy32 = 0, xy32 = 0;
+            for (int k = 0; k < fw; k++) {
+                const vmaf_u32 f = vif_filter[scale][k];
+                const vmaf_u32 x = s_ref[r + k][c];
+                const vmaf_u32 y = s_dis[r + k][c];
+                const vmaf_u32 fx = f * x, fy = f * y;
+                a_mu1 += fx;
+                a_mu2 += fy;
+                xx32 += fx * x;
+                yy32 += fy * y;
+                xy32 += fx * y;
+            }
+            a_xx = xx32;
+            a_yy = yy32;
+            a_xy = xy32;
+        } else {
+            for (int k = 0; k < fw; k++) {
+                const vmaf_u32 f = vif_filter[scale][k];
+                const vmaf_u32 x = s_ref[r + k][c];
+                const vmaf_u32 y = s_dis[r + k][c];
+                const vmaf_u32 fx = f * x, fy = f * y;
+                a_mu1 += fx;
+                a_mu2 += fy;
+                a_xx += (vmaf_u64)fx * x;
+                a_yy += (vmaf_u64)fy * y;
+                a_xy += (vmaf_u64)fx * y;
+            }
         }
         t_mu1[r][c] = (vmaf_u16)((a_mu1 + mu_round) >> mu_shift);
         t_mu2[r][c] = (vmaf_u16)((a_mu2 + mu_round) >> mu_shift);
@@ -115,7 +141,8 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     __syncthreads();
 
     vmaf_i64 num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
-    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tx = threadIdx.x;
+    for (int ty = threadIdx.y; ty < VIF_TILE_H; ty += VIF_BLOCK_H) {
     if (x0 + tx < w && y0 + ty < h) {
         vmaf_u32 mu1 = 0, mu2 = 0;
         vmaf_u64 xx = 0, yy = 0, xy = 0;
@@ -160,6 +187,7 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
             den_non_log += 1;
         }
     }
+    }
 
     vmaf_u64 s;
     s = vmaf_block_sum_u64((vmaf_u64)num_log, scratch);
@@ -191,18 +219,42 @@ VMAF_KERNEL void vmaf_vif_stats_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, in
 
 /* Low-pass with the next scale's filter and keep even rows and columns:
  * out is (w/2) x (h/2), dense with pitch out_stride samples. `scale` is the
- * scale being left (0..2); `bpc` matters only when leaving scale 0. */
+ * scale being left (0..2); `bpc` matters only when leaving scale 0.
+ * A block of VIF_DOWN_W x VIF_DOWN_H outputs stages its input window in shared
+ * memory, runs the vertical pass only on the even rows it keeps, then the
+ * horizontal pass on the even columns. */
+#define VIF_DOWN_W 32
+#define VIF_DOWN_H 8
+#define VIF_DOWN_HALF 4 /* half width of the widest decimation filter (9 taps) */
+#define VIF_DOWN_IN_W (2 * VIF_DOWN_W + 2 * VIF_DOWN_HALF)
+#define VIF_DOWN_IN_H (2 * VIF_DOWN_H + 2 * VIF_DOWN_HALF)
+
 template <typename T>
 VMAF_DEVICE void vif_down(const T *ref, const T *dis, int w, int h, int stride, int scale, int bpc,
                           vmaf_u16 *out_ref, vmaf_u16 *out_dis, int out_stride)
 {
-    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
-    if (ox >= w / 2 || oy >= h / 2)
-        return;
+    __shared__ vmaf_u16 s_ref[VIF_DOWN_IN_H][VIF_DOWN_IN_W];
+    __shared__ vmaf_u16 s_dis[VIF_DOWN_IN_H][VIF_DOWN_IN_W];
+    __shared__ vmaf_u16 v_ref[VIF_DOWN_H][VIF_DOWN_IN_W];
+    __shared__ vmaf_u16 v_dis[VIF_DOWN_H][VIF_DOWN_IN_W];
     const int next = scale + 1;
     const int fw = vif_filter_width[next];
     const int half = fw / 2;
+    const int ox0 = blockIdx.x * VIF_DOWN_W, oy0 = blockIdx.y * VIF_DOWN_H;
+    /* Input window origin: row/column of tap 0 for the block's first output. */
+    const int x0 = 2 * ox0 - half, y0 = 2 * oy0 - half;
+    const int in_w = 2 * (VIF_DOWN_W - 1) + fw, in_h = 2 * (VIF_DOWN_H - 1) + fw;
+    const int tid = vmaf_thread_rank();
+    const int nthreads = blockDim.x * blockDim.y;
+
+    for (int i = tid; i < in_w * in_h; i += nthreads) {
+        const int r = i / in_w, c = i % in_w;
+        const long long off = (long long)vif_reflect(y0 + r, h) * stride + vif_reflect(x0 + c, w);
+        s_ref[r][c] = (vmaf_u16)ref[off];
+        s_dis[r][c] = (vmaf_u16)dis[off];
+    }
+    __syncthreads();
+
     vmaf_u32 v_round, v_shift;
     if (scale == 0) {
         v_shift = bpc;
@@ -211,20 +263,28 @@ VMAF_DEVICE void vif_down(const T *ref, const T *dis, int w, int h, int stride, 
         v_shift = 16;
         v_round = 32768;
     }
-    const int y = 2 * oy, x = 2 * ox;
-    vmaf_u32 h_ref = 0, h_dis = 0;
-    for (int kx = 0; kx < fw; kx++) {
-        const int cx = vif_reflect(x - half + kx, w);
+    for (int i = tid; i < VIF_DOWN_H * in_w; i += nthreads) {
+        const int r = i / in_w, c = i % in_w;
         vmaf_u32 a_ref = 0, a_dis = 0;
-        for (int ky = 0; ky < fw; ky++) {
-            const int cy = vif_reflect(y - half + ky, h);
-            const vmaf_u32 f = vif_filter[next][ky];
-            a_ref += f * (vmaf_u32)ref[(long long)cy * stride + cx];
-            a_dis += f * (vmaf_u32)dis[(long long)cy * stride + cx];
+        for (int k = 0; k < fw; k++) {
+            const vmaf_u32 f = vif_filter[next][k];
+            a_ref += f * (vmaf_u32)s_ref[2 * r + k][c];
+            a_dis += f * (vmaf_u32)s_dis[2 * r + k][c];
         }
-        const vmaf_u32 f = vif_filter[next][kx];
-        h_ref += f * (vmaf_u32)(vmaf_u16)((a_ref + v_round) >> v_shift);
-        h_dis += f * (vmaf_u32)(vmaf_u16)((a_dis + v_round) >> v_shift);
+        v_ref[r][c] = (vmaf_u16)((a_ref + v_round) >> v_shift);
+        v_dis[r][c] = (vmaf_u16)((a_dis + v_round) >> v_shift);
+    }
+    __syncthreads();
+
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int ox = ox0 + tx, oy = oy0 + ty;
+    if (ox >= w / 2 || oy >= h / 2)
+        return;
+    vmaf_u32 h_ref = 0, h_dis = 0;
+    for (int k = 0; k < fw; k++) {
+        const vmaf_u32 f = vif_filter[next][k];
+        h_ref += f * (vmaf_u32)v_ref[ty][2 * tx + k];
+        h_dis += f * (vmaf_u32)v_dis[ty][2 * tx + k];
     }
     out_ref[(long long)oy * out_stride + ox] = (vmaf_u16)((h_ref + 32768) >> 16);
     out_dis[(long long)oy * out_stride + ox] = (vmaf_u16)((h_dis + 32768) >> 16);

@@ -128,8 +128,10 @@ fn dims_u32(w: usize, h: usize) -> Result<(u32, u32)> {
     Ok((w, h))
 }
 
-/// VIF statistics tile size (kernels/vif.hip `VIF_TILE_W` x `VIF_TILE_H`).
-const VIF_TILE: (u32, u32) = (32, 8);
+/// VIF statistics tile (kernels/vif.hip `VIF_TILE_W` x `VIF_TILE_H`) and block
+/// (`VIF_TILE_W` x `VIF_BLOCK_H`: two output rows per thread).
+const VIF_TILE: (u32, u32) = (32, 16);
+const VIF_BLOCK: (u32, u32) = (32, 8);
 
 /// Queues the VIF statistics of one scale: `acc[4*scale..4*scale+4] += (num_log, den_log,
 /// num_non_log, den_non_log)` (two's complement). Both planes share the stride.
@@ -166,7 +168,7 @@ pub fn vif_stats<T: Sample>(
             (h as u32).div_ceil(VIF_TILE.1),
             1,
         ),
-        block: (VIF_TILE.0, VIF_TILE.1, 1),
+        block: (VIF_BLOCK.0, VIF_BLOCK.1, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: arguments match `vmaf_vif_stats_{u8,u16}(const T *ref, const T *dis, int w, int
