@@ -5,14 +5,57 @@
 //! pinned memory and uploaded once instead of once per extractor. Entries hold a clone of their
 //! picture, so a cached address always means the same picture. Reusing an entry is safe without
 //! waiting: uploads and kernels of a thread are queued in order on its stream, and the pinned
-//! staging buffer waits for its previous copy before it is refilled.
+//! staging buffer waits for its previous copy before it is refilled. Also the small helpers the
+//! GPU dispatch modules share (typed plane access, dense plane views).
 
-use super::psnr_gpu::PlaneAs;
-use super::vif_gpu::pack_luma;
 use crate::error::{Error, Result};
-use crate::gpu::kernels::Sample;
+use crate::gpu::kernels::{DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
-use crate::picture::Picture;
+use crate::picture::{Picture, PictureData, PlaneRef};
+
+/// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
+pub(crate) trait PlaneAs: Sized {
+    fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
+}
+
+impl PlaneAs for u8 {
+    fn plane_of(pic: &PictureData, i: usize) -> Option<&[u8]> {
+        match pic.plane(i) {
+            PlaneRef::U8(p) => Some(p),
+            PlaneRef::U16(_) => None,
+        }
+    }
+}
+
+impl PlaneAs for u16 {
+    fn plane_of(pic: &PictureData, i: usize) -> Option<&[u16]> {
+        match pic.plane(i) {
+            PlaneRef::U16(p) => Some(p),
+            PlaneRef::U8(_) => None,
+        }
+    }
+}
+
+/// A `w`x`h` plane filling `buf` from its start with rows `w` apart.
+pub(crate) fn dense<T: Sample>(buf: &DeviceBuffer<T>, w: usize, h: usize) -> DevicePlane<'_, T> {
+    DevicePlane {
+        buf,
+        offset: 0,
+        w,
+        h,
+        stride: w,
+    }
+}
+
+/// Copies the luma plane of `pic` densely (row pitch = width) into `dst`.
+pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -> Result<()> {
+    let (w, h, s) = (pic.w[0], pic.h[0], pic.stride[0]);
+    let src = T::plane_of(pic, 0).ok_or_else(|| Error::inval("sample depth mismatch"))?;
+    for y in 0..h {
+        dst[y * w..(y + 1) * w].copy_from_slice(&src[y * s..y * s + w]);
+    }
+    Ok(())
+}
 
 /// Pictures kept per thread: this frame's pair, the previous reference and one spare.
 const ENTRIES: usize = 4;

@@ -2,8 +2,7 @@
 //! [`super::motion::motion_sad`]; the CPU's `Motion::finish` turns it into scores.
 
 use super::gpu_frames::with_luma;
-use super::psnr_gpu::PlaneAs;
-use super::vif_gpu::dense;
+use super::gpu_frames::{dense, PlaneAs};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};

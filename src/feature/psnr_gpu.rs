@@ -5,10 +5,11 @@
 //! reads back three `u64`s. Staging and device buffers live in the [`GpuState`]'s scratch and
 //! are reused while the picture size stays the same.
 
+use super::gpu_frames::PlaneAs;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
-use crate::picture::{Picture, PictureData, PlaneRef};
+use crate::picture::{Picture, PictureData};
 
 /// Buffers for one sample type, sized for the largest picture seen.
 struct Scratch<T: Sample> {
@@ -35,29 +36,6 @@ impl<T: Sample> Scratch<T> {
 
     fn fits(&self, ref_len: usize, dis_len: usize) -> bool {
         self.ref_dev.len() >= ref_len && self.dis_dev.len() >= dis_len
-    }
-}
-
-/// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
-pub(crate) trait PlaneAs: Sized {
-    fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
-}
-
-impl PlaneAs for u8 {
-    fn plane_of(pic: &PictureData, i: usize) -> Option<&[u8]> {
-        match pic.plane(i) {
-            PlaneRef::U8(p) => Some(p),
-            PlaneRef::U16(_) => None,
-        }
-    }
-}
-
-impl PlaneAs for u16 {
-    fn plane_of(pic: &PictureData, i: usize) -> Option<&[u16]> {
-        match pic.plane(i) {
-            PlaneRef::U16(p) => Some(p),
-            PlaneRef::U8(_) => None,
-        }
     }
 }
 

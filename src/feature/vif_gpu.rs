@@ -2,13 +2,13 @@
 //! [`super::vif::compute_accums`], and the CPU's [`super::vif::vif_scores`] finishes them, so the
 //! scores are identical to the CPU path.
 
-use super::psnr_gpu::PlaneAs;
+use super::gpu_frames::{dense, PlaneAs};
 use super::vif::{log2_table, VifAccums};
 use crate::error::{Error, Result};
 use crate::feature::gpu_frames::with_luma;
-use crate::gpu::kernels::{self, DevicePlane, Sample};
+use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
-use crate::picture::{Picture, PictureData};
+use crate::picture::Picture;
 
 /// Smallest luma side the kernels take: every scale must be wider than its filter's half
 /// width for plain mirroring to equal upstream's padding; smaller frames use the CPU.
@@ -52,27 +52,6 @@ impl<T: Sample> Scratch<T> {
             acc_host: PinnedHostBuffer::new(dev, 16)?,
         })
     }
-}
-
-/// A `w`x`h` plane filling `buf` from its start with rows `w` apart.
-pub(crate) fn dense<T: Sample>(buf: &DeviceBuffer<T>, w: usize, h: usize) -> DevicePlane<'_, T> {
-    DevicePlane {
-        buf,
-        offset: 0,
-        w,
-        h,
-        stride: w,
-    }
-}
-
-/// Copies the luma plane of `pic` densely (row pitch = width) into `dst`.
-pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -> Result<()> {
-    let (w, h, s) = (pic.w[0], pic.h[0], pic.stride[0]);
-    let src = T::plane_of(pic, 0).ok_or_else(|| Error::inval("sample depth mismatch"))?;
-    for y in 0..h {
-        dst[y * w..(y + 1) * w].copy_from_slice(&src[y * s..y * s + w]);
-    }
-    Ok(())
 }
 
 fn accums_typed<T: Sample + PlaneAs>(
