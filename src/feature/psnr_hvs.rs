@@ -27,8 +27,11 @@ const MASK_SCALE: f64 = 0.3885746225901003;
 
 type Table = [[f32; 8]; 8];
 
+// The CSF tables keep the published decimal values; like C, the compiler rounds each to f32.
+
 /// Luma contrast sensitivity (normalised inverse quantisation matrix at transparency).
 #[rustfmt::skip]
+#[allow(clippy::excessive_precision)]
 static CSF_Y: Table = [
     [1.6193873005, 2.2901594831, 2.08509755623, 1.48366094411, 1.00227514334, 0.678296995242, 0.466224900598, 0.3265091542],
     [2.2901594831, 1.94321815382, 2.04793073064, 1.68731108984, 1.2305666963, 0.868920337363, 0.61280991668, 0.436405793551],
@@ -42,6 +45,7 @@ static CSF_Y: Table = [
 
 /// Cb contrast sensitivity (the 4:2:0 table, used for every chroma layout as upstream does).
 #[rustfmt::skip]
+#[allow(clippy::excessive_precision)]
 static CSF_CB: Table = [
     [1.91113096927, 2.46074210438, 1.18284184739, 1.14982565193, 1.05017074788, 0.898018824055, 0.74725392039, 0.615105596242],
     [2.46074210438, 1.58529308355, 1.21363250036, 1.38190029285, 1.33100189972, 1.17428548929, 0.996404342439, 0.830890433625],
@@ -55,6 +59,7 @@ static CSF_CB: Table = [
 
 /// Cr contrast sensitivity (4:2:0 table).
 #[rustfmt::skip]
+#[allow(clippy::excessive_precision)]
 static CSF_CR: Table = [
     [2.03871978502, 2.62502345193, 1.26180942886, 1.11019789803, 1.01397751469, 0.867069376285, 0.721500455585, 0.593906509971],
     [2.62502345193, 1.69112867013, 1.17180569821, 1.3342742857, 1.28513006198, 1.13381474809, 0.962064122248, 0.802254508198],
