@@ -21,6 +21,7 @@ pub mod motion_gpu;
 pub mod options;
 pub mod psnr;
 pub mod psnr_gpu;
+pub mod psnr_hvs;
 pub mod speed;
 pub mod ssim_tools;
 pub mod vif;
@@ -99,6 +100,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "float_ms_ssim",
     "speed_chroma",
     "speed_temporal",
+    "psnr_hvs",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -120,6 +122,7 @@ pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dy
         "cambi" => Box::new(cambi::Cambi::new(opts)?),
         "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
+        "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -137,6 +140,7 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("cambi", cambi::PROVIDED_FEATURES),
         ("speed_chroma", speed::CHROMA_FEATURES),
         ("speed_temporal", speed::TEMPORAL_FEATURES),
+        ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()
