@@ -13,6 +13,7 @@ use crate::picture::Picture;
 pub mod adm;
 pub mod alias;
 pub mod cambi;
+pub mod ciede;
 pub mod float_ms_ssim;
 pub mod float_ssim;
 pub mod gpu_frames;
@@ -99,6 +100,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "float_ms_ssim",
     "speed_chroma",
     "speed_temporal",
+    "ciede",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -120,6 +122,7 @@ pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dy
         "cambi" => Box::new(cambi::Cambi::new(opts)?),
         "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
+        "ciede" => Box::new(ciede::Ciede::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -137,6 +140,7 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("cambi", cambi::PROVIDED_FEATURES),
         ("speed_chroma", speed::CHROMA_FEATURES),
         ("speed_temporal", speed::TEMPORAL_FEATURES),
+        ("ciede", ciede::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()
