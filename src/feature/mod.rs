@@ -13,6 +13,7 @@ use crate::picture::Picture;
 pub mod adm;
 pub mod alias;
 pub mod cambi;
+pub mod ciede;
 pub mod float_ms_ssim;
 pub mod float_ssim;
 pub mod gpu_frames;
@@ -101,6 +102,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "speed_chroma",
     "speed_temporal",
     "psnr_hvs",
+    "ciede",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -123,6 +125,7 @@ pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dy
         "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
+        "ciede" => Box::new(ciede::Ciede::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -141,6 +144,7 @@ pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
         ("speed_chroma", speed::CHROMA_FEATURES),
         ("speed_temporal", speed::TEMPORAL_FEATURES),
         ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
+        ("ciede", ciede::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()
