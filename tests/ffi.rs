@@ -138,7 +138,18 @@ fn run_ok(mut cmd: Command, what: &str) -> Output {
     // cargo test puts target/<profile> (maybe holding another profile's build) on the loader
     // path, which would win over the test programs' rpath.
     cmd.env("LD_LIBRARY_PATH", lib_dir());
-    let out = cmd.output().unwrap_or_else(|e| panic!("run {what}: {e}"));
+    // A program just written by compile_c can be briefly "busy" (ETXTBSY) when another test
+    // thread forked while its file was open for writing; retry the spawn then.
+    let mut tries = 0;
+    let out = loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => break r.unwrap_or_else(|e| panic!("run {what}: {e}")),
+        }
+    };
     assert!(out.status.success(), "{what} failed\n{}", show(&out));
     print!("{}", String::from_utf8_lossy(&out.stdout));
     out

@@ -967,10 +967,6 @@ impl Extractor for Cambi {
         "cambi"
     }
 
-    fn dedup_key(&self) -> String {
-        self.stored_name("cambi")
-    }
-
     fn feature_name(&self, full_name: &str) -> String {
         self.stored_name(full_name)
     }

@@ -55,14 +55,6 @@ impl Extractor for Ciede {
         "ciede"
     }
 
-    fn dedup_key(&self) -> String {
-        "ciede".to_string()
-    }
-
-    fn feature_name(&self, full_name: &str) -> String {
-        full_name.to_string()
-    }
-
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair(r, d)?;

@@ -131,10 +131,6 @@ impl Extractor for FloatMsSsim {
         "float_ms_ssim"
     }
 
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("float_ms_ssim")
-    }
-
     fn feature_name(&self, full_name: &str) -> String {
         self.opts.feature_name(full_name)
     }

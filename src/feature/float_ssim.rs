@@ -96,10 +96,6 @@ impl Extractor for FloatSsim {
         "float_ssim"
     }
 
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("float_ssim")
-    }
-
     fn feature_name(&self, full_name: &str) -> String {
         self.opts.feature_name(full_name)
     }

@@ -69,11 +69,15 @@ pub trait Extractor: Send + Sync {
 
     /// Identity for deduplication: two registrations with the same key are the same extractor.
     /// By default the extractor name plus its stored feature names.
-    fn dedup_key(&self) -> String;
+    fn dedup_key(&self) -> String {
+        self.feature_name(self.name())
+    }
 
     /// The name under which this instance stores the provided feature `full_name` (e.g.
     /// `VMAF_integer_feature_adm2_score` -> `integer_adm2_egl_1` when egl=1).
-    fn feature_name(&self, full_name: &str) -> String;
+    fn feature_name(&self, full_name: &str) -> String {
+        full_name.to_string()
+    }
 
     /// Computes this frame's scores.
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()>;

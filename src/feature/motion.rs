@@ -253,10 +253,6 @@ impl Extractor for Motion {
         ExtractorFlags::PREV_REF
     }
 
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("motion")
-    }
-
     fn feature_name(&self, full_name: &str) -> String {
         self.opts.feature_name(full_name)
     }

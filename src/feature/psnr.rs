@@ -106,7 +106,6 @@ struct ApsnrState {
 
 /// The psnr extractor.
 pub struct Psnr {
-    opts: Opts,
     enable_chroma: bool,
     enable_mse: bool,
     enable_apsnr: bool,
@@ -127,7 +126,6 @@ impl Psnr {
             enable_apsnr: o.bool("enable_apsnr"),
             reduced_hbd_peak: o.bool("reduced_hbd_peak"),
             min_sse: o.double("min_sse"),
-            opts: o,
             apsnr: Mutex::new(ApsnrState::default()),
             gpu: None,
         })
@@ -270,14 +268,6 @@ impl Extractor for Psnr {
 
     fn flags(&self) -> ExtractorFlags {
         ExtractorFlags::TEMPORAL
-    }
-
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("psnr")
-    }
-
-    fn feature_name(&self, full_name: &str) -> String {
-        full_name.to_string()
     }
 
     fn aggregate(&self) -> Vec<(String, f64)> {

@@ -300,30 +300,19 @@ fn check_pair(r: &PictureData, d: &PictureData) -> Result<()> {
 }
 
 /// The psnr_hvs extractor (no options).
-pub struct PsnrHvs {
-    opts: Opts,
-}
+pub struct PsnrHvs;
 
 impl PsnrHvs {
     /// Creates the extractor; upstream defines no options, so every key is ignored.
     pub fn new(opts: &Dict) -> Result<Self> {
-        Ok(PsnrHvs {
-            opts: Opts::parse(&OPTIONS, opts)?,
-        })
+        Opts::parse(&OPTIONS, opts)?;
+        Ok(PsnrHvs)
     }
 }
 
 impl Extractor for PsnrHvs {
     fn name(&self) -> &'static str {
         "psnr_hvs"
-    }
-
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("psnr_hvs")
-    }
-
-    fn feature_name(&self, full_name: &str) -> String {
-        full_name.to_string()
     }
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {

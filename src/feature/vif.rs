@@ -712,10 +712,6 @@ impl Extractor for Vif {
         "vif"
     }
 
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("vif")
-    }
-
     fn feature_name(&self, full_name: &str) -> String {
         self.opts.feature_name(full_name)
     }

@@ -365,10 +365,6 @@ impl Extractor for Adm {
         "adm"
     }
 
-    fn dedup_key(&self) -> String {
-        self.opts.feature_name("adm")
-    }
-
     fn feature_name(&self, full_name: &str) -> String {
         self.opts.feature_name(full_name)
     }
