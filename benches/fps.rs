@@ -24,6 +24,15 @@ struct Args {
     cpu_frames: usize,
     gpu: bool,
     big: bool,
+    /// Skip the CPU columns (quick GPU iterations; the score check then uses the GPU alone).
+    cpu: bool,
+    /// Only cases whose name contains this.
+    only: Option<String>,
+    /// Distinct picture pairs per case: each frame gets its own pictures, as from a decoder,
+    /// so nothing is served from the GPU's plane cache by picture identity.
+    pool: usize,
+    /// A VMAF v1.0.16 model file (by path: not built in) for extra 1080p/2160p 8-bit rows.
+    v1016: Option<String>,
 }
 
 fn parse_args() -> Args {
@@ -32,6 +41,10 @@ fn parse_args() -> Args {
         cpu_frames: 16,
         gpu: true,
         big: true,
+        cpu: true,
+        only: None,
+        pool: 256,
+        v1016: None,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -47,6 +60,19 @@ fn parse_args() -> Args {
             }
             "--no-gpu" => a.gpu = false,
             "--no-2160p" => a.big = false,
+            "--no-cpu" => a.cpu = false,
+            "--v1016" => {
+                a.v1016 = Some(v[i + 1].clone());
+                i += 1;
+            }
+            "--pool" => {
+                a.pool = v[i + 1].parse().expect("--pool N");
+                i += 1;
+            }
+            "--only" => {
+                a.only = Some(v[i + 1].clone());
+                i += 1;
+            }
             _ => {} // cargo passes --bench
         }
         i += 1;
@@ -100,6 +126,17 @@ fn run(
     gpu: Option<&Arc<GpuState>>,
 ) -> (f64, f64) {
     let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
+    run_model(&model, refs, dists, frames, threads, gpu)
+}
+
+fn run_model(
+    model: &Model,
+    refs: &[Picture],
+    dists: &[Picture],
+    frames: usize,
+    threads: u32,
+    gpu: Option<&Arc<GpuState>>,
+) -> (f64, f64) {
     let mut ctx = Context::new(Config {
         log_level: LogLevel::Error,
         n_threads: threads,
@@ -109,7 +146,7 @@ fn run(
     if let Some(g) = gpu {
         ctx.import_gpu_state(g.clone()).expect("import");
     }
-    ctx.use_features_from_model(&model).expect("features");
+    ctx.use_features_from_model(model).expect("features");
     let t = Instant::now();
     for i in 0..frames {
         let k = i % refs.len();
@@ -118,9 +155,16 @@ fn run(
     }
     ctx.flush().expect("flush");
     let score = ctx
-        .score_pooled(&model, PoolingMethod::Mean, 0, frames - 1)
+        .score_pooled(model, PoolingMethod::Mean, 0, frames - 1)
         .expect("pool");
     (frames as f64 / t.elapsed().as_secs_f64(), score)
+}
+
+/// `pool` distinct copies cycling through `pics`.
+fn distinct(pics: &[Picture], pool: usize) -> Vec<Picture> {
+    (0..pool.max(pics.len()))
+        .map(|i| Arc::new(pics[i % pics.len()].duplicate()))
+        .collect()
 }
 
 fn main() {
@@ -173,16 +217,35 @@ fn main() {
         "{:<18} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "input", "cpu 1t", "cpu 2t", "cpu all", "gpu 0t", "gpu Nt", "best/cpu1t"
     );
+    let mut cpu_row;
     for (name, refs, dists) in &cases {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !name.contains(o.as_str()))
+        {
+            continue;
+        }
         let n = args.cpu_frames.max(refs.len());
-        let (c1, s1) = run(refs, dists, n, 1, None);
-        let (c2, s2) = run(refs, dists, n, 2, None);
-        let (ca, sa) = if cores > 2 {
-            run(refs, dists, n, cores, None)
+        let (refs, dists) = (&distinct(refs, args.pool), &distinct(dists, args.pool));
+        let (c1, s1) = if args.cpu {
+            let (c1, s1) = run(refs, dists, n, 1, None);
+            let (c2, s2) = run(refs, dists, n, 2, None);
+            let (ca, sa) = if cores > 2 {
+                run(refs, dists, n, cores, None)
+            } else {
+                (c2, s2)
+            };
+            assert!(s1 == s2 && s1 == sa, "thread counts disagree on {name}");
+            cpu_row = (c1, c2, ca);
+            (c1, s1)
         } else {
-            (c2, s2)
+            // No CPU reference: the synchronous GPU run is the score the threaded ones must equal.
+            let g = gpu.as_ref().expect("--no-cpu needs a GPU");
+            cpu_row = (f64::NAN, f64::NAN, f64::NAN);
+            (f64::NAN, run(refs, dists, n, 0, Some(g)).1)
         };
-        assert!(s1 == s2 && s1 == sa, "thread counts disagree on {name}");
+        let (c2, ca) = (cpu_row.1, cpu_row.2);
         let gpu_cell = match &gpu {
             Some(g) => {
                 // Warm-up: kernel loading and buffer allocation.
@@ -213,5 +276,48 @@ fn main() {
             ),
         }
         println!("  pooled vmaf {s1:.6} (identical for every thread count and backend)");
+        if let (Some(path), Some(g)) = (&args.v1016, &gpu) {
+            if name.contains("8-bit") && !name.starts_with("576") {
+                v1016_row(path, name, refs, dists, &args, cores, g);
+            }
+        }
     }
+}
+
+/// The same input scored with a VMAF v1.0.16 model: all cores on the CPU against the best GPU
+/// worker count (its cambi, speed_chroma, adm3 and motion3 features; those without a GPU
+/// version run on the CPU inside the GPU context).
+fn v1016_row(
+    path: &str,
+    name: &str,
+    refs: &[Picture],
+    dists: &[Picture],
+    args: &Args,
+    cores: u32,
+    g: &Arc<GpuState>,
+) {
+    let model = Model::load_from_path(std::path::Path::new(path), &ModelConfig::default())
+        .expect("v1.0.16 model");
+    let n = args.cpu_frames.max(8);
+    let (ca, sa) = run_model(&model, refs, dists, n, cores, None);
+    run_model(&model, refs, dists, cores as usize, cores, Some(g));
+    let frames = args.frames.min(refs.len());
+    let ga = [cores, 2 * cores]
+        .iter()
+        .map(|&t| run_model(&model, refs, dists, frames, t, Some(g)).0)
+        .fold(0.0, f64::max);
+    let (_, gs) = run_model(&model, refs, dists, n, cores, Some(g));
+    assert!(
+        gs == sa,
+        "GPU v1.0.16 score differs from CPU on {name}: {gs} vs {sa}"
+    );
+    let label = format!("{} v1.0.16", &name[..name.find(' ').unwrap_or(name.len())]);
+    println!(
+        "{label:<18} {:>9} {:>9} {ca:>9.1} {:>9} {ga:>9.1} {:>9.1}x (vs cpu all)",
+        "-",
+        "-",
+        "-",
+        ga / ca
+    );
+    println!("  pooled vmaf {sa:.6} (model {path})");
 }

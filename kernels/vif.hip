@@ -16,10 +16,18 @@ __constant__ vmaf_u16 vif_filter[4][17] = {
 };
 __constant__ int vif_filter_width[4] = {17, 9, 5, 3};
 
-#define VIF_TILE_W 32
-#define VIF_TILE_H 16 /* two output rows per thread of a 32x8 block */
+/* Statistics tile: 32 x 32 outputs per block of 32 x 8 threads. The vertical
+ * pass gives each thread four consecutive rows of one column (the 4 + F - 1
+ * inputs are read once into registers); the horizontal pass gives each lane of
+ * a warp one row and each warp four consecutive columns, so a lane reads its
+ * 4 + F - 1 inputs once and the 32 lanes hit 32 distinct banks (odd pitch). */
+#define VIF_TW 32
+#define VIF_TH 32
 #define VIF_BLOCK_H 8
-#define VIF_MAX_HALF 8
+#define VIF_RUN 4
+/* Shared memory of the statistics kernel in u64 words: scale 0's staging
+ * (2 x 48 x 48 u16) and five 32 x 49 u32 tiles, plus the reduction scratch. */
+#define VIF_SMEM_U64 5120
 
 /* Mirror without repeating the edge sample: -1 -> 1, n -> n - 2. Staging loads of
  * a block's edge tiles can reach past one mirror; those samples feed no output,
@@ -50,44 +58,78 @@ VMAF_DEVICE vmaf_i64 vif_log2_64(const vmaf_u16 *table, vmaf_u64 v)
     return (vmaf_i64)table[v >> k] + 2048 * k;
 }
 
-/* One block computes a VIF_TILE_W x VIF_TILE_H tile of per-pixel statistics
- * and adds its four sums to acc[0..3] (two's complement in u64).
- * `bpc` is the sample depth at scale 0; later scales are always 16-bit. */
-template <typename T>
-VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride, int scale, int bpc,
-                           const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc)
+/* Filter width of a scale, at compile time. */
+template <int SCALE> struct VifTaps {
+    static const int F = SCALE == 0 ? 17 : SCALE == 1 ? 9 : SCALE == 2 ? 5 : 3;
+};
+
+/* Horizontal pass of one statistic for VIF_RUN consecutive outputs of a row:
+ * out[o] = sum_k filter[k] * row[o + k], in the accumulator type A. */
+template <int SCALE, typename A>
+VMAF_DEVICE void vif_hrun(const vmaf_u32 *row, A out[VIF_RUN])
 {
-    const int fw = vif_filter_width[scale];
-    const int half = fw / 2;
-    const int x0 = blockIdx.x * VIF_TILE_W;
-    const int y0 = blockIdx.y * VIF_TILE_H;
-    const int tid = threadIdx.y * VIF_TILE_W + threadIdx.x;
-    const int nthreads = VIF_TILE_W * VIF_BLOCK_H;
-    const int in_w = VIF_TILE_W + 2 * half;
-    const int in_h = VIF_TILE_H + 2 * half;
+    const int F = VifTaps<SCALE>::F;
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++)
+        out[o] = 0;
+#pragma unroll
+    for (int j = 0; j < F + VIF_RUN - 1; j++) {
+        const vmaf_u32 v = row[j];
+#pragma unroll
+        for (int o = 0; o < VIF_RUN; o++) {
+            const int k = j - o;
+            if (k >= 0 && k < F)
+                out[o] += (A)vif_filter[SCALE][k] * v;
+        }
+    }
+}
 
-    __shared__ vmaf_u16 s_ref[VIF_TILE_H + 2 * VIF_MAX_HALF][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u16 s_dis[VIF_TILE_H + 2 * VIF_MAX_HALF][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u32 t_mu1[VIF_TILE_H][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u32 t_mu2[VIF_TILE_H][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u32 t_xx[VIF_TILE_H][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u32 t_yy[VIF_TILE_H][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u32 t_xy[VIF_TILE_H][VIF_TILE_W + 2 * VIF_MAX_HALF];
-    __shared__ vmaf_u64 scratch[VMAF_MAX_WARPS];
+/* One block computes a VIF_TW x VIF_TH tile of per-pixel statistics and adds
+ * its four sums to acc[0..3] (two's complement in u64). `bpc` is the sample
+ * depth at scale 0; later scales are always 16-bit. */
+template <typename T, int SCALE>
+VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride, int bpc,
+                           const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc, vmaf_u64 *smem)
+{
+    const int F = VifTaps<SCALE>::F;
+    const int HALF = F / 2;
+    const int IN_W = VIF_TW + 2 * HALF;
+    const int IN_H = VIF_TH + 2 * HALF;
+    const int PITCH = IN_W | 1;
+    static_assert((2 * IN_H * IN_W * 2 + 5 * VIF_TH * PITCH * 4) / 8 + VMAF_MAX_WARPS <=
+                      VIF_SMEM_U64,
+                  "VIF shared buffer too small");
+    const int x0 = blockIdx.x * VIF_TW;
+    const int y0 = blockIdx.y * VIF_TH;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * VIF_TW + tx;
+    const int nthreads = VIF_TW * VIF_BLOCK_H;
 
-    for (int i = tid; i < in_w * in_h; i += nthreads) {
-        const int r = i / in_w, c = i % in_w;
-        const int gy = vif_reflect(y0 - half + r, h);
-        const int gx = vif_reflect(x0 - half + c, w);
-        s_ref[r][c] = (vmaf_u16)ref[(long long)gy * stride + gx];
-        s_dis[r][c] = (vmaf_u16)dis[(long long)gy * stride + gx];
+    /* Carved from the entry's one shared buffer: per-scale static arrays would
+     * all be allocated at once in a kernel that instantiates every scale. */
+    vmaf_u16(*s_ref)[IN_W] = (vmaf_u16(*)[IN_W])smem;
+    vmaf_u16(*s_dis)[IN_W] = (vmaf_u16(*)[IN_W])((vmaf_u16 *)smem + IN_H * IN_W);
+    vmaf_u32 *t_mu1 = (vmaf_u32 *)((vmaf_u16 *)smem + 2 * IN_H * IN_W);
+    vmaf_u32 *t_mu2 = t_mu1 + VIF_TH * PITCH;
+    vmaf_u32 *t_xx = t_mu2 + VIF_TH * PITCH;
+    vmaf_u32 *t_yy = t_xx + VIF_TH * PITCH;
+    vmaf_u32 *t_xy = t_yy + VIF_TH * PITCH;
+    vmaf_u64 *scratch = smem + VIF_SMEM_U64 - VMAF_MAX_WARPS;
+
+    for (int r = ty; r < IN_H; r += VIF_BLOCK_H) {
+        const long long row = (long long)vif_reflect(y0 - HALF + r, h) * stride;
+        for (int c = tx; c < IN_W; c += VIF_TW) {
+            const long long off = row + vif_reflect(x0 - HALF + c, w);
+            s_ref[r][c] = (vmaf_u16)ref[off];
+            s_dis[r][c] = (vmaf_u16)dis[off];
+        }
     }
     __syncthreads();
 
     /* Vertical pass with the per-scale rounding of the CPU path. */
     vmaf_u32 mu_round, mu_shift, sq_shift;
     vmaf_u64 sq_round;
-    if (scale == 0) {
+    if (SCALE == 0) {
         mu_shift = bpc;
         mu_round = 1u << (bpc - 1);
         sq_shift = (bpc - 8) * 2;
@@ -98,32 +140,59 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
         sq_shift = 16;
         sq_round = 32768;
     }
-    for (int i = tid; i < VIF_TILE_H * in_w; i += nthreads) {
-        const int r = i / in_w, c = i % in_w;
-        vmaf_u32 a_mu1 = 0, a_mu2 = 0;
-        vmaf_u64 a_xx = 0, a_yy = 0, a_xy = 0;
-        if (sizeof(T) == 1) {
-            /* 8-bit squares: the filter sums to 2^16, so every sum fits 32 bits. */
-            vmaf_u32 xx32 = 0, yy32 = 0, xy32 = 0;
-            for (int k = 0; k < fw; k++) {
-                const vmaf_u32 f = vif_filter[scale][k];
-                const vmaf_u32 x = s_ref[r + k][c];
-                const vmaf_u32 y = s_dis[r + k][c];
-                const vmaf_u32 fx = f * x, fy = f * y;
-                a_mu1 += fx;
-                a_mu2 += fy;
-                xx32 += fx * x;
-                yy32 += fy * y;
-                xy32 += fx * y;
+    for (int i = tid; i < IN_W * (VIF_TH / VIF_RUN); i += nthreads) {
+        const int c = i % IN_W;
+        const int r0 = (i / IN_W) * VIF_RUN;
+        if (sizeof(T) == 1 && SCALE == 0) {
+            /* 8-bit: the filter sums to 2^16, so every sum fits 32 bits. Each input's
+             * products are formed once and added to the VIF_RUN outputs it feeds. */
+            vmaf_u32 mu1[VIF_RUN], mu2[VIF_RUN], sxx[VIF_RUN], syy[VIF_RUN], sxy[VIF_RUN];
+#pragma unroll
+            for (int o = 0; o < VIF_RUN; o++)
+                mu1[o] = mu2[o] = sxx[o] = syy[o] = sxy[o] = 0;
+#pragma unroll
+            for (int j = 0; j < F + VIF_RUN - 1; j++) {
+                const vmaf_u32 x = s_ref[r0 + j][c], y = s_dis[r0 + j][c];
+                const vmaf_u32 xx = x * x, yy = y * y, xy = x * y;
+#pragma unroll
+                for (int o = 0; o < VIF_RUN; o++) {
+                    const int k = j - o;
+                    if (k >= 0 && k < F) {
+                        const vmaf_u32 f = vif_filter[SCALE][k];
+                        mu1[o] += f * x;
+                        mu2[o] += f * y;
+                        sxx[o] += f * xx;
+                        syy[o] += f * yy;
+                        sxy[o] += f * xy;
+                    }
+                }
             }
-            a_xx = xx32;
-            a_yy = yy32;
-            a_xy = xy32;
-        } else {
-            for (int k = 0; k < fw; k++) {
-                const vmaf_u32 f = vif_filter[scale][k];
-                const vmaf_u32 x = s_ref[r + k][c];
-                const vmaf_u32 y = s_dis[r + k][c];
+#pragma unroll
+            for (int o = 0; o < VIF_RUN; o++) {
+                const int t = (r0 + o) * PITCH + c;
+                /* 8-bit samples: bpc is 8, so the squares need no rounding shift. */
+                t_mu1[t] = (vmaf_u16)((mu1[o] + 128) >> 8);
+                t_mu2[t] = (vmaf_u16)((mu2[o] + 128) >> 8);
+                t_xx[t] = sxx[o];
+                t_yy[t] = syy[o];
+                t_xy[t] = sxy[o];
+            }
+            continue;
+        }
+        vmaf_u32 xs[F + VIF_RUN - 1], ys[F + VIF_RUN - 1];
+#pragma unroll
+        for (int j = 0; j < F + VIF_RUN - 1; j++) {
+            xs[j] = s_ref[r0 + j][c];
+            ys[j] = s_dis[r0 + j][c];
+        }
+#pragma unroll
+        for (int o = 0; o < VIF_RUN; o++) {
+            vmaf_u32 a_mu1 = 0, a_mu2 = 0;
+            vmaf_u64 a_xx = 0, a_yy = 0, a_xy = 0;
+#pragma unroll
+            for (int k = 0; k < F; k++) {
+                const vmaf_u32 f = vif_filter[SCALE][k];
+                const vmaf_u32 x = xs[o + k], y = ys[o + k];
                 const vmaf_u32 fx = f * x, fy = f * y;
                 a_mu1 += fx;
                 a_mu2 += fy;
@@ -131,35 +200,40 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
                 a_yy += (vmaf_u64)fy * y;
                 a_xy += (vmaf_u64)fx * y;
             }
+            const int t = (r0 + o) * PITCH + c;
+            t_mu1[t] = (vmaf_u16)((a_mu1 + mu_round) >> mu_shift);
+            t_mu2[t] = (vmaf_u16)((a_mu2 + mu_round) >> mu_shift);
+            t_xx[t] = (vmaf_u32)((a_xx + sq_round) >> sq_shift);
+            t_yy[t] = (vmaf_u32)((a_yy + sq_round) >> sq_shift);
+            t_xy[t] = (vmaf_u32)((a_xy + sq_round) >> sq_shift);
         }
-        t_mu1[r][c] = (vmaf_u16)((a_mu1 + mu_round) >> mu_shift);
-        t_mu2[r][c] = (vmaf_u16)((a_mu2 + mu_round) >> mu_shift);
-        t_xx[r][c] = (vmaf_u32)((a_xx + sq_round) >> sq_shift);
-        t_yy[r][c] = (vmaf_u32)((a_yy + sq_round) >> sq_shift);
-        t_xy[r][c] = (vmaf_u32)((a_xy + sq_round) >> sq_shift);
     }
     __syncthreads();
 
+    /* Horizontal pass: lane = row, warp = group of VIF_RUN columns. */
+    const int row = tx;
+    const int col0 = ty * VIF_RUN;
+    const int base = row * PITCH + col0;
+    vmaf_u32 mu1[VIF_RUN], mu2[VIF_RUN];
+    vmaf_u64 xx[VIF_RUN], yy[VIF_RUN], xy[VIF_RUN];
+    vif_hrun<SCALE, vmaf_u32>(t_mu1 + base, mu1);
+    vif_hrun<SCALE, vmaf_u32>(t_mu2 + base, mu2);
+    vif_hrun<SCALE, vmaf_u64>(t_xx + base, xx);
+    vif_hrun<SCALE, vmaf_u64>(t_yy + base, yy);
+    vif_hrun<SCALE, vmaf_u64>(t_xy + base, xy);
+
     vmaf_i64 num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
-    const int tx = threadIdx.x;
-    for (int ty = threadIdx.y; ty < VIF_TILE_H; ty += VIF_BLOCK_H) {
-    if (x0 + tx < w && y0 + ty < h) {
-        vmaf_u32 mu1 = 0, mu2 = 0;
-        vmaf_u64 xx = 0, yy = 0, xy = 0;
-        for (int k = 0; k < fw; k++) {
-            const vmaf_u32 f = vif_filter[scale][k];
-            mu1 += f * t_mu1[ty][tx + k];
-            mu2 += f * t_mu2[ty][tx + k];
-            xx += (vmaf_u64)f * t_xx[ty][tx + k];
-            yy += (vmaf_u64)f * t_yy[ty][tx + k];
-            xy += (vmaf_u64)f * t_xy[ty][tx + k];
-        }
-        const vmaf_u32 mu1_sq = (vmaf_u32)(((vmaf_u64)mu1 * mu1 + 2147483648ull) >> 32);
-        const vmaf_u32 mu2_sq = (vmaf_u32)(((vmaf_u64)mu2 * mu2 + 2147483648ull) >> 32);
-        const vmaf_u32 mu1_mu2 = (vmaf_u32)(((vmaf_u64)mu1 * mu2 + 2147483648ull) >> 32);
-        const vmaf_u32 xx_f = (vmaf_u32)((xx + 32768) >> 16);
-        const vmaf_u32 yy_f = (vmaf_u32)((yy + 32768) >> 16);
-        const vmaf_u32 xy_f = (vmaf_u32)((xy + 32768) >> 16);
+    const bool row_in = y0 + row < h;
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++) {
+        if (!row_in || x0 + col0 + o >= w)
+            continue;
+        const vmaf_u32 mu1_sq = (vmaf_u32)(((vmaf_u64)mu1[o] * mu1[o] + 2147483648ull) >> 32);
+        const vmaf_u32 mu2_sq = (vmaf_u32)(((vmaf_u64)mu2[o] * mu2[o] + 2147483648ull) >> 32);
+        const vmaf_u32 mu1_mu2 = (vmaf_u32)(((vmaf_u64)mu1[o] * mu2[o] + 2147483648ull) >> 32);
+        const vmaf_u32 xx_f = (vmaf_u32)((xx[o] + 32768) >> 16);
+        const vmaf_u32 yy_f = (vmaf_u32)((yy[o] + 32768) >> 16);
+        const vmaf_u32 xy_f = (vmaf_u32)((xy[o] + 32768) >> 16);
         const vmaf_i32 sigma1_sq = (vmaf_i32)(xx_f - mu1_sq);
         vmaf_i32 sigma2_sq = (vmaf_i32)(yy_f - mu2_sq);
         const vmaf_i32 sigma12 = (vmaf_i32)(xy_f - mu1_mu2);
@@ -187,7 +261,6 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
             den_non_log += 1;
         }
     }
-    }
 
     vmaf_u64 s;
     s = vmaf_block_sum_u64((vmaf_u64)num_log, scratch);
@@ -203,18 +276,32 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     if (tid == 0 && s) VMAF_ATOMIC_ADD_U64(&acc[3], s);
 }
 
+/* The scale picks a compile-time filter width (the branch is uniform). */
+template <typename T>
+VMAF_DEVICE void vif_stats_any(const T *ref, const T *dis, int w, int h, int stride, int scale,
+                               int bpc, const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc)
+{
+    __shared__ vmaf_u64 smem[VIF_SMEM_U64];
+    switch (scale) {
+    case 0: vif_stats<T, 0>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
+    case 1: vif_stats<T, 1>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
+    case 2: vif_stats<T, 2>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
+    default: vif_stats<T, 3>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
+    }
+}
+
 VMAF_KERNEL void vmaf_vif_stats_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h, int stride,
                                    int scale, int bpc, const vmaf_u16 *log2_table, double egl,
                                    vmaf_u64 *acc)
 {
-    vif_stats<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc);
+    vif_stats_any<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc);
 }
 
 VMAF_KERNEL void vmaf_vif_stats_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
                                     int stride, int scale, int bpc, const vmaf_u16 *log2_table,
                                     double egl, vmaf_u64 *acc)
 {
-    vif_stats<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc);
+    vif_stats_any<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc);
 }
 
 /* Low-pass with the next scale's filter and keep even rows and columns:
@@ -229,45 +316,46 @@ VMAF_KERNEL void vmaf_vif_stats_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, in
 #define VIF_DOWN_IN_W (2 * VIF_DOWN_W + 2 * VIF_DOWN_HALF)
 #define VIF_DOWN_IN_H (2 * VIF_DOWN_H + 2 * VIF_DOWN_HALF)
 
-template <typename T>
-VMAF_DEVICE void vif_down(const T *ref, const T *dis, int w, int h, int stride, int scale, int bpc,
-                          vmaf_u16 *out_ref, vmaf_u16 *out_dis, int out_stride)
+template <typename T, int NEXT>
+VMAF_DEVICE void vif_down(const T *ref, const T *dis, int w, int h, int stride, int bpc,
+                          vmaf_u16 *out_ref, vmaf_u16 *out_dis, int out_stride,
+                          vmaf_u16 (*s_ref)[VIF_DOWN_IN_W], vmaf_u16 (*s_dis)[VIF_DOWN_IN_W],
+                          vmaf_u16 (*v_ref)[VIF_DOWN_IN_W], vmaf_u16 (*v_dis)[VIF_DOWN_IN_W])
 {
-    __shared__ vmaf_u16 s_ref[VIF_DOWN_IN_H][VIF_DOWN_IN_W];
-    __shared__ vmaf_u16 s_dis[VIF_DOWN_IN_H][VIF_DOWN_IN_W];
-    __shared__ vmaf_u16 v_ref[VIF_DOWN_H][VIF_DOWN_IN_W];
-    __shared__ vmaf_u16 v_dis[VIF_DOWN_H][VIF_DOWN_IN_W];
-    const int next = scale + 1;
-    const int fw = vif_filter_width[next];
-    const int half = fw / 2;
+    const int F = VifTaps<NEXT>::F;
+    const int HALF = F / 2;
+    const int IN_W = 2 * (VIF_DOWN_W - 1) + F, IN_H = 2 * (VIF_DOWN_H - 1) + F;
     const int ox0 = blockIdx.x * VIF_DOWN_W, oy0 = blockIdx.y * VIF_DOWN_H;
     /* Input window origin: row/column of tap 0 for the block's first output. */
-    const int x0 = 2 * ox0 - half, y0 = 2 * oy0 - half;
-    const int in_w = 2 * (VIF_DOWN_W - 1) + fw, in_h = 2 * (VIF_DOWN_H - 1) + fw;
-    const int tid = vmaf_thread_rank();
-    const int nthreads = blockDim.x * blockDim.y;
+    const int x0 = 2 * ox0 - HALF, y0 = 2 * oy0 - HALF;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * VIF_DOWN_W + tx;
+    const int nthreads = VIF_DOWN_W * VIF_DOWN_H;
 
-    for (int i = tid; i < in_w * in_h; i += nthreads) {
-        const int r = i / in_w, c = i % in_w;
-        const long long off = (long long)vif_reflect(y0 + r, h) * stride + vif_reflect(x0 + c, w);
-        s_ref[r][c] = (vmaf_u16)ref[off];
-        s_dis[r][c] = (vmaf_u16)dis[off];
+    for (int r = ty; r < IN_H; r += VIF_DOWN_H) {
+        const long long row = (long long)vif_reflect(y0 + r, h) * stride;
+        for (int c = tx; c < IN_W; c += VIF_DOWN_W) {
+            const long long off = row + vif_reflect(x0 + c, w);
+            s_ref[r][c] = (vmaf_u16)ref[off];
+            s_dis[r][c] = (vmaf_u16)dis[off];
+        }
     }
     __syncthreads();
 
     vmaf_u32 v_round, v_shift;
-    if (scale == 0) {
+    if (NEXT == 1) {
         v_shift = bpc;
         v_round = 1u << (bpc - 1);
     } else {
         v_shift = 16;
         v_round = 32768;
     }
-    for (int i = tid; i < VIF_DOWN_H * in_w; i += nthreads) {
-        const int r = i / in_w, c = i % in_w;
+    for (int i = tid; i < VIF_DOWN_H * IN_W; i += nthreads) {
+        const int r = i / IN_W, c = i % IN_W;
         vmaf_u32 a_ref = 0, a_dis = 0;
-        for (int k = 0; k < fw; k++) {
-            const vmaf_u32 f = vif_filter[next][k];
+#pragma unroll
+        for (int k = 0; k < F; k++) {
+            const vmaf_u32 f = vif_filter[NEXT][k];
             a_ref += f * (vmaf_u32)s_ref[2 * r + k][c];
             a_dis += f * (vmaf_u32)s_dis[2 * r + k][c];
         }
@@ -276,13 +364,13 @@ VMAF_DEVICE void vif_down(const T *ref, const T *dis, int w, int h, int stride, 
     }
     __syncthreads();
 
-    const int tx = threadIdx.x, ty = threadIdx.y;
     const int ox = ox0 + tx, oy = oy0 + ty;
     if (ox >= w / 2 || oy >= h / 2)
         return;
     vmaf_u32 h_ref = 0, h_dis = 0;
-    for (int k = 0; k < fw; k++) {
-        const vmaf_u32 f = vif_filter[next][k];
+#pragma unroll
+    for (int k = 0; k < F; k++) {
+        const vmaf_u32 f = vif_filter[NEXT][k];
         h_ref += f * (vmaf_u32)v_ref[ty][2 * tx + k];
         h_dis += f * (vmaf_u32)v_dis[ty][2 * tx + k];
     }
@@ -290,16 +378,41 @@ VMAF_DEVICE void vif_down(const T *ref, const T *dis, int w, int h, int stride, 
     out_dis[(long long)oy * out_stride + ox] = (vmaf_u16)((h_dis + 32768) >> 16);
 }
 
+/* `scale` is the scale being left (0..2); one set of shared arrays serves all. */
+template <typename T>
+VMAF_DEVICE void vif_down_any(const T *ref, const T *dis, int w, int h, int stride, int scale,
+                              int bpc, vmaf_u16 *out_ref, vmaf_u16 *out_dis, int out_stride)
+{
+    __shared__ vmaf_u16 s_ref[VIF_DOWN_IN_H][VIF_DOWN_IN_W];
+    __shared__ vmaf_u16 s_dis[VIF_DOWN_IN_H][VIF_DOWN_IN_W];
+    __shared__ vmaf_u16 v_ref[VIF_DOWN_H][VIF_DOWN_IN_W];
+    __shared__ vmaf_u16 v_dis[VIF_DOWN_H][VIF_DOWN_IN_W];
+    switch (scale) {
+    case 0:
+        vif_down<T, 1>(ref, dis, w, h, stride, bpc, out_ref, out_dis, out_stride, s_ref, s_dis,
+                       v_ref, v_dis);
+        break;
+    case 1:
+        vif_down<T, 2>(ref, dis, w, h, stride, bpc, out_ref, out_dis, out_stride, s_ref, s_dis,
+                       v_ref, v_dis);
+        break;
+    default:
+        vif_down<T, 3>(ref, dis, w, h, stride, bpc, out_ref, out_dis, out_stride, s_ref, s_dis,
+                       v_ref, v_dis);
+        break;
+    }
+}
+
 VMAF_KERNEL void vmaf_vif_down_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h, int stride,
                                   int scale, int bpc, vmaf_u16 *out_ref, vmaf_u16 *out_dis,
                                   int out_stride)
 {
-    vif_down<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, out_ref, out_dis, out_stride);
+    vif_down_any<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, out_ref, out_dis, out_stride);
 }
 
 VMAF_KERNEL void vmaf_vif_down_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
                                    int stride, int scale, int bpc, vmaf_u16 *out_ref,
                                    vmaf_u16 *out_dis, int out_stride)
 {
-    vif_down<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, out_ref, out_dis, out_stride);
+    vif_down_any<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, out_ref, out_dis, out_stride);
 }

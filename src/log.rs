@@ -72,3 +72,9 @@ macro_rules! log_warn {
 macro_rules! log_info {
     ($($t:tt)*) => { $crate::log::log($crate::log::LogLevel::Info, &format!($($t)*)) };
 }
+
+/// `log(Debug, ...)` with format arguments.
+#[macro_export]
+macro_rules! log_debug {
+    ($($t:tt)*) => { $crate::log::log($crate::log::LogLevel::Debug, &format!($($t)*)) };
+}

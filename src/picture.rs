@@ -59,7 +59,7 @@ pub fn plane_dims(pix_fmt: PixelFormat, w: usize, h: usize) -> [(usize, usize); 
 }
 
 /// Sample storage: 8-bit pictures hold bytes, deeper ones native-endian `u16`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Samples {
     U8(Vec<u8>),
     U16(Vec<u16>),
@@ -93,6 +93,22 @@ pub struct ReleaseHook(Box<dyn FnOnce(PictureData) + Send + Sync>);
 impl std::fmt::Debug for ReleaseHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ReleaseHook")
+    }
+}
+
+impl PictureData {
+    /// A deep copy of the samples and geometry (without any release hook).
+    pub fn duplicate(&self) -> PictureData {
+        PictureData {
+            pix_fmt: self.pix_fmt,
+            bpc: self.bpc,
+            w: self.w,
+            h: self.h,
+            stride: self.stride,
+            offset: self.offset,
+            samples: self.samples.clone(),
+            release: None,
+        }
     }
 }
 

@@ -1,16 +1,19 @@
-//! Luma planes of recent pictures on the device, kept per worker thread.
+//! Luma planes of recent pictures on the device, shared by the worker threads of a state.
 //!
-//! VIF, ADM and motion of one frame run one after the other on the same worker thread and read
-//! the same luma planes (motion also reads the previous reference), so each plane is packed into
-//! pinned memory and uploaded once instead of once per extractor. Entries hold a clone of their
-//! picture, so a cached address always means the same picture. Reusing an entry is safe without
-//! waiting: uploads and kernels of a thread are queued in order on its stream, and the pinned
-//! staging buffer waits for its previous copy before it is refilled. Also the small helpers the
-//! GPU dispatch modules share (typed plane access, dense plane views).
+//! VIF, ADM and motion of one frame read the same luma planes, and motion of the next frame
+//! (often on another thread) reads this frame's reference again, so each plane is packed into
+//! pinned memory and uploaded once per state: the first thread that needs it queues the upload
+//! on its stream and records an event, later users' streams wait on that event. Entries hold a
+//! clone of their picture, so a cached address always means the same picture; an entry is
+//! reused for another picture only when no thread holds it. Also the small helpers the GPU
+//! dispatch modules share (typed plane access, dense plane views).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{DevicePlane, Sample};
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::gpu::{DeviceBuffer, Event, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData, PlaneRef};
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
@@ -57,83 +60,173 @@ pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -
     Ok(())
 }
 
-/// Pictures kept per thread: this frame's pair, the previous reference and one spare.
-const ENTRIES: usize = 4;
+/// Idle planes kept beyond those in use, so a reference uploaded for frame `i` is usually
+/// still there when frame `i + 1` asks for it as the previous reference.
+const IDLE_SLACK: usize = 8;
 
-struct Entry<T: Sample> {
-    pic: Picture,
+/// One picture's luma plane: pinned staging and the device copy.
+struct Slot<T: Sample> {
     host: PinnedHostBuffer<T>,
     dev: DeviceBuffer<T>,
+    /// Whether the upload is queued; `ready` follows it.
+    uploaded: bool,
 }
 
-struct Uploads<T: Sample> {
+struct Plane<T: Sample> {
+    pic: Picture,
+    slot: RwLock<Slot<T>>,
+    /// Recorded on the uploading stream after the copy; other streams wait on it.
+    ready: Event,
+    last_use: AtomicU64,
+}
+
+struct Planes<T: Sample> {
     w: usize,
     h: usize,
-    entries: Vec<Entry<T>>,
-    next: usize,
+    entries: Vec<Arc<Plane<T>>>,
+    clock: u64,
 }
 
-/// Runs `f` with the luma planes of `pics` on the device (dense: rows `w` samples apart),
-/// uploading on `stream` those this thread does not hold already. All pictures must share the
-/// luma size and sample type.
+/// The uploaded luma planes of one state, shared by all its worker threads.
+pub(crate) struct PlaneCache<T: Sample> {
+    inner: Mutex<Planes<T>>,
+}
+
+impl<T: Sample> Default for PlaneCache<T> {
+    fn default() -> Self {
+        PlaneCache {
+            inner: Mutex::new(Planes {
+                w: 0,
+                h: 0,
+                entries: Vec::new(),
+                clock: 0,
+            }),
+        }
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<T: Sample> PlaneCache<T> {
+    /// The entry for `pic`: the cached one, else an idle entry (least recently used, when more
+    /// than IDLE_SLACK are idle) or a new one, marked not uploaded. An entry is idle when only
+    /// the cache holds it: users keep their `Arc` until their stream has finished with it.
+    fn acquire(&self, state: &GpuState, pic: &Picture) -> Result<Arc<Plane<T>>> {
+        let (w, h) = (pic.w[0], pic.h[0]);
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if (g.w, g.h) != (w, h) {
+            // A new size: drop the idle planes of the old one (busy ones go with their users).
+            g.entries.clear();
+            (g.w, g.h) = (w, h);
+        }
+        g.clock += 1;
+        let now = g.clock;
+        if let Some(e) = g.entries.iter().find(|e| Arc::ptr_eq(&e.pic, pic)) {
+            e.last_use.store(now, Ordering::Relaxed);
+            return Ok(e.clone());
+        }
+        let idle: Vec<usize> = (0..g.entries.len())
+            .filter(|&i| Arc::strong_count(&g.entries[i]) == 1)
+            .collect();
+        if idle.len() > IDLE_SLACK {
+            let i = idle
+                .into_iter()
+                .min_by_key(|&i| g.entries[i].last_use.load(Ordering::Relaxed))
+                .unwrap_or(0);
+            if let Some(e) = Arc::get_mut(&mut g.entries[i]) {
+                e.pic = pic.clone();
+                e.slot.get_mut().unwrap_or_else(|e| e.into_inner()).uploaded = false;
+                e.last_use.store(now, Ordering::Relaxed);
+                return Ok(g.entries[i].clone());
+            }
+        }
+        let dev = state.device();
+        let e = Arc::new(Plane {
+            pic: pic.clone(),
+            slot: RwLock::new(Slot {
+                host: PinnedHostBuffer::new(dev, w * h)?,
+                dev: DeviceBuffer::new(dev, w * h)?,
+                uploaded: false,
+            }),
+            ready: Event::new(dev)?,
+            last_use: AtomicU64::new(now),
+        });
+        g.entries.push(e.clone());
+        crate::log_debug!(
+            "GPU plane cache: {} planes of {w}x{h} ({} MiB on the device)",
+            g.entries.len(),
+            (g.entries.len() * w * h * std::mem::size_of::<T>()) >> 20
+        );
+        Ok(e)
+    }
+}
+
+/// Queues the upload of `plane` on `stream` unless some thread already did.
+fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Result<()> {
+    if read(&plane.slot).uploaded {
+        return Ok(());
+    }
+    let mut s = plane.slot.write().unwrap_or_else(|e| e.into_inner());
+    if s.uploaded {
+        return Ok(());
+    }
+    let n = plane.pic.w[0] * plane.pic.h[0];
+    let slot = &mut *s;
+    pack_luma(&plane.pic, slot.host.as_mut_slice()?)?;
+    slot.dev.upload_async(stream, &mut slot.host, n)?;
+    plane.ready.record(stream)?;
+    slot.uploaded = true;
+    Ok(())
+}
+
+/// Runs `f` with the luma planes of `pics` on the device (dense: rows `w` samples apart).
+/// Planes are shared by every worker thread of the state: each is packed and uploaded once
+/// (by whichever thread needs it first) and the calling stream waits for that upload. `f`
+/// must leave its stream idle (its results read back) before returning, because a plane
+/// becomes reusable once its users have returned. All pictures must share the luma size and
+/// sample type.
 pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
     state: &GpuState,
     stream: &Stream,
     pics: [&Picture; N],
     f: impl FnOnce([&DeviceBuffer<T>; N]) -> Result<R>,
 ) -> Result<R> {
-    const { assert!(N <= ENTRIES) };
     let (w, h) = (pics[0].w[0], pics[0].h[0]);
     if pics.iter().any(|p| (p.w[0], p.h[0]) != (w, h)) {
         return Err(Error::inval("pictures differ in luma size"));
     }
-    state.with_scratch(|slot: &mut Option<Uploads<T>>| {
-        if slot.as_ref().is_none_or(|u| (u.w, u.h) != (w, h)) {
-            *slot = None;
-            *slot = Some(Uploads {
-                w,
-                h,
-                entries: Vec::with_capacity(ENTRIES),
-                next: 0,
-            });
+    let cache = state.shared::<PlaneCache<T>>();
+    let mut planes: Vec<Arc<Plane<T>>> = Vec::with_capacity(N);
+    for pic in pics {
+        let p = cache.acquire(state, pic)?;
+        // The same picture twice (e.g. reference == distorted) is one plane.
+        if !planes.iter().any(|q| Arc::ptr_eq(q, &p)) {
+            planes.push(p);
         }
-        let u = slot
-            .as_mut()
-            .ok_or_else(|| Error::inval("no upload cache"))?;
-        let mut idx = [usize::MAX; N];
-        for (k, pic) in pics.iter().enumerate() {
-            if let Some(i) = u
-                .entries
-                .iter()
-                .position(|e| std::sync::Arc::ptr_eq(&e.pic, pic))
-            {
-                idx[k] = i;
-                continue;
-            }
-            let i = if u.entries.len() < ENTRIES {
-                let dev = state.device();
-                u.entries.push(Entry {
-                    pic: (*pic).clone(),
-                    host: PinnedHostBuffer::new(dev, w * h)?,
-                    dev: DeviceBuffer::new(dev, w * h)?,
-                });
-                u.entries.len() - 1
-            } else {
-                // Round-robin victim that this call does not use.
-                let mut i = u.next;
-                while idx.contains(&i) {
-                    i = (i + 1) % ENTRIES;
-                }
-                u.next = (i + 1) % ENTRIES;
-                u.entries[i].pic = (*pic).clone();
-                i
-            };
-            let e = &mut u.entries[i];
-            pack_luma(pic, e.host.as_mut_slice()?)?;
-            e.dev.upload_async(stream, &mut e.host, w * h)?;
-            idx[k] = i;
-        }
-        let bufs: [&DeviceBuffer<T>; N] = std::array::from_fn(|k| &u.entries[idx[k]].dev);
-        f(bufs)
-    })
+    }
+    // Uploads first, one lock at a time; then only read locks, which no writer can block
+    // because every plane here is uploaded and held (so not reusable).
+    for p in &planes {
+        ensure_uploaded(p, stream)?;
+    }
+    let guards: Vec<RwLockReadGuard<'_, Slot<T>>> = planes.iter().map(|p| read(&p.slot)).collect();
+    for p in &planes {
+        stream.wait_event(&p.ready)?;
+    }
+    let bufs: [&DeviceBuffer<T>; N] = std::array::from_fn(|k| {
+        let i = planes
+            .iter()
+            .position(|p| Arc::ptr_eq(&p.pic, pics[k]))
+            .unwrap_or(0);
+        &guards[i].dev
+    });
+    let r = f(bufs);
+    if r.is_err() {
+        // Work queued before the failure may still read the planes; let it finish before
+        // they can be reused (best effort: the device may be gone).
+        let _ = stream.synchronize();
+    }
+    r
 }

@@ -45,11 +45,12 @@ fn sad_typed<T: Sample + PlaneAs>(state: &GpuState, prev: &Picture, cur: &Pictur
                     cur.bpc,
                     &s.rows,
                     &s.out_dev,
-                )
+                )?;
+                // Read back inside: the planes stay held until the stream is done with them.
+                s.out_dev.download_async(stream, &mut s.out_host, 1)?;
+                Ok(s.out_host.as_slice()?[0])
             },
-        )?;
-        s.out_dev.download_async(stream, &mut s.out_host, 1)?;
-        Ok(s.out_host.as_slice()?[0])
+        )
     })
 }
 

@@ -70,7 +70,7 @@ fn accums_typed<T: Sample + PlaneAs>(
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
         let stream = &*state.lane_stream()?;
         s.acc_dev.zero(stream)?;
-        with_luma(
+        let a = with_luma(
             state,
             stream,
             [r, d],
@@ -127,11 +127,11 @@ fn accums_typed<T: Sample + PlaneAs>(
                     cw /= 2;
                     ch /= 2;
                 }
-                Ok(())
+                // Read back inside: the planes stay held until the stream is done with them.
+                s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
+                s.acc_host.as_slice().map(|a| a.to_vec())
             },
         )?;
-        s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
-        let a = s.acc_host.as_slice()?;
         let mut out = [VifAccums::default(); 4];
         for (i, o) in out.iter_mut().enumerate() {
             // The device sums in two's complement; reinterpret as signed.

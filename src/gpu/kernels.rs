@@ -128,9 +128,9 @@ fn dims_u32(w: usize, h: usize) -> Result<(u32, u32)> {
     Ok((w, h))
 }
 
-/// VIF statistics tile (kernels/vif.hip `VIF_TILE_W` x `VIF_TILE_H`) and block
-/// (`VIF_TILE_W` x `VIF_BLOCK_H`: two output rows per thread).
-const VIF_TILE: (u32, u32) = (32, 16);
+/// VIF statistics tile (kernels/vif.hip `VIF_TW` x `VIF_TH`) and block (`VIF_TW` x
+/// `VIF_BLOCK_H`: four output rows per thread).
+const VIF_TILE: (u32, u32) = (32, 32);
 const VIF_BLOCK: (u32, u32) = (32, 8);
 
 /// Queues the VIF statistics of one scale: `acc[4*scale..4*scale+4] += (num_log, den_log,
@@ -240,7 +240,9 @@ pub fn vif_down<T: Sample>(
     }
 }
 
-/// Motion row block width (kernels/motion.hip `MOTION_BLOCK`).
+/// Motion tile (kernels/motion.hip `MOTION_TW` x `MOTION_TH`, blocks of 32 x 8 threads) and
+/// the reduction kernel's block (`MOTION_BLOCK`).
+const MOTION_TILE: (u32, u32) = (32, 32);
 const MOTION_BLOCK: u32 = 256;
 
 /// Queues the motion SAD of the blurred difference `prev - cur`: per-row sums go to
@@ -271,8 +273,12 @@ pub fn motion_sad<T: Sample>(
     let k_rows = state.kernel("motion", T::MOTION_ROWS_KERNEL)?;
     let k_reduce = state.kernel("motion", "vmaf_motion_reduce")?;
     let cfg = LaunchConfig {
-        grid: ((w as u32).div_ceil(MOTION_BLOCK), h as u32, 1),
-        block: (MOTION_BLOCK, 1, 1),
+        grid: (
+            (w as u32).div_ceil(MOTION_TILE.0),
+            (h as u32).div_ceil(MOTION_TILE.1),
+            1,
+        ),
+        block: (MOTION_TILE.0, 8, 1),
         shared_mem_bytes: 0,
     };
     // SAFETY: arguments match `vmaf_motion_rows_{u8,u16}(const T *prev, const T *cur, int w,

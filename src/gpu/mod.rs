@@ -44,6 +44,8 @@ pub struct GpuState {
     /// One stream per worker thread, so frames in flight on different threads overlap on the
     /// device (uploads of one frame with kernels of another).
     lanes: Mutex<HashMap<ThreadId, Arc<Stream>>>,
+    /// Per type: values every thread shares (the uploaded-plane cache).
+    shared: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for GpuState {
@@ -95,6 +97,7 @@ impl GpuState {
             kernels: Mutex::new(HashMap::new()),
             scratch: Mutex::new(HashMap::new()),
             lanes: Mutex::new(HashMap::new()),
+            shared: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -143,6 +146,18 @@ impl GpuState {
         let k = Arc::new(module.kernel(entry)?);
         map.insert((file, entry.to_string()), k.clone());
         Ok(k)
+    }
+
+    /// The state's one value of type `S`, shared by every thread (created on first use).
+    pub fn shared<S: Any + Send + Sync + Default>(&self) -> Arc<S> {
+        let mut map = lock(&self.shared);
+        let v = map
+            .entry(TypeId::of::<S>())
+            .or_insert_with(|| Arc::new(S::default()))
+            .clone();
+        drop(map);
+        // The map holds an `S` under `TypeId::of::<S>()`, so the downcast cannot fail.
+        v.downcast::<S>().unwrap_or_else(|_| Arc::new(S::default()))
     }
 
     /// Runs `f` with the calling thread's scratch value of type `S` (None the first time; what

@@ -116,7 +116,7 @@ fn accumulate_typed<T: Sample + PlaneAs>(
         let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
         let stream = &*state.lane_stream()?;
         s.out_dev.zero(stream)?;
-        with_luma(
+        let o = with_luma(
             state,
             stream,
             [r, d],
@@ -161,12 +161,12 @@ fn accumulate_typed<T: Sample + PlaneAs>(
                     kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
                     (pw, ph) = (bw, bh);
                 }
-                Ok(())
+                // Read back inside: the planes stay held until the stream is done with them.
+                s.out_dev
+                    .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
+                s.out_host.as_slice().map(|o| o.to_vec())
             },
         )?;
-        s.out_dev
-            .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
-        let o = s.out_host.as_slice()?;
         let mut acc = [ScaleAccum::default(); NUM_SCALES];
         for (scale, a) in acc.iter_mut().enumerate() {
             let v = &o[SLOTS * scale..SLOTS * (scale + 1)];
