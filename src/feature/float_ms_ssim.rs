@@ -6,10 +6,13 @@
 //! maximum).
 
 use crate::error::{Error, Result};
+use crate::feature::float_ssim_gpu;
 use crate::feature::ssim_tools::{
-    check_pair, decimate, luma_to_float, max_db, ssim_means, to_db, GAUSSIAN_LEN, LPF_9X9,
+    check_pair, decimate, luma_to_float, max_db, ssim_means, to_db, SsimMeans, GAUSSIAN_LEN,
+    LPF_9X9,
 };
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::GpuSet;
 use crate::picture::PictureData;
 
 /// Full feature names this extractor provides.
@@ -63,34 +66,52 @@ pub struct MsSsim {
     pub s: [f64; SCALES],
 }
 
-/// Computes MS-SSIM of the luma planes.
-pub fn compute(reference: &PictureData, distorted: &PictureData) -> Result<MsSsim> {
+/// Checks that a `w`x`h` luma plane is large enough for every scale.
+pub fn check_size(w: usize, h: usize) -> Result<()> {
     // Upstream's size check halves with truncation, although the pyramid rounds up.
-    let (mut cw, mut ch) = (reference.w[0], reference.h[0]);
+    let (mut cw, mut ch) = (w, h);
     for _ in 0..SCALES {
         if cw < GAUSSIAN_LEN || ch < GAUSSIAN_LEN {
             return Err(Error::inval(format!(
-                "float_ms_ssim: {}x{} is too small for {SCALES} scales",
-                reference.w[0], reference.h[0]
+                "float_ms_ssim: {w}x{h} is too small for {SCALES} scales"
             )));
         }
         cw /= 2;
         ch /= 2;
     }
+    Ok(())
+}
+
+/// Computes MS-SSIM of the luma planes.
+pub fn compute(reference: &PictureData, distorted: &PictureData) -> Result<MsSsim> {
+    check_size(reference.w[0], reference.h[0])?;
     let mut r = luma_to_float(reference)?;
     let mut d = luma_to_float(distorted)?;
+    let mut means = [SsimMeans {
+        ssim: 0.0,
+        l: 0.0,
+        c: 0.0,
+        s: 0.0,
+    }; SCALES];
+    for (i, m) in means.iter_mut().enumerate() {
+        if i > 0 {
+            r = decimate(&r, 2, &LPF_9X9, 9);
+            d = decimate(&d, 2, &LPF_9X9, 9);
+        }
+        *m = ssim_means(&r, &d)?;
+    }
+    finish(&means)
+}
+
+/// MS-SSIM from each scale's SSIM means.
+pub fn finish(means: &[SsimMeans; SCALES]) -> Result<MsSsim> {
     let mut out = MsSsim {
         score: 1.0,
         l: [0.0; SCALES],
         c: [0.0; SCALES],
         s: [0.0; SCALES],
     };
-    for i in 0..SCALES {
-        if i > 0 {
-            r = decimate(&r, 2, &LPF_9X9, 9);
-            d = decimate(&d, 2, &LPF_9X9, 9);
-        }
-        let m = ssim_means(&r, &d)?;
+    for (i, m) in means.iter().enumerate() {
         let (l, c, s) = (f64::from(m.l), f64::from(m.c), f64::from(m.s));
         out.score *= l.powf(f64::from(ALPHAS[i]))
             * c.powf(f64::from(BETAS[i]))
@@ -108,6 +129,8 @@ pub fn compute(reference: &PictureData, distorted: &PictureData) -> Result<MsSsi
 /// The float_ms_ssim extractor.
 pub struct FloatMsSsim {
     opts: Opts,
+    /// GPU the scores are computed on, when one was imported.
+    gpu: Option<GpuSet>,
     enable_lcs: bool,
     enable_db: bool,
     clip_db: bool,
@@ -118,11 +141,20 @@ impl FloatMsSsim {
     pub fn new(opts: &Dict) -> Result<Self> {
         let o = Opts::parse(&OPTIONS, opts)?;
         Ok(FloatMsSsim {
+            gpu: None,
             enable_lcs: o.bool("enable_lcs"),
             enable_db: o.bool("enable_db"),
             clip_db: o.bool("clip_db"),
             opts: o,
         })
+    }
+}
+
+impl FloatMsSsim {
+    /// Computes on `gpu` when given (same scores as the CPU).
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
+        self.gpu = gpu;
+        self
     }
 }
 
@@ -138,7 +170,14 @@ impl Extractor for FloatMsSsim {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair("float_ms_ssim", r, d)?;
-        let m = compute(r, d)?;
+        let m = match &self.gpu {
+            Some(g) => float_ssim_gpu::float_ms_ssim(
+                g.for_frame(input.index),
+                input.reference,
+                input.distorted,
+            )?,
+            None => compute(r, d)?,
+        };
         let mut score = m.score;
         if self.enable_db {
             let cap = if self.clip_db {

@@ -6,11 +6,13 @@
 //! and `scale` (decimation factor; 0 picks `round(min(w, h) / 256)`, at least 1).
 
 use crate::error::{Error, Result};
+use crate::feature::float_ssim_gpu;
 use crate::feature::ssim_tools::{
     check_pair, decimate, decimated_len, luma_to_float, max_db, ssim_means, to_db, SsimMeans,
     GAUSSIAN_LEN,
 };
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::GpuSet;
 
 /// Full feature names this extractor provides.
 pub const PROVIDED_FEATURES: &[&str] = &["float_ssim"];
@@ -44,24 +46,37 @@ pub fn auto_scale(scale: i32, w: usize, h: usize) -> usize {
     iqa_round(min as f32 / 256.0f32).max(1) as usize
 }
 
+/// The decimation factor for a `w`x`h` luma plane (see [`auto_scale`]), or an error when the
+/// decimated picture is smaller than the SSIM window.
+pub fn checked_scale(scale: i32, w: usize, h: usize) -> Result<usize> {
+    let scale = auto_scale(scale, w, h);
+    if scale > 1
+        && (decimated_len(w, scale) < GAUSSIAN_LEN || decimated_len(h, scale) < GAUSSIAN_LEN)
+    {
+        return Err(Error::inval(format!(
+            "float_ssim: {w}x{h} is too small for decimation by {scale}"
+        )));
+    }
+    Ok(scale)
+}
+
+/// Upstream's box taps for decimation by `scale`: 1/(scale²) in float, applied without
+/// normalisation.
+pub fn box_taps(scale: usize) -> Vec<f32> {
+    vec![1.0f32 / (scale * scale) as f32; scale * scale]
+}
+
 /// SSIM means of a luma pair after decimating by `scale` with a `scale`x`scale` box filter.
 pub fn compute(
     reference: &crate::picture::PictureData,
     distorted: &crate::picture::PictureData,
     scale: i32,
 ) -> Result<SsimMeans> {
-    let (w, h) = (reference.w[0], reference.h[0]);
-    let scale = auto_scale(scale, w, h);
+    let scale = checked_scale(scale, reference.w[0], reference.h[0])?;
     let mut r = luma_to_float(reference)?;
     let mut d = luma_to_float(distorted)?;
     if scale > 1 {
-        if decimated_len(w, scale) < GAUSSIAN_LEN || decimated_len(h, scale) < GAUSSIAN_LEN {
-            return Err(Error::inval(format!(
-                "float_ssim: {w}x{h} is too small for decimation by {scale}"
-            )));
-        }
-        // Upstream's box taps: 1/(scale²) in float, applied without normalisation.
-        let taps = vec![1.0f32 / (scale * scale) as f32; scale * scale];
+        let taps = box_taps(scale);
         r = decimate(&r, scale, &taps, scale);
         d = decimate(&d, scale, &taps, scale);
     }
@@ -71,6 +86,8 @@ pub fn compute(
 /// The float_ssim extractor.
 pub struct FloatSsim {
     opts: Opts,
+    /// GPU the scores are computed on, when one was imported.
+    gpu: Option<GpuSet>,
     enable_lcs: bool,
     enable_db: bool,
     clip_db: bool,
@@ -82,12 +99,21 @@ impl FloatSsim {
     pub fn new(opts: &Dict) -> Result<Self> {
         let o = Opts::parse(&OPTIONS, opts)?;
         Ok(FloatSsim {
+            gpu: None,
             enable_lcs: o.bool("enable_lcs"),
             enable_db: o.bool("enable_db"),
             clip_db: o.bool("clip_db"),
             scale: o.int("scale"),
             opts: o,
         })
+    }
+}
+
+impl FloatSsim {
+    /// Computes on `gpu` when given (same scores as the CPU).
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
+        self.gpu = gpu;
+        self
     }
 }
 
@@ -103,7 +129,15 @@ impl Extractor for FloatSsim {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair("float_ssim", r, d)?;
-        let m = compute(r, d, self.scale)?;
+        let m = match &self.gpu {
+            Some(g) => float_ssim_gpu::float_ssim(
+                g.for_frame(input.index),
+                input.reference,
+                input.distorted,
+                self.scale,
+            )?,
+            None => compute(r, d, self.scale)?,
+        };
         let mut score = f64::from(m.ssim);
         if self.enable_db {
             let cap = if self.clip_db {

@@ -16,6 +16,7 @@ pub mod cambi;
 pub mod ciede;
 pub mod float_ms_ssim;
 pub mod float_ssim;
+pub mod float_ssim_gpu;
 pub mod gpu_frames;
 pub mod motion;
 pub mod motion_gpu;
@@ -123,8 +124,8 @@ pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dy
         "adm" => Box::new(adm::Adm::new(opts)?.with_gpu(gpu)),
         "motion" => Box::new(motion::Motion::new(opts)?.with_gpu(gpu)),
         "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
-        "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?),
-        "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?),
+        "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?.with_gpu(gpu)),
+        "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?.with_gpu(gpu)),
         "cambi" => Box::new(cambi::Cambi::new(opts)?),
         "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),

@@ -62,6 +62,17 @@ pub fn check_pair(name: &str, reference: &PictureData, distorted: &PictureData) 
     Ok(())
 }
 
+/// What `bpc`-bit samples are divided by to reach the 8-bit scale.
+pub fn luma_scaler(bpc: u32) -> Result<f32> {
+    match bpc {
+        8 => Ok(1.0),
+        10 => Ok(4.0),
+        12 => Ok(16.0),
+        16 => Ok(256.0),
+        b => Err(Error::inval(format!("unsupported bit depth {b}"))),
+    }
+}
+
 /// The luma plane as floats on the 8-bit scale: deeper samples are divided by 2^(bpc-8)
 /// (a float division, exact for these powers of two).
 pub fn luma_to_float(pic: &PictureData) -> Result<FloatImage> {
@@ -74,12 +85,7 @@ pub fn luma_to_float(pic: &PictureData) -> Result<FloatImage> {
             }
         }
         PlaneRef::U16(p) => {
-            let scaler = match pic.bpc {
-                10 => 4.0f32,
-                12 => 16.0,
-                16 => 256.0,
-                b => return Err(Error::inval(format!("unsupported bit depth {b}"))),
-            };
+            let scaler = luma_scaler(pic.bpc)?;
             for row in p.chunks(stride).take(h) {
                 data.extend(row[..w].iter().map(|&v| f32::from(v) / scaler));
             }
@@ -272,10 +278,7 @@ pub fn ssim_means(r: &FloatImage, d: &FloatImage) -> Result<SsimMeans> {
     conv.convolve(w, h, &prod, &mut cov);
     drop(prod);
 
-    // K·L is a float times the int 255, squared in float.
-    let c1 = (0.01f32 * 255.0) * (0.01f32 * 255.0);
-    let c2 = (0.03f32 * 255.0) * (0.03f32 * 255.0);
-    let c3 = c2 / 2.0;
+    let [c1, c2, c3] = ssim_constants();
     let (mut ssim_sum, mut l_sum, mut c_sum, mut s_sum) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for i in 0..n {
         let (mr, md) = (mu_r[i], mu_d[i]);
@@ -297,13 +300,26 @@ pub fn ssim_means(r: &FloatImage, d: &FloatImage) -> Result<SsimMeans> {
         c_sum += c;
         s_sum += s;
     }
-    let count = n as f64;
-    Ok(SsimMeans {
-        ssim: (ssim_sum / count) as f32,
-        l: (l_sum / count) as f32,
-        c: (c_sum / count) as f32,
-        s: (s_sum / count) as f32,
-    })
+    Ok(means_from_sums([ssim_sum, l_sum, c_sum, s_sum], n))
+}
+
+/// SSIM's stabilising constants C1, C2 and C3 = C2/2 (K1 0.01, K2 0.03, L 255).
+pub fn ssim_constants() -> [f32; 3] {
+    // K·L is a float times the int 255, squared in float.
+    let c1 = (0.01f32 * 255.0) * (0.01f32 * 255.0);
+    let c2 = (0.03f32 * 255.0) * (0.03f32 * 255.0);
+    [c1, c2, c2 / 2.0]
+}
+
+/// The means from the sums of the ssim, l, c and s terms over `count` window positions.
+pub fn means_from_sums(sums: [f64; 4], count: usize) -> SsimMeans {
+    let count = count as f64;
+    SsimMeans {
+        ssim: (sums[0] / count) as f32,
+        l: (sums[1] / count) as f32,
+        c: (sums[2] / count) as f32,
+        s: (sums[3] / count) as f32,
+    }
 }
 
 /// Peak-SNR style cap for dB scores: `ceil(10·log10(peak² / (0.5 / (w·h))))`, with upstream's
