@@ -31,6 +31,8 @@ struct Args {
     /// Distinct picture pairs per case: each frame gets its own pictures, as from a decoder,
     /// so nothing is served from the GPU's plane cache by picture identity.
     pool: usize,
+    /// Also time GPU runs from page-locked pictures (as from `vmaf_hip_preallocate_pictures`).
+    pinned: bool,
     /// A VMAF v1.0.16 model file (by path: not built in) for extra 1080p/2160p 8-bit rows.
     v1016: Option<String>,
 }
@@ -45,6 +47,7 @@ fn parse_args() -> Args {
         only: None,
         pool: 256,
         v1016: None,
+        pinned: false,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -61,6 +64,7 @@ fn parse_args() -> Args {
             "--no-gpu" => a.gpu = false,
             "--no-2160p" => a.big = false,
             "--no-cpu" => a.cpu = false,
+            "--pinned" => a.pinned = true,
             "--v1016" => {
                 a.v1016 = Some(v[i + 1].clone());
                 i += 1;
@@ -256,6 +260,24 @@ fn main() {
                     .iter()
                     .map(|&t| run(refs, dists, args.frames, t, Some(g)).0)
                     .fold(0.0, f64::max);
+                if args.pinned {
+                    let pin = |v: &[Picture]| -> Vec<Picture> {
+                        v.iter()
+                            .map(|p| {
+                                Arc::new(
+                                    vmaf_hip::gpu::pin_picture(g.device(), p.duplicate())
+                                        .expect("page-lock"),
+                                )
+                            })
+                            .collect()
+                    };
+                    let (pr, pd) = (pin(refs), pin(dists));
+                    let (gp, ps) = [cores, 2 * cores]
+                        .iter()
+                        .map(|&t| run(&pr, &pd, args.frames, t, Some(g)))
+                        .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
+                    println!("  page-locked pictures: gpu Nt {gp:.1} fps (pooled vmaf {ps:.6})");
+                }
                 let (_, gs) = run(refs, dists, n, cores, Some(g));
                 assert!(
                     gs == s1,

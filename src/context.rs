@@ -167,6 +167,11 @@ impl Context {
         self.flushed
     }
 
+    /// The imported GPU states, if any.
+    pub fn gpu_set(&self) -> Option<&crate::gpu::GpuSet> {
+        self.gpu.as_ref()
+    }
+
     /// Hands a GPU state to this context (`vmaf_hip_import_state`): extractors use their GPU
     /// version where one exists. Importing states of several devices spreads the frames over
     /// them (frame `i` on state `i % n`). Ignored when `gpumask` is non-zero.

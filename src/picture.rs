@@ -82,6 +82,9 @@ pub struct PictureData {
     /// Row pitch of each plane, in samples.
     pub stride: [usize; 3],
     offset: [usize; 3],
+    /// Page-locking of `samples` (pictures from a pinned pool). Declared before `samples`
+    /// so it drops first: unlocking waits for any upload still reading the memory.
+    pinned: Option<crate::gpu::HostRegistration>,
     samples: Samples,
     /// Receives the buffer when the last reference drops (picture pools recycle it).
     release: Option<ReleaseHook>,
@@ -106,9 +109,28 @@ impl PictureData {
             h: self.h,
             stride: self.stride,
             offset: self.offset,
+            pinned: None,
             samples: self.samples.clone(),
             release: None,
         }
+    }
+
+    /// The sample buffer's address and size in bytes (for page-locking it).
+    pub fn sample_buffer(&mut self) -> (*mut u8, usize) {
+        match &mut self.samples {
+            Samples::U8(v) => (v.as_mut_ptr(), v.len()),
+            Samples::U16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
+        }
+    }
+
+    /// Attaches the page-locking of this picture's sample buffer (see [`Self::sample_buffer`]).
+    pub fn set_pinned(&mut self, reg: crate::gpu::HostRegistration) {
+        self.pinned = Some(reg);
+    }
+
+    /// The page-locking of the sample buffer, for pictures from a pinned pool.
+    pub fn pinned(&self) -> Option<&crate::gpu::HostRegistration> {
+        self.pinned.as_ref()
     }
 }
 
@@ -123,6 +145,7 @@ impl Drop for PictureData {
                 h: self.h,
                 stride: self.stride,
                 offset: self.offset,
+                pinned: self.pinned.take(),
                 samples,
                 release: None,
             });
@@ -169,6 +192,7 @@ impl PictureData {
             h: [dims[0].1, dims[1].1, dims[2].1],
             stride,
             offset,
+            pinned: None,
             samples,
             release: None,
         })

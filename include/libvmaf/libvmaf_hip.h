@@ -70,6 +70,48 @@ void vmaf_hip_state_free(VmafHipState **state);
  * there are none. */
 int vmaf_hip_list_devices(void);
 
+/* ------------------------------------------------------------------------
+ * Extensions: vmaf-hip only, not part of upstream libvmaf. Test for them with
+ * VMAF_HIP_HAVE_PREALLOCATED_PICTURES.
+ * ------------------------------------------------------------------------ */
+#define VMAF_HIP_HAVE_PREALLOCATED_PICTURES 1
+
+/* Where vmaf_hip_preallocate_pictures() puts picture memory. */
+enum VmafHipPicturePreallocationMethod {
+    /* No pool: the call does nothing and returns 0. */
+    VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE = 0,
+    /* Device memory the caller fills itself: not implemented yet (-ENOSYS). */
+    VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE = 1,
+    /* Ordinary host memory, as vmaf_preallocate_pictures(). */
+    VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST = 2,
+    /* Page-locked host memory: the GPU reads each luma plane in place, with
+     * no staging copy (when its rows are back to back: luma widths that are
+     * multiples of 32). */
+    VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED = 3,
+};
+
+typedef struct VmafHipPictureConfiguration {
+    VmafPictureParams pic_params;
+    enum VmafHipPicturePreallocationMethod pic_prealloc_method;
+    /* Pictures in the pool; 0 picks 2 per worker thread plus 4. */
+    unsigned pic_cnt;
+} VmafHipPictureConfiguration;
+
+/* Allocates the context's picture pool (replacing an earlier one, also one
+ * from vmaf_preallocate_pictures()). HOST_PINNED needs vmaf_hip_import_state()
+ * first and page-locks the pictures for every device.
+ * -EINVAL: vmaf is NULL, bad size, format or depth, unknown method, or
+ *          HOST_PINNED without an imported state.
+ * -ENOSYS: DEVICE (not implemented yet).
+ * -ENOMEM: memory could not be allocated or page-locked. */
+int vmaf_hip_preallocate_pictures(VmafContext *vmaf, VmafHipPictureConfiguration cfg);
+
+/* Takes a picture from the pool into *pic, blocking while all are in use. It
+ * goes back to the pool when released: by vmaf_picture_unref(), or by the
+ * library after vmaf_read_pictures() has used it. Safe from several threads.
+ * -EINVAL: NULL arguments, no pool, or the pool was closed by vmaf_close(). */
+int vmaf_hip_fetch_preallocated_picture(VmafContext *vmaf, VmafPicture *pic);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,7 +66,8 @@ const IDLE_SLACK: usize = 8;
 
 /// One picture's luma plane: pinned staging and the device copy.
 struct Slot<T: Sample> {
-    host: PinnedHostBuffer<T>,
+    /// Staging for pictures that are not page-locked (allocated on first use).
+    host: Option<PinnedHostBuffer<T>>,
     dev: DeviceBuffer<T>,
     /// Whether the upload is queued; `ready` follows it.
     uploaded: bool,
@@ -146,7 +147,7 @@ impl<T: Sample> PlaneCache<T> {
         let e = Arc::new(Plane {
             pic: pic.clone(),
             slot: RwLock::new(Slot {
-                host: PinnedHostBuffer::new(dev, w * h)?,
+                host: None,
                 dev: DeviceBuffer::new(dev, w * h)?,
                 uploaded: false,
             }),
@@ -172,10 +173,23 @@ fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Re
     if s.uploaded {
         return Ok(());
     }
-    let n = plane.pic.w[0] * plane.pic.h[0];
+    let pic = &plane.pic;
+    let n = pic.w[0] * pic.h[0];
     let slot = &mut *s;
-    pack_luma(&plane.pic, slot.host.as_mut_slice()?)?;
-    slot.dev.upload_async(stream, &mut slot.host, n)?;
+    match (pic.pinned(), T::plane_of(pic, 0)) {
+        // A page-locked picture with rows back to back: the DMA reads it in place.
+        (Some(reg), Some(luma)) if pic.stride[0] == pic.w[0] && luma.len() >= n => {
+            slot.dev.upload_registered_async(stream, reg, &luma[..n])?;
+        }
+        _ => {
+            let host = match &mut slot.host {
+                Some(h) => h,
+                None => slot.host.insert(PinnedHostBuffer::new(stream.device(), n)?),
+            };
+            pack_luma(pic, host.as_mut_slice()?)?;
+            slot.dev.upload_async(stream, host, n)?;
+        }
+    }
     plane.ready.record(stream)?;
     slot.uploaded = true;
     Ok(())

@@ -129,6 +129,95 @@ pub unsafe extern "C" fn vmaf_hip_state_free(state: *mut *mut HipStateHandle) {
     }));
 }
 
+/// `enum VmafHipPicturePreallocationMethod` (extension): where pooled pictures live.
+pub type VmafHipPicturePreallocationMethod = c_int;
+/// No pool; `vmaf_hip_preallocate_pictures` does nothing.
+pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE: c_int = 0;
+/// Device memory the caller fills itself: not implemented in this version (-ENOSYS).
+pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE: c_int = 1;
+/// Ordinary host memory (as `vmaf_preallocate_pictures`).
+pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST: c_int = 2;
+/// Page-locked host memory: uploads read the luma plane in place, without a staging copy.
+pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED: c_int = 3;
+
+/// `VmafHipPictureConfiguration` (extension), passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct VmafHipPictureConfiguration {
+    pub pic_params: crate::ffi::libvmaf::VmafPictureParams,
+    pub pic_prealloc_method: VmafHipPicturePreallocationMethod,
+    /// Pictures in the pool; 0 picks 2 per worker thread plus 4.
+    pub pic_cnt: std::ffi::c_uint,
+}
+
+/// Extension: allocates the context's picture pool for `vmaf_hip_fetch_preallocated_picture`
+/// (replacing an earlier pool). HOST_PINNED page-locks every picture for the devices of the
+/// imported GPU states, so their luma uploads need no staging copy. Returns 0; -EINVAL for NULL,
+/// a bad size/format/depth, an unknown method, or HOST_PINNED before `vmaf_hip_import_state`;
+/// -ENOSYS for DEVICE; -ENOMEM when memory cannot be allocated or page-locked.
+///
+/// # Safety
+/// `ctx` is NULL or a live context not used concurrently.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
+    ctx: *mut Context,
+    cfg: VmafHipPictureConfiguration,
+) -> c_int {
+    boundary("vmaf_hip_preallocate_pictures", || {
+        if ctx.is_null() {
+            return Err(Error::inval("context is NULL"));
+        }
+        // SAFETY: live and unaliased for the call (caller's contract).
+        let c = unsafe { &*ctx };
+        let p = cfg.pic_params;
+        let cnt = match cfg.pic_cnt {
+            0 => 2 * c.config().n_threads as usize + 4,
+            n => n as usize,
+        };
+        let make = || crate::ffi::picture::new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
+        match cfg.pic_prealloc_method {
+            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE => Ok(0),
+            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE => Err(Error::NotSupported(
+                "device-memory pictures are not supported; use HOST_PINNED".into(),
+            )),
+            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => {
+                super::pool::preallocate(ctx as usize, cnt, make)?;
+                Ok(0)
+            }
+            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED => {
+                let dev = c
+                    .gpu_set()
+                    .map(|g| g.states()[0].device().clone())
+                    .ok_or_else(|| Error::inval("HOST_PINNED needs vmaf_hip_import_state first"))?;
+                super::pool::preallocate(ctx as usize, cnt, || {
+                    crate::gpu::pin_picture(&dev, make()?)
+                        .map_err(|e| Error::NoMem(format!("page-locking a picture: {e}")))
+                })?;
+                Ok(0)
+            }
+            m => Err(Error::inval(format!("unknown preallocation method {m}"))),
+        }
+    })
+}
+
+/// Extension: takes a picture from the pool made by `vmaf_hip_preallocate_pictures` (blocking
+/// while every pooled picture is in use); it returns to the pool when released. Returns 0, or
+/// -EINVAL for NULL arguments, no pool, or a pool closed by `vmaf_close` while waiting.
+///
+/// # Safety
+/// `ctx` is NULL or live; `pic` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_hip_fetch_preallocated_picture(
+    ctx: *mut Context,
+    pic: *mut crate::ffi::picture::VmafPicture,
+) -> c_int {
+    boundary("vmaf_hip_fetch_preallocated_picture", || {
+        // SAFETY: forwarded caller's contract.
+        unsafe { crate::ffi::libvmaf::fetch_pooled(ctx, pic) }?;
+        Ok(0)
+    })
+}
+
 /// Prints one line per device to stdout and returns how many there are (0 when none).
 #[no_mangle]
 pub extern "C" fn vmaf_hip_list_devices() -> c_int {

@@ -508,15 +508,24 @@ pub unsafe extern "C" fn vmaf_fetch_preallocated_picture(
     pic: *mut VmafPicture,
 ) -> c_int {
     ffi_boundary!("vmaf_fetch_preallocated_picture", {
-        // The context itself is never dereferenced here: other threads may be using it.
-        non_null(vmaf, "context")?;
-        non_null(pic, "picture")?;
-        let data = pool::get(vmaf as usize)?.fetch()?;
-        let out = export_picture(data)?;
-        // SAFETY: non-NULL and writable (caller's contract); the old content is not read.
-        unsafe { pic.write(out) };
-        Ok(())
+        // SAFETY: forwarded caller's contract.
+        unsafe { fetch_pooled(vmaf, pic) }
     })
+}
+
+/// Takes a picture from the pool of `vmaf` into `*pic` (blocking while none is free).
+///
+/// # Safety
+/// `vmaf` is NULL or live; `pic` is NULL or writable.
+pub(crate) unsafe fn fetch_pooled(vmaf: *mut VmafContext, pic: *mut VmafPicture) -> Result<()> {
+    // The context itself is never dereferenced here: other threads may be using it.
+    non_null(vmaf, "context")?;
+    non_null(pic, "picture")?;
+    let data = pool::get(vmaf as usize)?.fetch()?;
+    let out = export_picture(data)?;
+    // SAFETY: non-NULL and writable (caller's contract); the old content is not read.
+    unsafe { pic.write(out) };
+    Ok(())
 }
 
 /// Waits for queued extraction, then frees the context (models are freed separately).

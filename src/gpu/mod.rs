@@ -25,8 +25,8 @@ pub mod sys;
 mod tests;
 
 pub use safe::{
-    enumerate, DeviceBuffer, DeviceCopy, DeviceInfo, DevicePtr, Event, Kernel, KernelArg,
-    LaunchConfig, Module, PinnedHostBuffer, Stream,
+    enumerate, DeviceBuffer, DeviceCopy, DeviceInfo, DevicePtr, Event, HostRegistration, Kernel,
+    KernelArg, LaunchConfig, Module, PinnedHostBuffer, Stream,
 };
 pub use safe::{Device, Fault};
 pub use sys::Vendor;
@@ -202,6 +202,21 @@ impl GpuSet {
     pub fn states(&self) -> &[Arc<GpuState>] {
         &self.0
     }
+}
+
+/// Page-locks the sample buffer of `pic` for every device (`dev` names the runtime to use), so
+/// GPU uploads read its luma plane in place instead of through a staging copy.
+pub fn pin_picture(
+    dev: &Arc<Device>,
+    mut pic: crate::picture::PictureData,
+) -> Result<crate::picture::PictureData> {
+    let (ptr, bytes) = pic.sample_buffer();
+    // SAFETY: the buffer belongs to `pic` and is never reallocated; the registration is stored
+    // in `pic`, whose field order drops it (waiting for copies, then unlocking) before the
+    // buffer is freed, and it moves with the buffer when a pool recycles the picture.
+    let reg = unsafe { HostRegistration::new(dev, ptr, bytes) }?;
+    pic.set_pinned(reg);
+    Ok(pic)
 }
 
 /// Human-readable description of every device, one per line, as `vmaf_hip_list_devices`

@@ -600,6 +600,101 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 }
 
+/// Existing host memory page-locked for DMA (`hipHostRegister` / `cuMemHostRegister`, portable
+/// to every device), so uploads read it directly instead of through a staging copy. Every copy
+/// from it leaves an event here, and dropping the registration waits for those copies before
+/// unlocking, so the memory cannot be released under a DMA while its owner drops this first.
+pub struct HostRegistration {
+    dev: Arc<Device>,
+    ptr: *mut c_void,
+    bytes: usize,
+    /// One event per device that copied from this memory, recorded after its latest copy.
+    copies: std::sync::Mutex<Vec<Event>>,
+}
+
+// SAFETY: the registration only describes memory owned elsewhere; the raw pointer is used for
+// runtime calls and range checks, never dereferenced here.
+unsafe impl Send for HostRegistration {}
+// SAFETY: as above; the event list is behind a mutex.
+unsafe impl Sync for HostRegistration {}
+
+impl std::fmt::Debug for HostRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRegistration")
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostRegistration {
+    /// Page-locks `bytes` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// The range must be one live allocation that neither moves nor is freed until this value
+    /// has been dropped.
+    pub unsafe fn new(dev: &Arc<Device>, ptr: *mut u8, bytes: usize) -> Result<Self> {
+        if ptr.is_null() || bytes == 0 {
+            return Err(Error::inval("nothing to page-lock"));
+        }
+        let p = ptr.cast::<c_void>();
+        let flags = sys::HOST_REGISTER_PORTABLE;
+        dev.call("host register", |api| match api {
+            // SAFETY: the caller guarantees the range stays allocated until Drop unregisters it.
+            Api::Hip(h) => unsafe { (h.fns.host_register)(p, bytes, flags) },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.mem_host_register)(p, bytes, flags) },
+        })?;
+        Ok(HostRegistration {
+            dev: dev.clone(),
+            ptr: p,
+            bytes,
+            copies: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether `data` lies inside the registered range.
+    pub fn covers<T>(&self, data: &[T]) -> bool {
+        let start = data.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(data);
+        let base = self.ptr as usize;
+        start >= base && end <= base + self.bytes
+    }
+
+    /// Records that a copy just queued on `stream` reads this memory.
+    fn mark_copy(&self, stream: &Stream) -> Result<()> {
+        let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match copies.iter().position(|e| Arc::ptr_eq(&e.dev, &stream.dev)) {
+            Some(i) => i,
+            None => {
+                copies.push(Event::new(&stream.dev)?);
+                copies.len() - 1
+            }
+        };
+        copies[i].record(stream)
+    }
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        let copies = std::mem::take(self.copies.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for ev in &copies {
+            if let Err(e) = ev.synchronize() {
+                crate::log_warn!("page-locked picture: {e}");
+            }
+        }
+        let p = self.ptr;
+        let r = self.dev.call("host unregister", |api| match api {
+            // SAFETY: `p` was registered in `new` and is unregistered once, after its copies.
+            Api::Hip(h) => unsafe { (h.fns.host_unregister)(p) },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.mem_host_unregister)(p) },
+        });
+        if let Err(e) = r {
+            crate::log_warn!("{e}");
+        }
+    }
+}
+
 impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
     fn drop(&mut self) {
         // A DMA still reading or writing this memory must finish before it is freed.
@@ -728,6 +823,41 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, s, bytes, stream.raw) },
         })?;
         src.mark_in_use(stream)
+    }
+
+    /// Queues a copy of `src`, which must lie in page-locked memory `reg`, to the start of
+    /// this buffer. `reg` waits for the copy before it can be dropped.
+    pub fn upload_registered_async(
+        &mut self,
+        stream: &Stream,
+        reg: &HostRegistration,
+        src: &[T],
+    ) -> Result<()> {
+        if !reg.covers(src) {
+            return Err(Error::inval(
+                "upload source is not in the page-locked range",
+            ));
+        }
+        let bytes = self.check_range("upload", src.len(), src.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // Create the completion marker before queueing, so a copy is never left unguarded.
+        reg.mark_copy(stream)?;
+        let (dst, s) = (self.ptr, src.as_ptr().cast::<c_void>());
+        self.dev.call("copy host to device", |api| match api {
+            // SAFETY: both ranges hold `bytes` bytes; `src` is inside `reg`, whose Drop waits for
+            // the event recorded below before the memory can be unlocked and freed.
+            Api::Hip(h) => unsafe {
+                (h.fns.memcpy_htod_async)(dst as *mut c_void, s, bytes, stream.raw)
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, s, bytes, stream.raw) },
+        })?;
+        reg.mark_copy(stream).inspect_err(|_| {
+            // Without the marker, wait for the copy here instead.
+            let _ = stream.synchronize();
+        })
     }
 
     /// Queues a copy of the first `count` elements of this buffer into `dst`.

@@ -51,6 +51,9 @@ pub type RawProgram = *mut c_void;
 
 // Values shared by both vendors' headers.
 pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `hipHostRegisterPortable` / `CU_MEMHOSTREGISTER_PORTABLE`: page-locked for every context.
+pub const HOST_REGISTER_PORTABLE: c_uint = 1;
+
 pub const EVENT_DISABLE_TIMING: c_uint = 2;
 // CUresult / hipError_t values we treat specially.
 pub const ERR_OUT_OF_MEMORY_CUDA: Status = 2;
@@ -114,6 +117,8 @@ fn_table! {
         free = "hipFree": fn(*mut c_void) -> Status;
         host_malloc = "hipHostMalloc": fn(*mut *mut c_void, usize, c_uint) -> Status;
         host_free = "hipHostFree": fn(*mut c_void) -> Status;
+        host_register = "hipHostRegister": fn(*mut c_void, usize, c_uint) -> Status;
+        host_unregister = "hipHostUnregister": fn(*mut c_void) -> Status;
         memcpy_htod_async = "hipMemcpyHtoDAsync":
             fn(*mut c_void, *const c_void, usize, RawStream) -> Status;
         memcpy_dtoh_async = "hipMemcpyDtoHAsync":
@@ -157,6 +162,8 @@ fn_table! {
         mem_free = "cuMemFree_v2": fn(RawDevPtr) -> Status;
         mem_host_alloc = "cuMemHostAlloc": fn(*mut *mut c_void, usize, c_uint) -> Status;
         mem_free_host = "cuMemFreeHost": fn(*mut c_void) -> Status;
+        mem_host_register = "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint) -> Status;
+        mem_host_unregister = "cuMemHostUnregister": fn(*mut c_void) -> Status;
         memcpy_htod_async = "cuMemcpyHtoDAsync_v2":
             fn(RawDevPtr, *const c_void, usize, RawStream) -> Status;
         memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2":

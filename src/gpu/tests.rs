@@ -339,3 +339,40 @@ fn frames_spread_over_states_match_cpu() {
     threaded.1.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(threaded, cpu_sorted);
 }
+
+/// Page-locked pictures: the registered range is checked, uploads read the picture in place,
+/// and VIF/ADM/motion computed from them equal the CPU's.
+#[test]
+fn page_locked_pictures_score_like_the_cpu() {
+    use crate::feature::{motion, motion_gpu, vif, vif_gpu};
+    let Some(state) = test_state() else { return };
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+    let pin =
+        |p: &crate::picture::Picture| Arc::new(pin_picture(state.device(), p.duplicate()).unwrap());
+    let pinned_refs: Vec<_> = refs.iter().take(3).map(pin).collect();
+    let pinned_dists: Vec<_> = dists.iter().take(3).map(pin).collect();
+    let reg = pinned_refs[0].pinned().unwrap();
+    let luma = match pinned_refs[0].plane(0) {
+        crate::picture::PlaneRef::U8(p) => p,
+        crate::picture::PlaneRef::U16(_) => unreachable!("8-bit clip"),
+    };
+    assert!(reg.covers(luma));
+    assert!(!reg.covers(&[0u8; 4][..]));
+    let mut buf = DeviceBuffer::<u8>::new(state.device(), 16).unwrap();
+    assert!(
+        buf.upload_registered_async(state.stream(), reg, &[1u8; 16])
+            .is_err(),
+        "memory outside the registration must be refused"
+    );
+    for i in 0..3 {
+        let (r, d) = (&pinned_refs[i], &pinned_dists[i]);
+        let cpu = vif::compute_accums(&refs[i], &dists[i], 100.0, false).unwrap();
+        let gpu = vif_gpu::compute_accums(&state, r, d, 100.0, false).unwrap();
+        assert_eq!(gpu, cpu, "vif frame {i}");
+        if i > 0 {
+            let cpu = motion::motion_sad(&refs[i - 1], &refs[i]).unwrap();
+            let gpu = motion_gpu::motion_sad(&state, &pinned_refs[i - 1], r).unwrap();
+            assert_eq!(gpu, cpu, "motion frame {i}");
+        }
+    }
+}
