@@ -1,0 +1,425 @@
+//! cambi on the GPU: kernels/cambi.hip computes the same 10-bit picture, flat-area mask, mode
+//! filtered scales and c-value maps as the CPU stages in [`super::cambi`]; the host pools the
+//! c-value maps with the CPU's own quickselect and weighting, so scores are identical.
+//!
+//! Only the pooling (a quickselect whose summation order defines the result) and the input
+//! range check stay on the host. Every picture size the CPU accepts works here.
+
+use super::cambi::{
+    decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, validate,
+    weighted_score, Setup, NUM_SCALES,
+};
+use super::gpu_frames::{dense, with_luma, PlaneAs};
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::picture::Picture;
+
+/// Per-thread device buffers, sized for pictures up to `cap` pixels at the processing size.
+struct Scratch {
+    cap: usize,
+    /// Ping-pong pictures and masks (decimation and the mode filter are out of place).
+    img: [DeviceBuffer<u16>; 2],
+    mask: [DeviceBuffer<u16>; 2],
+    /// All scales' c-value maps, one after the other.
+    cv: DeviceBuffer<f32>,
+    cv_host: PinnedHostBuffer<f32>,
+    lut: DeviceBuffer<f32>,
+    /// Adjusted thresholds then contrast weights.
+    params: DeviceBuffer<i32>,
+    params_host: PinnedHostBuffer<i32>,
+    /// Source columns then source rows of the preprocessing.
+    taps: DeviceBuffer<u32>,
+    taps_host: PinnedHostBuffer<u32>,
+    taps_cap: usize,
+}
+
+/// c-value entries of all scales of a `w`x`h` picture (an upper bound for any speed-up).
+fn cv_len(w: usize, h: usize) -> usize {
+    let (mut sw, mut sh, mut n) = (w, h, 0);
+    for _ in 0..=NUM_SCALES {
+        n += sw * sh;
+        sw = sw.div_ceil(2);
+        sh = sh.div_ceil(2);
+    }
+    n
+}
+
+impl Scratch {
+    fn new(state: &GpuState, w: usize, h: usize) -> Result<Self> {
+        let dev = state.device();
+        let cap = w * h;
+        let taps_cap = w + h;
+        let mut lut = DeviceBuffer::new(dev, reciprocal_lut().len())?;
+        lut.upload_blocking(state.stream(), reciprocal_lut())?;
+        let cvn = cv_len(w, h);
+        Ok(Scratch {
+            cap,
+            img: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
+            mask: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
+            cv: DeviceBuffer::new(dev, cvn)?,
+            cv_host: PinnedHostBuffer::new(dev, cvn)?,
+            lut,
+            params: DeviceBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
+            params_host: PinnedHostBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
+            taps: DeviceBuffer::new(dev, taps_cap)?,
+            taps_host: PinnedHostBuffer::new(dev, taps_cap)?,
+            taps_cap,
+        })
+    }
+
+    fn fits(&self, w: usize, h: usize) -> bool {
+        w * h <= self.cap && w + h <= self.taps_cap && cv_len(w, h) <= self.cv.len()
+    }
+}
+
+/// Runs the kernels for `pic` and gives `finish` the c-value maps of all scales, one after the
+/// other, with their sizes.
+fn with_c_values<T: Sample + PlaneAs, R>(
+    state: &GpuState,
+    s: &Setup,
+    pic: &Picture,
+    is_src: bool,
+    finish: impl FnOnce(&mut [f32], &[(usize, usize); NUM_SCALES]) -> R,
+) -> Result<R> {
+    let (w, h, window) = s.geometry(is_src);
+    let (in_w, in_h, bpc) = (pic.w[0], pic.h[0], pic.bpc);
+    let pad = window >> 1;
+    let nd = s.tvi.len();
+    if pad > CAMBI_MAX_PAD || !(1..=CAMBI_MAX_DIFFS).contains(&nd) {
+        return Err(Error::inval(
+            "cambi: window or contrast range too large for the GPU",
+        ));
+    }
+    let sizes = scale_sizes(s, w, h);
+    state.with_scratch(|slot: &mut Option<Scratch>| {
+        if slot.as_ref().is_none_or(|sc| !sc.fits(w, h)) {
+            *slot = None;
+            *slot = Some(Scratch::new(state, w, h)?);
+        }
+        let sc = slot
+            .as_mut()
+            .ok_or_else(|| Error::inval("no cambi scratch"))?;
+        let stream = &*state.lane_stream()?;
+
+        // Small per-call tables: the scratch is shared by every cambi instance of the thread.
+        {
+            let taps = sc.taps_host.as_mut_slice()?;
+            if (in_w, in_h) == (w, h) {
+                taps[..w]
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t = i as u32);
+                taps[w..w + h]
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t = i as u32);
+            } else {
+                let xs = decimation_taps(in_w, w);
+                let ys = decimation_taps(in_h, h);
+                for (t, v) in taps.iter_mut().zip(xs.iter().chain(&ys)) {
+                    *t = *v as u32;
+                }
+            }
+            let params = sc.params_host.as_mut_slice()?;
+            for d in 0..nd {
+                params[d] = i32::from(s.tvi[d]);
+                params[nd + d] = s.diff_weights[d];
+            }
+        }
+        sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
+        sc.params
+            .upload_async(stream, &mut sc.params_host, 2 * nd)?;
+
+        with_luma(state, stream, [pic], |[luma]: [&DeviceBuffer<T>; 1]| {
+            kernels::cambi_preprocess(
+                state,
+                stream,
+                dense(luma, in_w, in_h),
+                &sc.taps,
+                bpc,
+                s.enc_bitdepth < 10,
+                dense(&sc.img[0], w, h),
+            )
+        })?;
+        kernels::cambi_mask(
+            state,
+            stream,
+            dense(&sc.img[0], w, h),
+            mask_index(w, h),
+            dense(&sc.mask[0], w, h),
+        )?;
+
+        let p = CambiCValues {
+            pad,
+            band_base: s.band_base,
+            band_size: s.band_size,
+            num_diffs: nd,
+            vlt: s.vlt_luma,
+        };
+        // Index of the buffer holding the current picture / mask.
+        let (mut im, mut mk) = (0usize, 0usize);
+        let (mut cw, mut ch) = (w, h);
+        let mut off = 0;
+        for &(sw, sh) in &sizes {
+            if (sw, sh) != (cw, ch) {
+                let [a, b] = &sc.img;
+                let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
+                kernels::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                let [a, b] = &sc.mask;
+                let (src, dst) = if mk == 0 { (a, b) } else { (b, a) };
+                kernels::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                im ^= 1;
+                mk ^= 1;
+                (cw, ch) = (sw, sh);
+            }
+            let [a, b] = &sc.img;
+            let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
+            kernels::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
+            im ^= 1;
+            kernels::cambi_cvalues(
+                state,
+                stream,
+                dense(&sc.img[im], sw, sh),
+                dense(&sc.mask[mk], sw, sh),
+                &p,
+                &sc.params,
+                &sc.lut,
+                &sc.cv,
+                off,
+            )?;
+            off += sw * sh;
+        }
+        sc.cv.download_async(stream, &mut sc.cv_host, off)?;
+        Ok(finish(&mut sc.cv_host.as_mut_slice()?[..off], &sizes))
+    })
+}
+
+/// Pools the maps of all scales (laid out one after the other) as the CPU does.
+fn pool(cv: &mut [f32], sizes: &[(usize, usize); NUM_SCALES], s: &Setup, window: usize) -> f64 {
+    let mut per_scale = [0.0f64; NUM_SCALES];
+    let mut o = 0;
+    for (score, &(sw, sh)) in per_scale.iter_mut().zip(sizes) {
+        *score = spatial_pooling(&mut cv[o..o + sw * sh], s.topk);
+        o += sw * sh;
+    }
+    weighted_score(&per_scale, window)
+}
+
+/// The cambi score of `pic` (the distorted picture, or the source when `is_src`) with its
+/// per-pixel stages on `state`; same contract as the CPU's per-picture score.
+pub(super) fn score(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
+    validate(pic)?;
+    let window = s.geometry(is_src).2;
+    let finish = |cv: &mut [f32], sizes: &_| pool(cv, sizes, s, window);
+    if pic.bpc == 8 {
+        with_c_values::<u8, _>(state, s, pic, is_src, finish)
+    } else {
+        with_c_values::<u16, _>(state, s, pic, is_src, finish)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cambi::Cambi;
+    use super::with_c_values;
+    use crate::feature::{Dict, Extractor, FrameInput, Scores};
+    use crate::gpu::GpuSet;
+    use crate::testutil::{load_parity_clip, PARITY_CLIPS};
+    use std::time::Instant;
+
+    fn cambi(opts: &str) -> Cambi {
+        let mut d = Dict::new();
+        for kv in opts.split(':').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap();
+            d.set(k, v);
+        }
+        Cambi::new(&d).unwrap()
+    }
+
+    fn run(
+        c: &Cambi,
+        i: usize,
+        r: &crate::picture::Picture,
+        d: &crate::picture::Picture,
+    ) -> Scores {
+        let input = FrameInput {
+            index: i,
+            reference: r,
+            distorted: d,
+            prev_ref: None,
+            prev_prev_ref: None,
+        };
+        let mut out = Scores::new();
+        c.extract(&input, &mut out).unwrap();
+        out
+    }
+
+    /// Options the CPU supports, each checked on the clips it applies to.
+    const OPTION_CASES: &[(&str, &str)] = &[
+        ("natural_1920x1080_420p8", "enc_width=960:enc_height=540"),
+        ("natural_1920x1080_420p8", "enc_width=1280:enc_height=720"),
+        (
+            "natural_1920x1080_420p8",
+            "cambi_high_res_speedup=1080:cambi_vis_lum_threshold=0.06:cambi_max_val=17.0",
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "cambi_high_res_speedup=1080:eotf=pq:cambi_vis_lum_threshold=1",
+        ),
+        ("natural_640x360_420p10", "full_ref=true"),
+        ("natural_640x360_420p10", "enc_bitdepth=8"),
+        (
+            "natural_640x360_420p10",
+            "window_size=127:max_log_contrast=5:cambi_vis_lum_threshold=10",
+        ),
+        (
+            "natural_576x324_420p8",
+            "eotf=pq:max_log_contrast=3:topk=0.3",
+        ),
+        (
+            "natural_576x324_420p8",
+            "cambi_eotf=pq:tvi_threshold=0.05:cambi_topk=0.9",
+        ),
+        ("natural_576x324_420p8", "enc_width=400:enc_height=300"),
+        ("natural_576x324_420p8", "window_size=15:max_log_contrast=1"),
+        (
+            "natural_576x324_420p8",
+            "cambi_vis_lum_threshold=100:max_log_contrast=0:cambi_max_val=0.5",
+        ),
+        ("natural_320x180_420p12", "enc_bitdepth=8:window_size=100"),
+        (
+            "testsrc_480x270_444p8",
+            "full_ref=true:src_width=400:src_height=240:enc_width=460:enc_height=260",
+        ),
+    ];
+
+    fn check(set: &GpuSet, clip: &str, opts: &str, frames: usize) {
+        let (refs, dists) = load_parity_clip(clip);
+        let cpu = cambi(opts);
+        let gpu = cambi(opts).with_gpu(Some(set.clone()));
+        for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(frames) {
+            let want = run(&cpu, i, r, d);
+            let got = run(&gpu, i, r, d);
+            assert_eq!(got.len(), want.len(), "{clip} {opts} frame {i}");
+            for ((gn, gv), (wn, wv)) in got.iter().zip(&want) {
+                assert_eq!(gn, wn);
+                // Identical f64 values, hence also the printed 6 decimals.
+                assert_eq!(
+                    gv.to_bits(),
+                    wv.to_bits(),
+                    "{clip} {opts} frame {i} {gn}: gpu {gv} cpu {wv} (diff {:e})",
+                    gv - wv
+                );
+            }
+        }
+    }
+
+    /// Stage-level check: every c-value map equals the CPU's (reports the first difference).
+    #[test]
+    fn gpu_cambi_c_value_maps_equal_cpu() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        for (clip, opts) in [
+            ("natural_576x324_420p8", ""),
+            ("natural_640x360_420p10", "enc_bitdepth=8"),
+            ("natural_1920x1080_420p8", "enc_width=1280:enc_height=720"),
+        ] {
+            let (_, dists) = load_parity_clip(clip);
+            let c = cambi(opts);
+            let s = c.setup_for(&dists[0]).unwrap();
+            let cpu = super::super::cambi::cpu_c_value_maps(s, &dists[0], false);
+            let gpu = with_c_values::<u8, _>(&state, s, &dists[0], false, |cv, sizes| {
+                let mut o = 0;
+                sizes
+                    .iter()
+                    .map(|&(w, h)| {
+                        o += w * h;
+                        cv[o - w * h..o].to_vec()
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let gpu = match gpu {
+                Ok(g) => g,
+                // 10-bit input.
+                Err(_) => with_c_values::<u16, _>(&state, s, &dists[0], false, |cv, sizes| {
+                    let mut o = 0;
+                    sizes
+                        .iter()
+                        .map(|&(w, h)| {
+                            o += w * h;
+                            cv[o - w * h..o].to_vec()
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .unwrap(),
+            };
+            let mut bad = false;
+            for (scale, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+                assert_eq!(g.len(), c.len());
+                let diffs: Vec<usize> = (0..g.len())
+                    .filter(|&i| g[i].to_bits() != c[i].to_bits())
+                    .collect();
+                let nz = c.iter().filter(|v| **v != 0.0).count();
+                println!(
+                    "{clip} [{opts}] scale {scale}: {} of {} c-values differ ({nz} non-zero)",
+                    diffs.len(),
+                    g.len()
+                );
+                if let Some(&i) = diffs.first() {
+                    bad = true;
+                    println!("  first at {i}: gpu {} cpu {}", g[i], c[i]);
+                }
+            }
+            assert!(!bad, "{clip} [{opts}]: c-value maps differ");
+        }
+    }
+
+    #[test]
+    fn gpu_cambi_equals_cpu_on_parity_clips_and_options() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let set = GpuSet::new(vec![state]).unwrap();
+        for clip in PARITY_CLIPS {
+            check(&set, clip, "", 3);
+        }
+        for (clip, opts) in OPTION_CASES {
+            check(&set, clip, opts, 2);
+        }
+    }
+
+    #[test]
+    fn gpu_cambi_speed_on_1080p() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let set = GpuSet::new(vec![state]).unwrap();
+        let clip = "natural_1920x1080_420p8";
+        let (refs, dists) = load_parity_clip(clip);
+        for opts in ["", "cambi_high_res_speedup=1080"] {
+            let cpu = cambi(opts);
+            let gpu = cambi(opts).with_gpu(Some(set.clone()));
+            // Warm-up: kernel loading and buffer allocation.
+            let want = run(&cpu, 0, &refs[0], &dists[0]);
+            assert_eq!(run(&gpu, 0, &refs[0], &dists[0]), want);
+            let n = refs.len().min(3);
+            let t = Instant::now();
+            for i in 0..n {
+                run(&cpu, i, &refs[i], &dists[i]);
+            }
+            let cpu_ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
+            let t = Instant::now();
+            for i in 0..n {
+                run(&gpu, i, &refs[i], &dists[i]);
+            }
+            let gpu_ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
+            println!(
+                "cambi {clip} [{opts}]: cpu {cpu_ms:.1} ms/frame, gpu {gpu_ms:.1} ms/frame, \
+                 speed-up {:.1}x",
+                cpu_ms / gpu_ms
+            );
+        }
+    }
+}
