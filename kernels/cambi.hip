@@ -180,17 +180,12 @@ VMAF_KERNEL void vmaf_cambi_mode(const vmaf_u16 *in, vmaf_u16 *out, int w, int h
     out[(vmaf_u64)i * stride + j] = v;
 }
 
-/* c-values of a w x h scale into cv (dense, w wide). `params` holds tvi[0..nd] (adjusted
- * thresholds) then the contrast weights[0..nd]; `lut` the reciprocal table (> (2*pad+1)^2
- * entries). Launch with CAMBI_TILE x CAMBI_TILE blocks; pad <= CAMBI_MAX_PAD,
- * nd <= CAMBI_MAX_DIFFS. */
-VMAF_KERNEL void vmaf_cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, int w, int h,
-                                    int stride, int pad, int band_base, int band_size, int nd,
-                                    int vlt, const vmaf_i32 *params, const float *lut,
-                                    float *cv)
+/* Loads the band value (luma - band_base) of every pixel the block's windows cover into
+ * `tile` (span x span, span = CAMBI_TILE + 2 * pad). */
+VMAF_DEVICE void cambi_load_tile(vmaf_u16 *tile, const vmaf_u16 *img, const vmaf_u16 *mask,
+                                 int w, int h, int stride, int pad, int band_base,
+                                 int band_size)
 {
-    /* Band value (luma - band_base) of every pixel the block's windows cover. */
-    __shared__ vmaf_u16 tile[CAMBI_SPAN * CAMBI_SPAN];
     const int span = CAMBI_TILE + 2 * pad;
     const int x0 = blockIdx.x * CAMBI_TILE - pad;
     const int y0 = blockIdx.y * CAMBI_TILE - pad;
@@ -208,7 +203,45 @@ VMAF_KERNEL void vmaf_cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, i
         tile[k] = v;
     }
     __syncthreads();
+}
 
+/* The c-value of a pixel from the window counts: counts[nd + d] pixels have the band value
+ * center + d. `value` is the "adjusted" luma (luma + nd) the thresholds compare, as on the
+ * CPU; the product is one rounded conversion and one rounded multiply. */
+VMAF_DEVICE float cambi_c_value(const vmaf_u32 *counts, int nd, int value, int vlt,
+                                const vmaf_i32 *params, const float *lut)
+{
+    float c_value = 0.0f;
+    const int p0 = (int)counts[nd];
+    for (int d = 0; d < nd; d++) {
+        const int step = d + 1;
+        if (value <= params[d] && value + step > vlt) {
+            const int p1 = (int)counts[nd + step];
+            const int p2 = (int)counts[nd - step];
+            const int p = p1 > p2 ? p1 : p2;
+            const int num = params[nd + d] * p0 * p;
+            const float val = __fmul_rn(__int2float_rn(num), lut[p + p0]);
+            if (val > c_value)
+                c_value = val;
+        }
+    }
+    return c_value;
+}
+
+/* c-values of a w x h scale into cv (dense, w wide). `params` holds tvi[0..nd] (adjusted
+ * thresholds) then the contrast weights[0..nd]; `lut` the reciprocal table (> (2*pad+1)^2
+ * entries). Launch with CAMBI_TILE x CAMBI_TILE blocks; pad <= CAMBI_MAX_PAD,
+ * nd <= CAMBI_MAX_DIFFS. The CPU's sliding histograms are replaced by counting the window
+ * directly (the same numbers). ND > 0: the count array is unrolled into registers for exactly
+ * ND steps (nd must equal ND); ND == 0: any nd, counts in a thread-local array. */
+template <int ND>
+VMAF_DEVICE void cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, int w, int h,
+                               int stride, int pad, int band_base, int band_size, int nd,
+                               int vlt, const vmaf_i32 *params, const float *lut, float *cv)
+{
+    __shared__ vmaf_u16 tile[CAMBI_SPAN * CAMBI_SPAN];
+    cambi_load_tile(tile, img, mask, w, h, stride, pad, band_base, band_size);
+    const int span = CAMBI_TILE + 2 * pad;
     const int col = blockIdx.x * CAMBI_TILE + threadIdx.x;
     const int row = blockIdx.y * CAMBI_TILE + threadIdx.y;
     if (row >= h || col >= w)
@@ -216,35 +249,53 @@ VMAF_KERNEL void vmaf_cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, i
     const int center = tile[(threadIdx.y + pad) * span + threadIdx.x + pad];
     float c_value = 0.0f;
     if (center != CAMBI_NONE) {
-        /* counts[nd + d]: window pixels whose band value is center + d, |d| <= nd. */
-        vmaf_u32 counts[2 * CAMBI_MAX_DIFFS + 1];
-        for (int k = 0; k <= 2 * nd; k++)
-            counts[k] = 0;
-        const vmaf_u32 range = 2 * nd;
         const int side = 2 * pad + 1;
-        for (int dy = 0; dy < side; dy++) {
-            const vmaf_u16 *t = tile + (threadIdx.y + dy) * span + threadIdx.x;
-            for (int dx = 0; dx < side; dx++) {
-                const vmaf_u32 d = (vmaf_u32)((int)t[dx] - center + nd);
-                if (d <= range)
-                    counts[d]++;
-            }
-        }
-        const int p0 = (int)counts[nd];
-        /* Thresholds compare the "adjusted" value (luma + nd), as on the CPU. */
         const int value = (int)img[(vmaf_u64)row * stride + col] + nd;
-        for (int d = 0; d < nd; d++) {
-            const int step = d + 1;
-            if (value <= params[d] && value + step > vlt) {
-                const int p1 = (int)counts[nd + step];
-                const int p2 = (int)counts[nd - step];
-                const int p = p1 > p2 ? p1 : p2;
-                const int num = params[nd + d] * p0 * p;
-                const float val = __fmul_rn(__int2float_rn(num), lut[p + p0]);
-                if (val > c_value)
-                    c_value = val;
+        if (ND > 0) {
+            vmaf_u32 counts[2 * ND + 1];
+#pragma unroll
+            for (int k = 0; k <= 2 * ND; k++)
+                counts[k] = 0;
+            for (int dy = 0; dy < side; dy++) {
+                const vmaf_u16 *t = tile + (threadIdx.y + dy) * span + threadIdx.x;
+                for (int dx = 0; dx < side; dx++) {
+                    const int d = (int)t[dx] - center + ND;
+#pragma unroll
+                    for (int k = 0; k <= 2 * ND; k++)
+                        counts[k] += d == k ? 1u : 0u;
+                }
             }
+            c_value = cambi_c_value(counts, ND, value, vlt, params, lut);
+        } else {
+            vmaf_u32 counts[2 * CAMBI_MAX_DIFFS + 1];
+            for (int k = 0; k <= 2 * nd; k++)
+                counts[k] = 0;
+            const vmaf_u32 range = 2 * nd;
+            for (int dy = 0; dy < side; dy++) {
+                const vmaf_u16 *t = tile + (threadIdx.y + dy) * span + threadIdx.x;
+                for (int dx = 0; dx < side; dx++) {
+                    const vmaf_u32 d = (vmaf_u32)((int)t[dx] - center + nd);
+                    if (d <= range)
+                        counts[d]++;
+                }
+            }
+            c_value = cambi_c_value(counts, nd, value, vlt, params, lut);
         }
     }
     cv[(vmaf_u64)row * w + col] = c_value;
 }
+
+#define CAMBI_CVALUES_ENTRY(name, ND)                                                          \
+    VMAF_KERNEL void name(const vmaf_u16 *img, const vmaf_u16 *mask, int w, int h, int stride, \
+                          int pad, int band_base, int band_size, int nd, int vlt,              \
+                          const vmaf_i32 *params, const float *lut, float *cv)                 \
+    {                                                                                          \
+        cambi_cvalues<ND>(img, mask, w, h, stride, pad, band_base, band_size, nd, vlt, params, \
+                          lut, cv);                                                            \
+    }
+
+CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues, 0)
+CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd1, 1)
+CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd2, 2)
+CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd4, 4)
+CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd8, 8)

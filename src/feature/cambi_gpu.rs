@@ -12,8 +12,32 @@ use super::cambi::{
 use super::gpu_frames::{dense, with_luma, PlaneAs};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD};
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
+
+/// Whether the c-value kernel keeps its counts in registers (for 1, 2, 4 or 8 contrast steps).
+const UNROLLED: bool = true;
+
+#[cfg(test)]
+thread_local! {
+    /// Test builds: when set, each stage waits for the device and logs its wall time.
+    static PROFILE: std::cell::RefCell<Option<(std::time::Instant, Vec<(String, f64)>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Marks the end of a stage for the test-only profile (nothing in normal builds).
+fn stage(_stream: &Stream, _name: &dyn Fn() -> String) -> Result<()> {
+    #[cfg(test)]
+    PROFILE.with(|p| {
+        if let Some((t, log)) = p.borrow_mut().as_mut() {
+            _stream.synchronize()?;
+            log.push((_name(), t.elapsed().as_secs_f64() * 1e3));
+            *t = std::time::Instant::now();
+        }
+        Ok::<(), Error>(())
+    })?;
+    Ok(())
+}
 
 /// Per-thread device buffers, sized for pictures up to `cap` pixels at the processing size.
 struct Scratch {
@@ -21,9 +45,10 @@ struct Scratch {
     /// Ping-pong pictures and masks (decimation and the mode filter are out of place).
     img: [DeviceBuffer<u16>; 2],
     mask: [DeviceBuffer<u16>; 2],
-    /// All scales' c-value maps, one after the other.
-    cv: DeviceBuffer<f32>,
-    cv_host: PinnedHostBuffer<f32>,
+    /// Each scale's c-value map, on the device and in pinned memory (each has its own copy
+    /// event, so the host pools a scale while the device computes the next).
+    cv: Vec<DeviceBuffer<f32>>,
+    cv_host: Vec<PinnedHostBuffer<f32>>,
     lut: DeviceBuffer<f32>,
     /// Adjusted thresholds then contrast weights.
     params: DeviceBuffer<i32>,
@@ -34,15 +59,16 @@ struct Scratch {
     taps_cap: usize,
 }
 
-/// c-value entries of all scales of a `w`x`h` picture (an upper bound for any speed-up).
-fn cv_len(w: usize, h: usize) -> usize {
-    let (mut sw, mut sh, mut n) = (w, h, 0);
-    for _ in 0..=NUM_SCALES {
-        n += sw * sh;
+/// c-value entries of each scale of a `w`x`h` picture without the high-resolution speed-up
+/// (with it every scale is smaller).
+fn cv_lens(w: usize, h: usize) -> [usize; NUM_SCALES] {
+    let (mut sw, mut sh) = (w, h);
+    std::array::from_fn(|_| {
+        let n = sw * sh;
         sw = sw.div_ceil(2);
         sh = sh.div_ceil(2);
-    }
-    n
+        n
+    })
 }
 
 impl Scratch {
@@ -52,13 +78,19 @@ impl Scratch {
         let taps_cap = w + h;
         let mut lut = DeviceBuffer::new(dev, reciprocal_lut().len())?;
         lut.upload_blocking(state.stream(), reciprocal_lut())?;
-        let cvn = cv_len(w, h);
+        let lens = cv_lens(w, h);
         Ok(Scratch {
             cap,
             img: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
             mask: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
-            cv: DeviceBuffer::new(dev, cvn)?,
-            cv_host: PinnedHostBuffer::new(dev, cvn)?,
+            cv: lens
+                .iter()
+                .map(|&n| DeviceBuffer::new(dev, n))
+                .collect::<Result<_>>()?,
+            cv_host: lens
+                .iter()
+                .map(|&n| PinnedHostBuffer::new(dev, n))
+                .collect::<Result<_>>()?,
             lut,
             params: DeviceBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
             params_host: PinnedHostBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
@@ -69,19 +101,25 @@ impl Scratch {
     }
 
     fn fits(&self, w: usize, h: usize) -> bool {
-        w * h <= self.cap && w + h <= self.taps_cap && cv_len(w, h) <= self.cv.len()
+        w * h <= self.cap
+            && w + h <= self.taps_cap
+            && cv_lens(w, h)
+                .iter()
+                .zip(&self.cv)
+                .all(|(&n, b)| n <= b.len())
     }
 }
 
-/// Runs the kernels for `pic` and gives `finish` the c-value maps of all scales, one after the
-/// other, with their sizes.
-fn with_c_values<T: Sample + PlaneAs, R>(
+/// Runs the kernels for `pic` and gives `each` every scale's c-value map (dense, the scale's
+/// width wide) in scale order, as soon as it is back on the host.
+fn with_c_values<T: Sample + PlaneAs>(
     state: &GpuState,
     s: &Setup,
     pic: &Picture,
     is_src: bool,
-    finish: impl FnOnce(&mut [f32], &[(usize, usize); NUM_SCALES]) -> R,
-) -> Result<R> {
+    unrolled: bool,
+    mut each: impl FnMut(usize, &mut [f32]),
+) -> Result<()> {
     let (w, h, window) = s.geometry(is_src);
     let (in_w, in_h, bpc) = (pic.w[0], pic.h[0], pic.bpc);
     let pad = window >> 1;
@@ -142,6 +180,7 @@ fn with_c_values<T: Sample + PlaneAs, R>(
                 dense(&sc.img[0], w, h),
             )
         })?;
+        stage(stream, &|| "upload+preprocess".into())?;
         kernels::cambi_mask(
             state,
             stream,
@@ -149,6 +188,7 @@ fn with_c_values<T: Sample + PlaneAs, R>(
             mask_index(w, h),
             dense(&sc.mask[0], w, h),
         )?;
+        stage(stream, &|| "mask".into())?;
 
         let p = CambiCValues {
             pad,
@@ -156,12 +196,12 @@ fn with_c_values<T: Sample + PlaneAs, R>(
             band_size: s.band_size,
             num_diffs: nd,
             vlt: s.vlt_luma,
+            unrolled,
         };
         // Index of the buffer holding the current picture / mask.
         let (mut im, mut mk) = (0usize, 0usize);
         let (mut cw, mut ch) = (w, h);
-        let mut off = 0;
-        for &(sw, sh) in &sizes {
+        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
             if (sw, sh) != (cw, ch) {
                 let [a, b] = &sc.img;
                 let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
@@ -177,6 +217,7 @@ fn with_c_values<T: Sample + PlaneAs, R>(
             let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
             kernels::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
             im ^= 1;
+            stage(stream, &|| format!("decimate+mode {scale}"))?;
             kernels::cambi_cvalues(
                 state,
                 stream,
@@ -185,46 +226,44 @@ fn with_c_values<T: Sample + PlaneAs, R>(
                 &p,
                 &sc.params,
                 &sc.lut,
-                &sc.cv,
-                off,
+                &sc.cv[scale],
+                0,
             )?;
-            off += sw * sh;
+            sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
+            stage(stream, &|| {
+                format!("c-values {scale} ({sw}x{sh}) + download")
+            })?;
         }
-        sc.cv.download_async(stream, &mut sc.cv_host, off)?;
-        Ok(finish(&mut sc.cv_host.as_mut_slice()?[..off], &sizes))
+        // Everything is queued: each map is pooled as soon as its copy is done.
+        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+            each(scale, &mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]);
+        }
+        Ok(())
     })
-}
-
-/// Pools the maps of all scales (laid out one after the other) as the CPU does.
-fn pool(cv: &mut [f32], sizes: &[(usize, usize); NUM_SCALES], s: &Setup, window: usize) -> f64 {
-    let mut per_scale = [0.0f64; NUM_SCALES];
-    let mut o = 0;
-    for (score, &(sw, sh)) in per_scale.iter_mut().zip(sizes) {
-        *score = spatial_pooling(&mut cv[o..o + sw * sh], s.topk);
-        o += sw * sh;
-    }
-    weighted_score(&per_scale, window)
 }
 
 /// The cambi score of `pic` (the distorted picture, or the source when `is_src`) with its
 /// per-pixel stages on `state`; same contract as the CPU's per-picture score.
 pub(super) fn score(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
     validate(pic)?;
-    let window = s.geometry(is_src).2;
-    let finish = |cv: &mut [f32], sizes: &_| pool(cv, sizes, s, window);
+    let mut per_scale = [0.0f64; NUM_SCALES];
+    let pool = |scale: usize, cv: &mut [f32]| per_scale[scale] = spatial_pooling(cv, s.topk);
     if pic.bpc == 8 {
-        with_c_values::<u8, _>(state, s, pic, is_src, finish)
+        with_c_values::<u8>(state, s, pic, is_src, UNROLLED, pool)?;
     } else {
-        with_c_values::<u16, _>(state, s, pic, is_src, finish)
+        with_c_values::<u16>(state, s, pic, is_src, UNROLLED, pool)?;
     }
+    Ok(weighted_score(&per_scale, s.geometry(is_src).2))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::cambi::Cambi;
+    use super::super::cambi::{Cambi, Setup};
     use super::with_c_values;
     use crate::feature::{Dict, Extractor, FrameInput, Scores};
     use crate::gpu::GpuSet;
+    use crate::gpu::GpuState;
+    use crate::picture::Picture;
     use crate::testutil::{load_parity_clip, PARITY_CLIPS};
     use std::time::Instant;
 
@@ -315,7 +354,26 @@ mod tests {
         }
     }
 
-    /// Stage-level check: every c-value map equals the CPU's (reports the first difference).
+    /// Each scale's c-value map from the GPU.
+    fn gpu_maps(
+        state: &GpuState,
+        s: &Setup,
+        pic: &Picture,
+        is_src: bool,
+        unrolled: bool,
+    ) -> Vec<Vec<f32>> {
+        let mut maps = Vec::new();
+        let keep = |_: usize, cv: &mut [f32]| maps.push(cv.to_vec());
+        if pic.bpc == 8 {
+            with_c_values::<u8>(state, s, pic, is_src, unrolled, keep).unwrap();
+        } else {
+            with_c_values::<u16>(state, s, pic, is_src, unrolled, keep).unwrap();
+        }
+        maps
+    }
+
+    /// Stage-level check: every c-value map of both kernel variants equals the CPU's
+    /// (reports the first difference).
     #[test]
     fn gpu_cambi_c_value_maps_equal_cpu() {
         let Some(state) = crate::gpu::test_state() else {
@@ -324,55 +382,70 @@ mod tests {
         for (clip, opts) in [
             ("natural_576x324_420p8", ""),
             ("natural_640x360_420p10", "enc_bitdepth=8"),
+            (
+                "natural_640x360_420p10",
+                "max_log_contrast=3:window_size=127",
+            ),
             ("natural_1920x1080_420p8", "enc_width=1280:enc_height=720"),
+            ("natural_1920x1080_420p8", "max_log_contrast=0"),
         ] {
             let (_, dists) = load_parity_clip(clip);
             let c = cambi(opts);
             let s = c.setup_for(&dists[0]).unwrap();
             let cpu = super::super::cambi::cpu_c_value_maps(s, &dists[0], false);
-            let gpu = with_c_values::<u8, _>(&state, s, &dists[0], false, |cv, sizes| {
-                let mut o = 0;
-                sizes
-                    .iter()
-                    .map(|&(w, h)| {
-                        o += w * h;
-                        cv[o - w * h..o].to_vec()
-                    })
-                    .collect::<Vec<_>>()
-            });
-            let gpu = match gpu {
-                Ok(g) => g,
-                // 10-bit input.
-                Err(_) => with_c_values::<u16, _>(&state, s, &dists[0], false, |cv, sizes| {
-                    let mut o = 0;
-                    sizes
-                        .iter()
-                        .map(|&(w, h)| {
-                            o += w * h;
-                            cv[o - w * h..o].to_vec()
-                        })
-                        .collect::<Vec<_>>()
-                })
-                .unwrap(),
-            };
             let mut bad = false;
-            for (scale, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
-                assert_eq!(g.len(), c.len());
-                let diffs: Vec<usize> = (0..g.len())
-                    .filter(|&i| g[i].to_bits() != c[i].to_bits())
-                    .collect();
-                let nz = c.iter().filter(|v| **v != 0.0).count();
-                println!(
-                    "{clip} [{opts}] scale {scale}: {} of {} c-values differ ({nz} non-zero)",
-                    diffs.len(),
-                    g.len()
-                );
-                if let Some(&i) = diffs.first() {
-                    bad = true;
-                    println!("  first at {i}: gpu {} cpu {}", g[i], c[i]);
+            for unrolled in [false, true] {
+                let gpu = gpu_maps(&state, s, &dists[0], false, unrolled);
+                for (scale, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+                    assert_eq!(g.len(), c.len());
+                    let diffs: Vec<usize> = (0..g.len())
+                        .filter(|&i| g[i].to_bits() != c[i].to_bits())
+                        .collect();
+                    let nz = c.iter().filter(|v| **v != 0.0).count();
+                    println!(
+                        "{clip} [{opts}] unrolled={unrolled} scale {scale}: {} of {} c-values \
+                         differ ({nz} non-zero)",
+                        diffs.len(),
+                        g.len()
+                    );
+                    if let Some(&i) = diffs.first() {
+                        bad = true;
+                        println!("  first at {i}: gpu {} cpu {}", g[i], c[i]);
+                    }
                 }
             }
             assert!(!bad, "{clip} [{opts}]: c-value maps differ");
+        }
+    }
+
+    /// Per-stage device times (each stage synchronised) and the host pooling, 1080p.
+    #[test]
+    fn gpu_cambi_stage_profile_1080p() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let (_, dists) = load_parity_clip("natural_1920x1080_420p8");
+        for opts in ["", "cambi_high_res_speedup=1080"] {
+            let c = cambi(opts);
+            let s = c.setup_for(&dists[0]).unwrap();
+            for unrolled in [false, true] {
+                // Warm-up (kernel loading, buffers), then one profiled call.
+                gpu_maps(&state, s, &dists[1], false, unrolled);
+                super::PROFILE.with(|p| *p.borrow_mut() = Some((Instant::now(), Vec::new())));
+                let mut pool_ms = 0.0;
+                with_c_values::<u8>(&state, s, &dists[0], false, unrolled, |_, cv| {
+                    let t = Instant::now();
+                    super::spatial_pooling(cv, s.topk);
+                    pool_ms += t.elapsed().as_secs_f64() * 1e3;
+                })
+                .unwrap();
+                let log = super::PROFILE.with(|p| p.borrow_mut().take()).unwrap().1;
+                let total: f64 = log.iter().map(|(_, t)| t).sum();
+                println!("profile 1080p [{opts}] unrolled={unrolled}: device+copies {total:.2} ms, host pooling {pool_ms:.2} ms");
+                for (name, t) in log {
+                    println!("  {name}: {t:.3} ms");
+                }
+            }
         }
     }
 

@@ -763,6 +763,9 @@ pub struct CambiCValues {
     /// Contrast steps (1..=[`CAMBI_MAX_DIFFS`]).
     pub num_diffs: usize,
     pub vlt: u16,
+    /// Use the entry point with the counts unrolled into registers when there is one for
+    /// `num_diffs` (1, 2, 4, 8); otherwise the generic one.
+    pub unrolled: bool,
 }
 
 /// Queues the c-values of one scale: `cv[r * w + c]` for the `w`x`h` planes `img` and `mask`
@@ -812,12 +815,20 @@ pub fn cambi_cvalues(
         i32::from(p.vlt),
     );
     let (pp, lp, cp) = (params.ptr(), lut.ptr(), cv.ptr().offset(cv_offset));
-    let kernel = state.kernel("cambi", "vmaf_cambi_cvalues")?;
-    // SAFETY: arguments match `vmaf_cambi_cvalues(const u16 *img, const u16 *mask, int w,
+    let name = match (p.unrolled, p.num_diffs) {
+        (true, 1) => "vmaf_cambi_cvalues_nd1",
+        (true, 2) => "vmaf_cambi_cvalues_nd2",
+        (true, 4) => "vmaf_cambi_cvalues_nd4",
+        (true, 8) => "vmaf_cambi_cvalues_nd8",
+        _ => "vmaf_cambi_cvalues",
+    };
+    let kernel = state.kernel("cambi", name)?;
+    // SAFETY: arguments match `vmaf_cambi_cvalues{,_ndN}(const u16 *img, const u16 *mask, int w,
     // int h, int stride, int pad, int band_base, int band_size, int nd, int vlt,
     // const i32 *params, const float *lut, float *cv)`. Planes are read only inside 0..h /
     // 0..w (checked); the shared tile holds 16 + 2 * pad <= 80 samples a side; count indices
-    // stay below 2 * nd + 1 <= 65; params are read below 2 * nd (checked length); table
+    // stay below 2 * nd + 1 <= 65 (the ndN entries are chosen only when nd == N);
+    // params are read below 2 * nd (checked length); table
     // indices are sums of two counts of one window, at most side^2 < lut.len(); writes go to
     // cv[cv_offset .. cv_offset + w * h], inside `cv`.
     unsafe {
