@@ -6,11 +6,13 @@
  *   decimate     keep even rows and columns
  *   mode         separable 3x3 mode filter (edge columns and first/last rows kept)
  *   cvalues      per-pixel c-value from counts of nearby luma levels in the window
+ *   stats        exact integer statistics of a c-value map (non-zero count, significand sums
+ *                per exponent) from which the host can often pool without the map
  *
  * Everything is integer except the c-value product, which is one correctly rounded
  * int->float conversion and one correctly rounded multiply, as on the CPU, so the maps are
  * bit-identical. The CPU's sliding histograms are replaced by counting the window directly:
- * the counts are the same numbers. The host pools the c-values. */
+ * the counts are the same numbers. */
 #include "vmaf_prelude.h"
 
 /* Largest window half-width: the host rejects windows whose area exceeds the 4226-entry
@@ -231,13 +233,12 @@ VMAF_DEVICE float cambi_c_value(const vmaf_u32 *counts, int nd, int value, int v
 /* c-values of a w x h scale into cv (dense, w wide). `params` holds tvi[0..nd] (adjusted
  * thresholds) then the contrast weights[0..nd]; `lut` the reciprocal table (> (2*pad+1)^2
  * entries). Launch with CAMBI_TILE x CAMBI_TILE blocks; pad <= CAMBI_MAX_PAD,
- * nd <= CAMBI_MAX_DIFFS. The CPU's sliding histograms are replaced by counting the window
- * directly (the same numbers). ND > 0: the count array is unrolled into registers for exactly
- * ND steps (nd must equal ND); ND == 0: any nd, counts in a thread-local array. */
-template <int ND>
-VMAF_DEVICE void cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, int w, int h,
-                               int stride, int pad, int band_base, int band_size, int nd,
-                               int vlt, const vmaf_i32 *params, const float *lut, float *cv)
+ * nd <= CAMBI_MAX_DIFFS. The counts live in a thread-local array: measured faster than
+ * unrolling them into registers, as most window pixels hit the same count. */
+VMAF_KERNEL void vmaf_cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, int w, int h,
+                                    int stride, int pad, int band_base, int band_size, int nd,
+                                    int vlt, const vmaf_i32 *params, const float *lut,
+                                    float *cv)
 {
     __shared__ vmaf_u16 tile[CAMBI_SPAN * CAMBI_SPAN];
     cambi_load_tile(tile, img, mask, w, h, stride, pad, band_base, band_size);
@@ -249,53 +250,59 @@ VMAF_DEVICE void cambi_cvalues(const vmaf_u16 *img, const vmaf_u16 *mask, int w,
     const int center = tile[(threadIdx.y + pad) * span + threadIdx.x + pad];
     float c_value = 0.0f;
     if (center != CAMBI_NONE) {
+        vmaf_u32 counts[2 * CAMBI_MAX_DIFFS + 1];
+        for (int k = 0; k <= 2 * nd; k++)
+            counts[k] = 0;
+        const vmaf_u32 range = 2 * nd;
         const int side = 2 * pad + 1;
-        const int value = (int)img[(vmaf_u64)row * stride + col] + nd;
-        if (ND > 0) {
-            vmaf_u32 counts[2 * ND + 1];
-#pragma unroll
-            for (int k = 0; k <= 2 * ND; k++)
-                counts[k] = 0;
-            for (int dy = 0; dy < side; dy++) {
-                const vmaf_u16 *t = tile + (threadIdx.y + dy) * span + threadIdx.x;
-                for (int dx = 0; dx < side; dx++) {
-                    const int d = (int)t[dx] - center + ND;
-#pragma unroll
-                    for (int k = 0; k <= 2 * ND; k++)
-                        counts[k] += d == k ? 1u : 0u;
-                }
+        for (int dy = 0; dy < side; dy++) {
+            const vmaf_u16 *t = tile + (threadIdx.y + dy) * span + threadIdx.x;
+            for (int dx = 0; dx < side; dx++) {
+                const vmaf_u32 d = (vmaf_u32)((int)t[dx] - center + nd);
+                if (d <= range)
+                    counts[d]++;
             }
-            c_value = cambi_c_value(counts, ND, value, vlt, params, lut);
-        } else {
-            vmaf_u32 counts[2 * CAMBI_MAX_DIFFS + 1];
-            for (int k = 0; k <= 2 * nd; k++)
-                counts[k] = 0;
-            const vmaf_u32 range = 2 * nd;
-            for (int dy = 0; dy < side; dy++) {
-                const vmaf_u16 *t = tile + (threadIdx.y + dy) * span + threadIdx.x;
-                for (int dx = 0; dx < side; dx++) {
-                    const vmaf_u32 d = (vmaf_u32)((int)t[dx] - center + nd);
-                    if (d <= range)
-                        counts[d]++;
-                }
-            }
-            c_value = cambi_c_value(counts, nd, value, vlt, params, lut);
         }
+        const int value = (int)img[(vmaf_u64)row * stride + col] + nd;
+        c_value = cambi_c_value(counts, nd, value, vlt, params, lut);
     }
     cv[(vmaf_u64)row * w + col] = c_value;
 }
 
-#define CAMBI_CVALUES_ENTRY(name, ND)                                                          \
-    VMAF_KERNEL void name(const vmaf_u16 *img, const vmaf_u16 *mask, int w, int h, int stride, \
-                          int pad, int band_base, int band_size, int nd, int vlt,              \
-                          const vmaf_i32 *params, const float *lut, float *cv)                 \
-    {                                                                                          \
-        cambi_cvalues<ND>(img, mask, w, h, stride, pad, band_base, band_size, nd, vlt, params, \
-                          lut, cv);                                                            \
-    }
+#define CAMBI_STATS_BLOCK 256
+#define CAMBI_STATS_BUCKETS 256
 
-CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues, 0)
-CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd1, 1)
-CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd2, 2)
-CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd4, 4)
-CAMBI_CVALUES_ENTRY(vmaf_cambi_cvalues_nd8, 8)
+/* Exact statistics of n non-negative c-values for the host's pooling shortcut: out[0] += the
+ * count of non-zero values; out[1 + e] += the integer significands (implicit bit included) of
+ * the values whose biased exponent is e, subnormals counted under e = 1 (the same scale).
+ * Integer sums, so the result does not depend on the order. Launch with CAMBI_STATS_BLOCK
+ * threads; `out` (257 entries) must be zeroed first. */
+VMAF_KERNEL void vmaf_cambi_stats(const float *cv, int n, vmaf_u64 *out)
+{
+    __shared__ vmaf_u64 buckets[CAMBI_STATS_BUCKETS];
+    __shared__ vmaf_u64 scratch[VMAF_MAX_WARPS];
+    for (int b = threadIdx.x; b < CAMBI_STATS_BUCKETS; b += blockDim.x)
+        buckets[b] = 0;
+    __syncthreads();
+    vmaf_u64 nonzero = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        const vmaf_u32 bits = __float_as_uint(cv[i]);
+        if (bits == 0)
+            continue;
+        nonzero++;
+        vmaf_u32 e = (bits >> 23) & 0xFFu;
+        vmaf_u32 m = bits & 0x7FFFFFu;
+        if (e == 0)
+            e = 1;
+        else
+            m |= 0x800000u;
+        atomicAdd(&buckets[e], (vmaf_u64)m);
+    }
+    const vmaf_u64 total = vmaf_block_sum_u64(nonzero, scratch);
+    if (threadIdx.x == 0 && total != 0)
+        VMAF_ATOMIC_ADD_U64(out, total);
+    __syncthreads();
+    for (int b = threadIdx.x; b < CAMBI_STATS_BUCKETS; b += blockDim.x)
+        if (buckets[b] != 0)
+            VMAF_ATOMIC_ADD_U64(out + 1 + b, buckets[b]);
+}

@@ -1,9 +1,12 @@
 //! cambi on the GPU: kernels/cambi.hip computes the same 10-bit picture, flat-area mask, mode
-//! filtered scales and c-value maps as the CPU stages in [`super::cambi`]; the host pools the
-//! c-value maps with the CPU's own quickselect and weighting, so scores are identical.
+//! filtered scales and c-value maps as the CPU stages in [`super::cambi`], bit for bit.
 //!
-//! Only the pooling (a quickselect whose summation order defines the result) and the input
-//! range check stay on the host. Every picture size the CPU accepts works here.
+//! Pooling: the CPU's top-k mean sums in the order its quickselect leaves, so it is not
+//! reproduced in parallel. Instead the device returns exact integer statistics of each map, and
+//! when they prove the CPU's sum exact ([`pooled_from_stats`]; the usual case) the host
+//! computes the identical value from them without the map. Otherwise the map is copied back
+//! and pooled with the CPU's own code. The input range check (9..15-bit pictures) and the
+//! 16:8:4:2:1 weighting also stay on the host. Every picture size the CPU accepts works here.
 
 use super::cambi::{
     decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, validate,
@@ -11,18 +14,20 @@ use super::cambi::{
 };
 use super::gpu_frames::{dense, with_luma, PlaneAs};
 use crate::error::{Error, Result};
-use crate::gpu::kernels::{self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD};
+use crate::gpu::kernels::{
+    self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
+};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
 
-/// Whether the c-value kernel keeps its counts in registers (for 1, 2, 4 or 8 contrast steps).
-const UNROLLED: bool = true;
+/// Start of the current stage and (stage, milliseconds) so far.
+#[cfg(test)]
+type Profile = Option<(std::time::Instant, Vec<(String, f64)>)>;
 
 #[cfg(test)]
 thread_local! {
     /// Test builds: when set, each stage waits for the device and logs its wall time.
-    static PROFILE: std::cell::RefCell<Option<(std::time::Instant, Vec<(String, f64)>)>> =
-        const { std::cell::RefCell::new(None) };
+    static PROFILE: std::cell::RefCell<Profile> = const { std::cell::RefCell::new(None) };
 }
 
 /// Marks the end of a stage for the test-only profile (nothing in normal builds).
@@ -45,10 +50,13 @@ struct Scratch {
     /// Ping-pong pictures and masks (decimation and the mode filter are out of place).
     img: [DeviceBuffer<u16>; 2],
     mask: [DeviceBuffer<u16>; 2],
-    /// Each scale's c-value map, on the device and in pinned memory (each has its own copy
-    /// event, so the host pools a scale while the device computes the next).
+    /// Each scale's c-value map, on the device and (when the statistics cannot pool it) in
+    /// pinned memory.
     cv: Vec<DeviceBuffer<f32>>,
     cv_host: Vec<PinnedHostBuffer<f32>>,
+    /// Per scale: [`kernels::cambi_stats`] of the map.
+    stats: DeviceBuffer<u64>,
+    stats_host: PinnedHostBuffer<u64>,
     lut: DeviceBuffer<f32>,
     /// Adjusted thresholds then contrast weights.
     params: DeviceBuffer<i32>,
@@ -91,6 +99,8 @@ impl Scratch {
                 .iter()
                 .map(|&n| PinnedHostBuffer::new(dev, n))
                 .collect::<Result<_>>()?,
+            stats: DeviceBuffer::new(dev, NUM_SCALES * CAMBI_STATS_LEN)?,
+            stats_host: PinnedHostBuffer::new(dev, NUM_SCALES * CAMBI_STATS_LEN)?,
             lut,
             params: DeviceBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
             params_host: PinnedHostBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
@@ -110,15 +120,22 @@ impl Scratch {
     }
 }
 
-/// Runs the kernels for `pic` and gives `each` every scale's c-value map (dense, the scale's
-/// width wide) in scale order, as soon as it is back on the host.
+/// What the host gets of one scale.
+enum ScaleData<'a> {
+    /// The map's statistics ([`kernels::cambi_stats`]).
+    Stats(&'a [u64]),
+    /// The c-value map itself (dense, the scale's width wide).
+    Map(&'a mut [f32]),
+}
+
+/// Runs the kernels for `pic` and gives `each` the statistics of every scale's c-value map in
+/// scale order; then the maps of the scales for which `each` answered true.
 fn with_c_values<T: Sample + PlaneAs>(
     state: &GpuState,
     s: &Setup,
     pic: &Picture,
     is_src: bool,
-    unrolled: bool,
-    mut each: impl FnMut(usize, &mut [f32]),
+    mut each: impl FnMut(usize, ScaleData<'_>) -> bool,
 ) -> Result<()> {
     let (w, h, window) = s.geometry(is_src);
     let (in_w, in_h, bpc) = (pic.w[0], pic.h[0], pic.bpc);
@@ -133,7 +150,8 @@ fn with_c_values<T: Sample + PlaneAs>(
     state.with_scratch(|slot: &mut Option<Scratch>| {
         if slot.as_ref().is_none_or(|sc| !sc.fits(w, h)) {
             *slot = None;
-            *slot = Some(Scratch::new(state, w, h)?);
+            // Sized for both pictures of full-reference mode at once.
+            *slot = Some(Scratch::new(state, s.alloc_w.max(w), s.alloc_h.max(h))?);
         }
         let sc = slot
             .as_mut()
@@ -196,8 +214,8 @@ fn with_c_values<T: Sample + PlaneAs>(
             band_size: s.band_size,
             num_diffs: nd,
             vlt: s.vlt_luma,
-            unrolled,
         };
+        sc.stats.zero(stream)?;
         // Index of the buffer holding the current picture / mask.
         let (mut im, mut mk) = (0usize, 0usize);
         let (mut cw, mut ch) = (w, h);
@@ -229,15 +247,40 @@ fn with_c_values<T: Sample + PlaneAs>(
                 &sc.cv[scale],
                 0,
             )?;
-            sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
-            stage(stream, &|| {
-                format!("c-values {scale} ({sw}x{sh}) + download")
-            })?;
+            kernels::cambi_stats(
+                state,
+                stream,
+                &sc.cv[scale],
+                sw * sh,
+                &sc.stats,
+                scale * CAMBI_STATS_LEN,
+            )?;
+            stage(stream, &|| format!("c-values + stats {scale} ({sw}x{sh})"))?;
         }
-        // Everything is queued: each map is pooled as soon as its copy is done.
+        sc.stats
+            .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
+        let mut wanted = [false; NUM_SCALES];
+        for (scale, want) in wanted.iter_mut().enumerate() {
+            let st = &sc.stats_host.as_slice()?[scale * CAMBI_STATS_LEN..][..CAMBI_STATS_LEN];
+            *want = each(scale, ScaleData::Stats(st));
+        }
+        stage(stream, &|| "statistics read back".into())?;
+        // Maps only for the scales the statistics could not pool; all queued before the first
+        // wait.
         for (scale, &(sw, sh)) in sizes.iter().enumerate() {
-            each(scale, &mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]);
+            if wanted[scale] {
+                sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
+            }
         }
+        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+            if wanted[scale] {
+                each(
+                    scale,
+                    ScaleData::Map(&mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]),
+                );
+            }
+        }
+        stage(stream, &|| format!("maps of scales {wanted:?} read back"))?;
         Ok(())
     })
 }
@@ -246,20 +289,77 @@ fn with_c_values<T: Sample + PlaneAs>(
 /// per-pixel stages on `state`; same contract as the CPU's per-picture score.
 pub(super) fn score(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
     validate(pic)?;
+    let (w, h, window) = s.geometry(is_src);
+    let sizes = scale_sizes(s, w, h);
     let mut per_scale = [0.0f64; NUM_SCALES];
-    let pool = |scale: usize, cv: &mut [f32]| per_scale[scale] = spatial_pooling(cv, s.topk);
+    let pool = |scale: usize, data: ScaleData<'_>| match data {
+        ScaleData::Stats(st) => {
+            let (sw, sh) = sizes[scale];
+            match pooled_from_stats(st, sw * sh, s.topk) {
+                Some(v) => {
+                    per_scale[scale] = v;
+                    false
+                }
+                None => true,
+            }
+        }
+        ScaleData::Map(cv) => {
+            per_scale[scale] = spatial_pooling(cv, s.topk);
+            false
+        }
+    };
     if pic.bpc == 8 {
-        with_c_values::<u8>(state, s, pic, is_src, UNROLLED, pool)?;
+        with_c_values::<u8>(state, s, pic, is_src, pool)?;
     } else {
-        with_c_values::<u16>(state, s, pic, is_src, UNROLLED, pool)?;
+        with_c_values::<u16>(state, s, pic, is_src, pool)?;
     }
-    Ok(weighted_score(&per_scale, s.geometry(is_src).2))
+    Ok(weighted_score(&per_scale, window))
+}
+
+/// `spatial_pooling` of an `n`-value map from its statistics alone, when that provably gives
+/// the same `f64`; None otherwise (the caller pools the map).
+///
+/// The CPU sums the top k values in an order left by its quickselect. When at most k values
+/// are non-zero, the top k are all of them plus zeros, whatever that order. The values are
+/// non-negative, so every partial sum lies between 0 and the total, and is a multiple of the
+/// smallest value's unit in the last place; if the total is below 2^53 such units, every
+/// partial sum is an exact `f64` and so is the CPU's result: the exact total, which the
+/// integer statistics give in any order.
+fn pooled_from_stats(stats: &[u64], n: usize, topk: f64) -> Option<f64> {
+    // As spatial_pooling computes k.
+    let n = i32::try_from(n).ok()?;
+    let k = ((topk * f64::from(n)) as i32).clamp(1, n);
+    if stats[0] > k as u64 {
+        return None;
+    }
+    let buckets = &stats[1..CAMBI_STATS_LEN];
+    let Some(low) = buckets.iter().position(|&m| m != 0) else {
+        return Some(0.0 / f64::from(k));
+    };
+    // Total in units of 2^(low - 150), the last place of bucket `low`'s significands.
+    let mut total: u128 = 0;
+    for (e, &m) in buckets.iter().enumerate().skip(low) {
+        if m == 0 {
+            continue;
+        }
+        let shift = e - low;
+        if shift >= 64 {
+            return None;
+        }
+        total += u128::from(m) << shift;
+        if total >= 1 << 53 {
+            return None;
+        }
+    }
+    // 2^(low - 150) is a normal f64 for every f32 exponent.
+    let unit = f64::from_bits(((low as i64 - 150 + 1023) as u64) << 52);
+    Some(total as f64 * unit / f64::from(k))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::cambi::{Cambi, Setup};
-    use super::with_c_values;
+    use super::super::cambi::{cpu_c_value_maps, spatial_pooling, Cambi, Setup};
+    use super::{pooled_from_stats, with_c_values, ScaleData, CAMBI_STATS_LEN};
     use crate::feature::{Dict, Extractor, FrameInput, Scores};
     use crate::gpu::GpuSet;
     use crate::gpu::GpuState;
@@ -322,6 +422,9 @@ mod tests {
         ),
         ("natural_576x324_420p8", "enc_width=400:enc_height=300"),
         ("natural_576x324_420p8", "window_size=15:max_log_contrast=1"),
+        // Few values pooled: the statistics cannot stand in for the map.
+        ("natural_576x324_420p8", "cambi_topk=0.001"),
+        ("natural_1920x1080_420p8", "topk=0.01"),
         (
             "natural_576x324_420p8",
             "cambi_vis_lum_threshold=100:max_log_contrast=0:cambi_max_val=0.5",
@@ -355,25 +458,72 @@ mod tests {
     }
 
     /// Each scale's c-value map from the GPU.
-    fn gpu_maps(
-        state: &GpuState,
-        s: &Setup,
-        pic: &Picture,
-        is_src: bool,
-        unrolled: bool,
-    ) -> Vec<Vec<f32>> {
+    fn gpu_maps(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Vec<Vec<f32>> {
         let mut maps = Vec::new();
-        let keep = |_: usize, cv: &mut [f32]| maps.push(cv.to_vec());
+        let keep = |_: usize, data: ScaleData<'_>| {
+            if let ScaleData::Map(cv) = data {
+                maps.push(cv.to_vec());
+            }
+            true
+        };
         if pic.bpc == 8 {
-            with_c_values::<u8>(state, s, pic, is_src, unrolled, keep).unwrap();
+            with_c_values::<u8>(state, s, pic, is_src, keep).unwrap();
         } else {
-            with_c_values::<u16>(state, s, pic, is_src, unrolled, keep).unwrap();
+            with_c_values::<u16>(state, s, pic, is_src, keep).unwrap();
         }
         maps
     }
 
-    /// Stage-level check: every c-value map of both kernel variants equals the CPU's
-    /// (reports the first difference).
+    /// What kernels/cambi.hip's statistics kernel computes, on the host.
+    fn host_stats(cv: &[f32]) -> Vec<u64> {
+        let mut st = vec![0u64; CAMBI_STATS_LEN];
+        for v in cv {
+            let bits = v.to_bits();
+            if bits == 0 {
+                continue;
+            }
+            st[0] += 1;
+            let (e, m) = ((bits >> 23) & 0xFF, bits & 0x7F_FFFF);
+            let (e, m) = if e == 0 { (1, m) } else { (e, m | 0x80_0000) };
+            st[1 + e as usize] += u64::from(m);
+        }
+        st
+    }
+
+    /// The pooling shortcut gives the CPU's value bit for bit whenever it applies (CPU-only:
+    /// runs without a device), and applies on the default options' maps.
+    #[test]
+    fn pooling_from_statistics_equals_quickselect() {
+        let (mut used, mut total) = (0, 0);
+        for clip in PARITY_CLIPS {
+            let (_, dists) = load_parity_clip(clip);
+            for topk in ["", "topk=0.01", "cambi_topk=0.9"] {
+                let c = cambi(topk);
+                let s = c.setup_for(&dists[0]).unwrap();
+                for mut cv in cpu_c_value_maps(s, &dists[0], false) {
+                    let st = host_stats(&cv);
+                    let fast = pooled_from_stats(&st, cv.len(), s.topk);
+                    let want = spatial_pooling(&mut cv, s.topk);
+                    total += 1;
+                    if let Some(v) = fast {
+                        used += 1;
+                        assert_eq!(v.to_bits(), want.to_bits(), "{clip} [{topk}]: {v} {want}");
+                    }
+                }
+                if topk.is_empty() {
+                    assert!(pooled_from_stats(&host_stats(&[0.0; 8]), 8, s.topk) == Some(0.0));
+                }
+            }
+        }
+        println!("statistics pooled {used} of {total} maps");
+        assert!(used > total / 2);
+        // Too wide a range of magnitudes for an exact f64 sum: refused.
+        let wide = [1.0e-3f32, 3.0e12, 7.0];
+        assert_eq!(pooled_from_stats(&host_stats(&wide), 3, 1.0), None);
+    }
+
+    /// Stage-level check: every c-value map equals the CPU's (reports the first difference),
+    /// and so do the statistics the GPU computes from them.
     #[test]
     fn gpu_cambi_c_value_maps_equal_cpu() {
         let Some(state) = crate::gpu::test_state() else {
@@ -392,59 +542,63 @@ mod tests {
             let (_, dists) = load_parity_clip(clip);
             let c = cambi(opts);
             let s = c.setup_for(&dists[0]).unwrap();
-            let cpu = super::super::cambi::cpu_c_value_maps(s, &dists[0], false);
-            let mut bad = false;
-            for unrolled in [false, true] {
-                let gpu = gpu_maps(&state, s, &dists[0], false, unrolled);
-                for (scale, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
-                    assert_eq!(g.len(), c.len());
-                    let diffs: Vec<usize> = (0..g.len())
-                        .filter(|&i| g[i].to_bits() != c[i].to_bits())
-                        .collect();
-                    let nz = c.iter().filter(|v| **v != 0.0).count();
-                    println!(
-                        "{clip} [{opts}] unrolled={unrolled} scale {scale}: {} of {} c-values \
-                         differ ({nz} non-zero)",
-                        diffs.len(),
-                        g.len()
-                    );
-                    if let Some(&i) = diffs.first() {
-                        bad = true;
-                        println!("  first at {i}: gpu {} cpu {}", g[i], c[i]);
-                    }
+            let cpu = cpu_c_value_maps(s, &dists[0], false);
+            let mut stats = Vec::new();
+            let collect = |_: usize, data: ScaleData<'_>| {
+                if let ScaleData::Stats(st) = data {
+                    stats.push(st.to_vec());
                 }
+                false
+            };
+            if dists[0].bpc == 8 {
+                with_c_values::<u8>(&state, s, &dists[0], false, collect).unwrap();
+            } else {
+                with_c_values::<u16>(&state, s, &dists[0], false, collect).unwrap();
             }
-            assert!(!bad, "{clip} [{opts}]: c-value maps differ");
+            let gpu = gpu_maps(&state, s, &dists[0], false);
+            let mut bad = false;
+            for (scale, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+                assert_eq!(g.len(), c.len());
+                let diffs: Vec<usize> = (0..g.len())
+                    .filter(|&i| g[i].to_bits() != c[i].to_bits())
+                    .collect();
+                let nz = c.iter().filter(|v| **v != 0.0).count();
+                let st_ok = stats[scale] == host_stats(c);
+                println!(
+                    "{clip} [{opts}] scale {scale}: {} of {} c-values differ ({nz} non-zero), \
+                     statistics equal: {st_ok}",
+                    diffs.len(),
+                    g.len()
+                );
+                if let Some(&i) = diffs.first() {
+                    bad = true;
+                    println!("  first at {i}: gpu {} cpu {}", g[i], c[i]);
+                }
+                bad |= !st_ok;
+            }
+            assert!(!bad, "{clip} [{opts}]: c-value maps or statistics differ");
         }
     }
 
-    /// Per-stage device times (each stage synchronised) and the host pooling, 1080p.
+    /// Per-stage device times (each stage synchronised), 1080p.
     #[test]
     fn gpu_cambi_stage_profile_1080p() {
         let Some(state) = crate::gpu::test_state() else {
             return;
         };
-        let (_, dists) = load_parity_clip("natural_1920x1080_420p8");
+        let set = GpuSet::new(vec![state]).unwrap();
+        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
         for opts in ["", "cambi_high_res_speedup=1080"] {
-            let c = cambi(opts);
-            let s = c.setup_for(&dists[0]).unwrap();
-            for unrolled in [false, true] {
-                // Warm-up (kernel loading, buffers), then one profiled call.
-                gpu_maps(&state, s, &dists[1], false, unrolled);
-                super::PROFILE.with(|p| *p.borrow_mut() = Some((Instant::now(), Vec::new())));
-                let mut pool_ms = 0.0;
-                with_c_values::<u8>(&state, s, &dists[0], false, unrolled, |_, cv| {
-                    let t = Instant::now();
-                    super::spatial_pooling(cv, s.topk);
-                    pool_ms += t.elapsed().as_secs_f64() * 1e3;
-                })
-                .unwrap();
-                let log = super::PROFILE.with(|p| p.borrow_mut().take()).unwrap().1;
-                let total: f64 = log.iter().map(|(_, t)| t).sum();
-                println!("profile 1080p [{opts}] unrolled={unrolled}: device+copies {total:.2} ms, host pooling {pool_ms:.2} ms");
-                for (name, t) in log {
-                    println!("  {name}: {t:.3} ms");
-                }
+            let c = cambi(opts).with_gpu(Some(set.clone()));
+            // Warm-up (kernel loading, buffers), then one profiled frame.
+            run(&c, 1, &refs[1], &dists[1]);
+            super::PROFILE.with(|p| *p.borrow_mut() = Some((Instant::now(), Vec::new())));
+            run(&c, 0, &refs[0], &dists[0]);
+            let log = super::PROFILE.with(|p| p.borrow_mut().take()).unwrap().1;
+            let total: f64 = log.iter().map(|(_, t)| t).sum();
+            println!("profile 1080p [{opts}]: {total:.2} ms");
+            for (name, t) in log {
+                println!("  {name}: {t:.3} ms");
             }
         }
     }

@@ -763,9 +763,6 @@ pub struct CambiCValues {
     /// Contrast steps (1..=[`CAMBI_MAX_DIFFS`]).
     pub num_diffs: usize,
     pub vlt: u16,
-    /// Use the entry point with the counts unrolled into registers when there is one for
-    /// `num_diffs` (1, 2, 4, 8); otherwise the generic one.
-    pub unrolled: bool,
 }
 
 /// Queues the c-values of one scale: `cv[r * w + c]` for the `w`x`h` planes `img` and `mask`
@@ -815,20 +812,12 @@ pub fn cambi_cvalues(
         i32::from(p.vlt),
     );
     let (pp, lp, cp) = (params.ptr(), lut.ptr(), cv.ptr().offset(cv_offset));
-    let name = match (p.unrolled, p.num_diffs) {
-        (true, 1) => "vmaf_cambi_cvalues_nd1",
-        (true, 2) => "vmaf_cambi_cvalues_nd2",
-        (true, 4) => "vmaf_cambi_cvalues_nd4",
-        (true, 8) => "vmaf_cambi_cvalues_nd8",
-        _ => "vmaf_cambi_cvalues",
-    };
-    let kernel = state.kernel("cambi", name)?;
-    // SAFETY: arguments match `vmaf_cambi_cvalues{,_ndN}(const u16 *img, const u16 *mask, int w,
+    let kernel = state.kernel("cambi", "vmaf_cambi_cvalues")?;
+    // SAFETY: arguments match `vmaf_cambi_cvalues(const u16 *img, const u16 *mask, int w,
     // int h, int stride, int pad, int band_base, int band_size, int nd, int vlt,
     // const i32 *params, const float *lut, float *cv)`. Planes are read only inside 0..h /
     // 0..w (checked); the shared tile holds 16 + 2 * pad <= 80 samples a side; count indices
-    // stay below 2 * nd + 1 <= 65 (the ndN entries are chosen only when nd == N);
-    // params are read below 2 * nd (checked length); table
+    // stay below 2 * nd + 1 <= 65; params are read below 2 * nd (checked length); table
     // indices are sums of two counts of one window, at most side^2 < lut.len(); writes go to
     // cv[cv_offset .. cv_offset + w * h], inside `cv`.
     unsafe {
@@ -840,4 +829,46 @@ pub fn cambi_cvalues(
             ],
         )
     }
+}
+
+/// Entries of one c-value map's statistics: the non-zero count, then 256 significand sums.
+pub const CAMBI_STATS_LEN: usize = 257;
+/// Block of the statistics kernel (`CAMBI_STATS_BLOCK`).
+const CAMBI_STATS_BLOCK: u32 = 256;
+
+/// Queues the statistics of `cv[..n]` into `out[out_index..out_index + CAMBI_STATS_LEN]`
+/// (which must be zeroed): the non-zero count, then per biased exponent the sum of the
+/// integer significands.
+pub fn cambi_stats(
+    state: &GpuState,
+    stream: &Stream,
+    cv: &DeviceBuffer<f32>,
+    n: usize,
+    out: &DeviceBuffer<u64>,
+    out_index: usize,
+) -> Result<()> {
+    let n32 = i32::try_from(n).map_err(|_| Error::inval("cambi map too large"))?;
+    if n == 0 || n > cv.len() {
+        return Err(Error::inval("bad cambi statistics length"));
+    }
+    if out_index
+        .checked_add(CAMBI_STATS_LEN)
+        .is_none_or(|end| end > out.len())
+    {
+        return Err(Error::inval("cambi statistics index out of range"));
+    }
+    let (c, o) = (cv.ptr(), out.ptr().offset(out_index));
+    let cfg = LaunchConfig {
+        grid: (
+            (n as u32).div_ceil(CAMBI_STATS_BLOCK).min(MAX_ROW_BLOCKS),
+            1,
+            1,
+        ),
+        block: (CAMBI_STATS_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let kernel = state.kernel("cambi", "vmaf_cambi_stats")?;
+    // SAFETY: arguments match `vmaf_cambi_stats(const float *cv, int n, u64 *out)`; it reads
+    // cv[0..n] (n <= cv.len()) and adds to out[0..257] from `o`, inside `out` (checked).
+    unsafe { kernel.launch(stream, cfg, &[&c, &n32, &o]) }
 }
