@@ -14,9 +14,11 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::feature::alias::alias;
+use crate::feature::cambi_gpu;
 use crate::feature::options::{fmt_g, normalize_value};
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
-use crate::picture::{PictureData, PlaneRef};
+use crate::gpu::GpuSet;
+use crate::picture::{Picture, PictureData, PlaneRef};
 
 /// Full feature names this extractor provides.
 pub const PROVIDED_FEATURES: &[&str] = &["Cambi_feature_cambi_score"];
@@ -28,7 +30,7 @@ const FULL_REF_NAME: &str = "cambi_full_reference";
 const DEFAULT_TOPK: f64 = 0.6;
 const DEFAULT_EOTF: &str = "bt1886";
 
-const NUM_SCALES: usize = 5;
+pub(super) const NUM_SCALES: usize = 5;
 const SCALE_WEIGHTS: [u32; NUM_SCALES] = [16, 8, 4, 2, 1];
 /// Supra-threshold contrast response, indexed by luma difference − 1.
 const CONTRAST_WEIGHTS: [i32; 32] = [
@@ -93,7 +95,7 @@ fn c_max(a: f64, b: f64) -> f64 {
 
 /// Upstream's reciprocal table: `1/i` printed with 9 significant digits and read back as an
 /// `f32` (42 entries differ from a correctly rounded `1.0f32 / i`, so it is rebuilt this way).
-fn reciprocal_lut() -> &'static [f32] {
+pub(super) fn reciprocal_lut() -> &'static [f32] {
     static LUT: OnceLock<Vec<f32>> = OnceLock::new();
     LUT.get_or_init(|| {
         (0..RECIPROCAL_LUT_SIZE)
@@ -236,28 +238,40 @@ fn vlt_luma(threshold: f64, eotf: Eotf) -> Result<u16> {
 
 /// Everything fixed by the options and the first picture (upstream's `init`).
 #[derive(Debug)]
-struct Setup {
-    enc_w: usize,
-    enc_h: usize,
-    src_w: usize,
-    src_h: usize,
-    enc_bitdepth: u32,
-    window: usize,
-    src_window: usize,
-    speedup: bool,
-    topk: f64,
+pub(super) struct Setup {
+    pub(super) enc_w: usize,
+    pub(super) enc_h: usize,
+    pub(super) src_w: usize,
+    pub(super) src_h: usize,
+    pub(super) enc_bitdepth: u32,
+    pub(super) window: usize,
+    pub(super) src_window: usize,
+    pub(super) speedup: bool,
+    pub(super) topk: f64,
     /// Contrast weight per luma difference 1..=num_diffs.
-    diff_weights: Vec<i32>,
+    pub(super) diff_weights: Vec<i32>,
     /// Per difference: largest visible code value, plus `num_diffs`.
-    tvi: Vec<u16>,
-    vlt_luma: u16,
+    pub(super) tvi: Vec<u16>,
+    pub(super) vlt_luma: u16,
     /// Histograms only track raw values in `band_base .. band_base + band_size`: other values
     /// can never contribute to a non-zero c-value.
-    band_base: u16,
-    band_size: u16,
+    pub(super) band_base: u16,
+    pub(super) band_size: u16,
     /// Working buffer size (the larger of the two resolutions in full-reference mode).
-    alloc_w: usize,
-    alloc_h: usize,
+    pub(super) alloc_w: usize,
+    pub(super) alloc_h: usize,
+}
+
+impl Setup {
+    /// Processing size and window of the distorted picture, or of the source (full-reference
+    /// mode).
+    pub(super) fn geometry(&self, is_src: bool) -> (usize, usize, usize) {
+        if is_src {
+            (self.src_w, self.src_h, self.src_window)
+        } else {
+            (self.enc_w, self.enc_h, self.window)
+        }
+    }
 }
 
 /// Upstream's window scaling: 65 is about one degree at 4K; scale by (w + h) / 6000.
@@ -280,6 +294,7 @@ pub struct Cambi {
     eotf: String,
     cambi_eotf: String,
     setup: OnceLock<std::result::Result<Setup, String>>,
+    gpu: Option<GpuSet>,
 }
 
 impl Cambi {
@@ -336,9 +351,16 @@ impl Cambi {
             eotf,
             cambi_eotf,
             setup: OnceLock::new(),
+            gpu: None,
         };
         c.score_name = c.stored_name(PROVIDED_FEATURES[0]);
         Ok(c)
+    }
+
+    /// Runs the per-pixel stages on `gpu` when given (pooling stays on the host).
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
+        self.gpu = gpu;
+        self
     }
 
     /// Option-dependent stored name, as libvmaf builds it (string options included).
@@ -466,7 +488,7 @@ impl Cambi {
         })
     }
 
-    fn setup_for(&self, pic: &PictureData) -> Result<&Setup> {
+    pub(super) fn setup_for(&self, pic: &PictureData) -> Result<&Setup> {
         self.setup
             .get_or_init(|| {
                 self.build_setup(pic.w[0], pic.h[0], pic.bpc)
@@ -482,7 +504,7 @@ impl Cambi {
 // ---------------------------------------------------------------------------------------------
 
 /// Rejects samples above the picture's bit depth (8- and 16-bit pictures cannot have any).
-fn validate(pic: &PictureData) -> Result<()> {
+pub(super) fn validate(pic: &PictureData) -> Result<()> {
     if pic.bpc == 8 || pic.bpc == 16 {
         return Ok(());
     }
@@ -512,7 +534,7 @@ fn validate(pic: &PictureData) -> Result<()> {
 /// Source positions of upstream's nearest-neighbour decimation along one axis: an `f32`
 /// position starting half a step in, advanced by repeated `f32` addition, rounded by
 /// truncating `pos + 0.5` in double precision.
-fn decimation_taps(in_len: usize, out_len: usize) -> Vec<usize> {
+pub(super) fn decimation_taps(in_len: usize, out_len: usize) -> Vec<usize> {
     let ratio = in_len as f32 / out_len as f32;
     let mut pos = (f64::from(ratio / 2.0) - 0.5) as f32;
     (0..out_len)
@@ -609,7 +631,7 @@ fn ceil_log2(n: u32) -> i32 {
 }
 
 /// Count threshold of the flat-area mask, growing slowly with the picture area.
-fn mask_index(w: usize, h: usize) -> u32 {
+pub(super) fn mask_index(w: usize, h: usize) -> u32 {
     let blocks = ((w >> 6) as u32).wrapping_mul((h >> 6) as u32);
     let f = MASK_FILTER_SIZE as i32;
     u32::from(((f * f + 3 * (ceil_log2(blocks) - 11) - 1) >> 1) as u16)
@@ -886,7 +908,7 @@ fn quick_select(a: &mut [f32], k: usize) {
 }
 
 /// Mean of the top `topk` fraction of the c-values (at least one).
-fn spatial_pooling(cv: &mut [f32], topk: f64) -> f64 {
+pub(super) fn spatial_pooling(cv: &mut [f32], topk: f64) -> f64 {
     let n = cv.len() as i32;
     let k = ((topk * f64::from(n)) as i32).clamp(1, n);
     quick_select(cv, k as usize);
@@ -921,11 +943,18 @@ impl Work {
 
     /// cambi score of `pic` at the encoding (or, for the source, the source) resolution.
     fn score(&mut self, s: &Setup, pic: &PictureData, is_src: bool) -> Result<f64> {
-        let (w, h, window) = if is_src {
-            (s.src_w, s.src_h, s.src_window)
-        } else {
-            (s.enc_w, s.enc_h, s.window)
-        };
+        self.score_with(s, pic, is_src, &mut |_, _| {})
+    }
+
+    /// [`Work::score`], showing each scale's c-value map to `peek` before it is pooled.
+    fn score_with(
+        &mut self,
+        s: &Setup,
+        pic: &PictureData,
+        is_src: bool,
+        peek: &mut dyn FnMut(usize, &[f32]),
+    ) -> Result<f64> {
+        let (w, h, window) = s.geometry(is_src);
         let stride = self.stride;
         preprocess(pic, &mut self.image, stride, w, h, s.enc_bitdepth)?;
         spatial_mask(&self.image, &mut self.mask, stride, w, h);
@@ -950,16 +979,45 @@ impl Work {
                 pad: window >> 1,
             };
             ctx.c_values(&mut self.hist, &self.image, &self.mask, &mut self.c_values);
+            peek(scale, &self.c_values[..sw * sh]);
             *score = spatial_pooling(&mut self.c_values[..sw * sh], s.topk);
         }
-        let side = 2 * (window >> 1) + 1;
-        let pixels_in_window = (side * side) as u16;
-        let weighted = per_scale
-            .iter()
-            .zip(SCALE_WEIGHTS)
-            .fold(0.0f64, |acc, (&v, wt)| acc + v * f64::from(wt));
-        Ok(weighted / f64::from(pixels_in_window))
+        Ok(weighted_score(&per_scale, window))
     }
+}
+
+/// Each scale's c-value map of `pic` computed on the CPU (to compare the GPU's maps).
+#[cfg(test)]
+pub(super) fn cpu_c_value_maps(s: &Setup, pic: &PictureData, is_src: bool) -> Vec<Vec<f32>> {
+    let mut maps = Vec::new();
+    Work::new(s)
+        .score_with(s, pic, is_src, &mut |_, cv| maps.push(cv.to_vec()))
+        .unwrap();
+    maps
+}
+
+/// Size of each scale's picture, starting from the processing size `w`x`h`.
+pub(super) fn scale_sizes(s: &Setup, w: usize, h: usize) -> [(usize, usize); NUM_SCALES] {
+    let (mut sw, mut sh) = (w, h);
+    std::array::from_fn(|scale| {
+        if scale > 0 || s.speedup {
+            sw = (sw + 1) >> 1;
+            sh = (sh + 1) >> 1;
+        }
+        (sw, sh)
+    })
+}
+
+/// The frame score from the pooled c-values of each scale: weighted 16:8:4:2:1 and divided by
+/// the window area.
+pub(super) fn weighted_score(per_scale: &[f64; NUM_SCALES], window: usize) -> f64 {
+    let side = 2 * (window >> 1) + 1;
+    let pixels_in_window = (side * side) as u16;
+    let weighted = per_scale
+        .iter()
+        .zip(SCALE_WEIGHTS)
+        .fold(0.0f64, |acc, (&v, wt)| acc + v * f64::from(wt));
+    weighted / f64::from(pixels_in_window)
 }
 
 impl Extractor for Cambi {
@@ -972,13 +1030,19 @@ impl Extractor for Cambi {
     }
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
-        let dist = &**input.distorted;
-        let setup = self.setup_for(dist)?;
-        let mut work = Work::new(setup);
-        let dist_score = work.score(setup, dist, false)?;
+        let setup = self.setup_for(input.distorted)?;
+        let gpu = self.gpu.as_ref().map(|g| g.for_frame(input.index));
+        let mut work = None;
+        let mut score = |pic: &Picture, is_src: bool| match gpu {
+            Some(state) => cambi_gpu::score(state, setup, pic, is_src),
+            None => work
+                .get_or_insert_with(|| Work::new(setup))
+                .score(setup, pic, is_src),
+        };
+        let dist_score = score(input.distorted, false)?;
         out.push((self.score_name.clone(), c_min(dist_score, self.max_val)));
         if self.full_ref {
-            let src_score = work.score(setup, input.reference, true)?;
+            let src_score = score(input.reference, true)?;
             out.push((SOURCE_NAME.to_string(), c_min(src_score, self.max_val)));
             // C's MAX(0, x) with an integer zero.
             let diff = dist_score - src_score;

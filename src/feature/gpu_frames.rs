@@ -78,6 +78,9 @@ struct Plane<T: Sample> {
     slot: RwLock<Slot<T>>,
     /// Recorded on the uploading stream after the copy; other streams wait on it.
     ready: Event,
+    /// Per user stream (by address): recorded after that stream's last queued use, so the
+    /// next upload into this entry waits until every earlier reader is done.
+    released: Mutex<Vec<(usize, Event)>>,
     last_use: AtomicU64,
 }
 
@@ -152,6 +155,7 @@ impl<T: Sample> PlaneCache<T> {
                 uploaded: false,
             }),
             ready: Event::new(dev)?,
+            released: Mutex::new(Vec::new()),
             last_use: AtomicU64::new(now),
         });
         g.entries.push(e.clone());
@@ -172,6 +176,15 @@ fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Re
     let mut s = plane.slot.write().unwrap_or_else(|e| e.into_inner());
     if s.uploaded {
         return Ok(());
+    }
+    // Kernels of earlier users of this entry may still be reading the old contents.
+    for (_, ev) in plane
+        .released
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+    {
+        stream.wait_event(ev)?;
     }
     let pic = &plane.pic;
     let n = pic.w[0] * pic.h[0];
@@ -197,10 +210,9 @@ fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Re
 
 /// Runs `f` with the luma planes of `pics` on the device (dense: rows `w` samples apart).
 /// Planes are shared by every worker thread of the state: each is packed and uploaded once
-/// (by whichever thread needs it first) and the calling stream waits for that upload. `f`
-/// must leave its stream idle (its results read back) before returning, because a plane
-/// becomes reusable once its users have returned. All pictures must share the luma size and
-/// sample type.
+/// (by whichever thread needs it first) and the calling stream waits for that upload. Work `f`
+/// queues may still be running when it returns: an event recorded afterwards holds back the
+/// next upload into these planes. All pictures must share the luma size and sample type.
 pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
     state: &GpuState,
     stream: &Stream,
@@ -237,10 +249,27 @@ pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
         &guards[i].dev
     });
     let r = f(bufs);
-    if r.is_err() {
-        // Work queued before the failure may still read the planes; let it finish before
-        // they can be reused (best effort: the device may be gone).
-        let _ = stream.synchronize();
+    drop(guards);
+    for p in &planes {
+        if mark_released(p, stream).is_err() {
+            // Without the marker, wait here so the plane is never refilled under a reader
+            // (best effort: the device may be gone).
+            let _ = stream.synchronize();
+        }
     }
     r
+}
+
+/// Records on `stream` the point after its uses of `plane` queued so far.
+fn mark_released<T: Sample>(plane: &Plane<T>, stream: &Stream) -> Result<()> {
+    let key = stream as *const Stream as usize;
+    let mut rel = plane.released.lock().unwrap_or_else(|e| e.into_inner());
+    let i = match rel.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            rel.push((key, Event::new(stream.device())?));
+            rel.len() - 1
+        }
+    };
+    rel[i].1.record(stream)
 }

@@ -13,6 +13,7 @@ use crate::picture::Picture;
 pub mod adm;
 pub mod alias;
 pub mod cambi;
+pub mod cambi_gpu;
 pub mod ciede;
 pub mod float_ms_ssim;
 pub mod float_ssim;
@@ -126,7 +127,7 @@ pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dy
         "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
         "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?.with_gpu(gpu)),
         "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?.with_gpu(gpu)),
-        "cambi" => Box::new(cambi::Cambi::new(opts)?),
+        "cambi" => Box::new(cambi::Cambi::new(opts)?.with_gpu(gpu)),
         "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),

@@ -1,0 +1,652 @@
+//! cambi on the GPU: kernels/cambi.hip computes the same 10-bit picture, flat-area mask, mode
+//! filtered scales and c-value maps as the CPU stages in [`super::cambi`], bit for bit.
+//!
+//! Pooling: the CPU's top-k mean sums in the order its quickselect leaves, so it is not
+//! reproduced in parallel. Instead the device returns exact integer statistics of each map, and
+//! when they prove the CPU's sum exact ([`pooled_from_stats`]; the usual case) the host
+//! computes the identical value from them without the map. Otherwise the map is copied back
+//! and pooled with the CPU's own code. The input range check (9..15-bit pictures) and the
+//! 16:8:4:2:1 weighting also stay on the host. Every picture size the CPU accepts works here.
+
+use super::cambi::{
+    decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, validate,
+    weighted_score, Setup, NUM_SCALES,
+};
+use super::gpu_frames::{dense, with_luma, PlaneAs};
+use crate::error::{Error, Result};
+use crate::gpu::kernels::{
+    self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
+};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::picture::Picture;
+
+/// Start of the current stage and (stage, milliseconds) so far.
+#[cfg(test)]
+type Profile = Option<(std::time::Instant, Vec<(String, f64)>)>;
+
+#[cfg(test)]
+thread_local! {
+    /// Test builds: when set, each stage waits for the device and logs its wall time.
+    static PROFILE: std::cell::RefCell<Profile> = const { std::cell::RefCell::new(None) };
+}
+
+/// Marks the end of a stage for the test-only profile (nothing in normal builds).
+fn stage(_stream: &Stream, _name: &dyn Fn() -> String) -> Result<()> {
+    #[cfg(test)]
+    PROFILE.with(|p| {
+        if let Some((t, log)) = p.borrow_mut().as_mut() {
+            _stream.synchronize()?;
+            log.push((_name(), t.elapsed().as_secs_f64() * 1e3));
+            *t = std::time::Instant::now();
+        }
+        Ok::<(), Error>(())
+    })?;
+    Ok(())
+}
+
+/// Per-thread device buffers, sized for pictures up to `cap` pixels at the processing size.
+struct Scratch {
+    cap: usize,
+    /// Ping-pong pictures and masks (decimation and the mode filter are out of place).
+    img: [DeviceBuffer<u16>; 2],
+    mask: [DeviceBuffer<u16>; 2],
+    /// Each scale's c-value map, on the device and (when the statistics cannot pool it) in
+    /// pinned memory.
+    cv: Vec<DeviceBuffer<f32>>,
+    cv_host: Vec<PinnedHostBuffer<f32>>,
+    /// Per scale: [`kernels::cambi_stats`] of the map.
+    stats: DeviceBuffer<u64>,
+    stats_host: PinnedHostBuffer<u64>,
+    lut: DeviceBuffer<f32>,
+    /// Adjusted thresholds then contrast weights.
+    params: DeviceBuffer<i32>,
+    params_host: PinnedHostBuffer<i32>,
+    /// Source columns then source rows of the preprocessing.
+    taps: DeviceBuffer<u32>,
+    taps_host: PinnedHostBuffer<u32>,
+    taps_cap: usize,
+}
+
+/// c-value entries of each scale of a `w`x`h` picture without the high-resolution speed-up
+/// (with it every scale is smaller).
+fn cv_lens(w: usize, h: usize) -> [usize; NUM_SCALES] {
+    let (mut sw, mut sh) = (w, h);
+    std::array::from_fn(|_| {
+        let n = sw * sh;
+        sw = sw.div_ceil(2);
+        sh = sh.div_ceil(2);
+        n
+    })
+}
+
+impl Scratch {
+    fn new(state: &GpuState, w: usize, h: usize) -> Result<Self> {
+        let dev = state.device();
+        let cap = w * h;
+        let taps_cap = w + h;
+        let mut lut = DeviceBuffer::new(dev, reciprocal_lut().len())?;
+        lut.upload_blocking(state.stream(), reciprocal_lut())?;
+        let lens = cv_lens(w, h);
+        Ok(Scratch {
+            cap,
+            img: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
+            mask: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
+            cv: lens
+                .iter()
+                .map(|&n| DeviceBuffer::new(dev, n))
+                .collect::<Result<_>>()?,
+            cv_host: lens
+                .iter()
+                .map(|&n| PinnedHostBuffer::new(dev, n))
+                .collect::<Result<_>>()?,
+            stats: DeviceBuffer::new(dev, NUM_SCALES * CAMBI_STATS_LEN)?,
+            stats_host: PinnedHostBuffer::new(dev, NUM_SCALES * CAMBI_STATS_LEN)?,
+            lut,
+            params: DeviceBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
+            params_host: PinnedHostBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
+            taps: DeviceBuffer::new(dev, taps_cap)?,
+            taps_host: PinnedHostBuffer::new(dev, taps_cap)?,
+            taps_cap,
+        })
+    }
+
+    fn fits(&self, w: usize, h: usize) -> bool {
+        w * h <= self.cap
+            && w + h <= self.taps_cap
+            && cv_lens(w, h)
+                .iter()
+                .zip(&self.cv)
+                .all(|(&n, b)| n <= b.len())
+    }
+}
+
+/// What the host gets of one scale.
+enum ScaleData<'a> {
+    /// The map's statistics ([`kernels::cambi_stats`]).
+    Stats(&'a [u64]),
+    /// The c-value map itself (dense, the scale's width wide).
+    Map(&'a mut [f32]),
+}
+
+/// Runs the kernels for `pic` and gives `each` the statistics of every scale's c-value map in
+/// scale order; then the maps of the scales for which `each` answered true.
+fn with_c_values<T: Sample + PlaneAs>(
+    state: &GpuState,
+    s: &Setup,
+    pic: &Picture,
+    is_src: bool,
+    mut each: impl FnMut(usize, ScaleData<'_>) -> bool,
+) -> Result<()> {
+    let (w, h, window) = s.geometry(is_src);
+    let (in_w, in_h, bpc) = (pic.w[0], pic.h[0], pic.bpc);
+    let pad = window >> 1;
+    let nd = s.tvi.len();
+    if pad > CAMBI_MAX_PAD || !(1..=CAMBI_MAX_DIFFS).contains(&nd) {
+        return Err(Error::inval(
+            "cambi: window or contrast range too large for the GPU",
+        ));
+    }
+    let sizes = scale_sizes(s, w, h);
+    state.with_scratch(|slot: &mut Option<Scratch>| {
+        if slot.as_ref().is_none_or(|sc| !sc.fits(w, h)) {
+            *slot = None;
+            // Sized for both pictures of full-reference mode at once.
+            *slot = Some(Scratch::new(state, s.alloc_w.max(w), s.alloc_h.max(h))?);
+        }
+        let sc = slot
+            .as_mut()
+            .ok_or_else(|| Error::inval("no cambi scratch"))?;
+        let stream = &*state.lane_stream()?;
+
+        // Small per-call tables: the scratch is shared by every cambi instance of the thread.
+        {
+            let taps = sc.taps_host.as_mut_slice()?;
+            if (in_w, in_h) == (w, h) {
+                taps[..w]
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t = i as u32);
+                taps[w..w + h]
+                    .iter_mut()
+                    .enumerate()
+                    .for_each(|(i, t)| *t = i as u32);
+            } else {
+                let xs = decimation_taps(in_w, w);
+                let ys = decimation_taps(in_h, h);
+                for (t, v) in taps.iter_mut().zip(xs.iter().chain(&ys)) {
+                    *t = *v as u32;
+                }
+            }
+            let params = sc.params_host.as_mut_slice()?;
+            for d in 0..nd {
+                params[d] = i32::from(s.tvi[d]);
+                params[nd + d] = s.diff_weights[d];
+            }
+        }
+        sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
+        sc.params
+            .upload_async(stream, &mut sc.params_host, 2 * nd)?;
+
+        with_luma(state, stream, [pic], |[luma]: [&DeviceBuffer<T>; 1]| {
+            kernels::cambi_preprocess(
+                state,
+                stream,
+                dense(luma, in_w, in_h),
+                &sc.taps,
+                bpc,
+                s.enc_bitdepth < 10,
+                dense(&sc.img[0], w, h),
+            )
+        })?;
+        stage(stream, &|| "upload+preprocess".into())?;
+        kernels::cambi_mask(
+            state,
+            stream,
+            dense(&sc.img[0], w, h),
+            mask_index(w, h),
+            dense(&sc.mask[0], w, h),
+        )?;
+        stage(stream, &|| "mask".into())?;
+
+        let p = CambiCValues {
+            pad,
+            band_base: s.band_base,
+            band_size: s.band_size,
+            num_diffs: nd,
+            vlt: s.vlt_luma,
+        };
+        sc.stats.zero(stream)?;
+        // Index of the buffer holding the current picture / mask.
+        let (mut im, mut mk) = (0usize, 0usize);
+        let (mut cw, mut ch) = (w, h);
+        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+            if (sw, sh) != (cw, ch) {
+                let [a, b] = &sc.img;
+                let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
+                kernels::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                let [a, b] = &sc.mask;
+                let (src, dst) = if mk == 0 { (a, b) } else { (b, a) };
+                kernels::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                im ^= 1;
+                mk ^= 1;
+                (cw, ch) = (sw, sh);
+            }
+            let [a, b] = &sc.img;
+            let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
+            kernels::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
+            im ^= 1;
+            stage(stream, &|| format!("decimate+mode {scale}"))?;
+            kernels::cambi_cvalues(
+                state,
+                stream,
+                dense(&sc.img[im], sw, sh),
+                dense(&sc.mask[mk], sw, sh),
+                &p,
+                &sc.params,
+                &sc.lut,
+                &sc.cv[scale],
+                0,
+            )?;
+            kernels::cambi_stats(
+                state,
+                stream,
+                &sc.cv[scale],
+                sw * sh,
+                &sc.stats,
+                scale * CAMBI_STATS_LEN,
+            )?;
+            stage(stream, &|| format!("c-values + stats {scale} ({sw}x{sh})"))?;
+        }
+        sc.stats
+            .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
+        let mut wanted = [false; NUM_SCALES];
+        for (scale, want) in wanted.iter_mut().enumerate() {
+            let st = &sc.stats_host.as_slice()?[scale * CAMBI_STATS_LEN..][..CAMBI_STATS_LEN];
+            *want = each(scale, ScaleData::Stats(st));
+        }
+        stage(stream, &|| "statistics read back".into())?;
+        // Maps only for the scales the statistics could not pool; all queued before the first
+        // wait.
+        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+            if wanted[scale] {
+                sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
+            }
+        }
+        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+            if wanted[scale] {
+                each(
+                    scale,
+                    ScaleData::Map(&mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]),
+                );
+            }
+        }
+        stage(stream, &|| format!("maps of scales {wanted:?} read back"))?;
+        Ok(())
+    })
+}
+
+/// The cambi score of `pic` (the distorted picture, or the source when `is_src`) with its
+/// per-pixel stages on `state`; same contract as the CPU's per-picture score.
+pub(super) fn score(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
+    validate(pic)?;
+    let (w, h, window) = s.geometry(is_src);
+    let sizes = scale_sizes(s, w, h);
+    let mut per_scale = [0.0f64; NUM_SCALES];
+    let pool = |scale: usize, data: ScaleData<'_>| match data {
+        ScaleData::Stats(st) => {
+            let (sw, sh) = sizes[scale];
+            match pooled_from_stats(st, sw * sh, s.topk) {
+                Some(v) => {
+                    per_scale[scale] = v;
+                    false
+                }
+                None => true,
+            }
+        }
+        ScaleData::Map(cv) => {
+            per_scale[scale] = spatial_pooling(cv, s.topk);
+            false
+        }
+    };
+    if pic.bpc == 8 {
+        with_c_values::<u8>(state, s, pic, is_src, pool)?;
+    } else {
+        with_c_values::<u16>(state, s, pic, is_src, pool)?;
+    }
+    Ok(weighted_score(&per_scale, window))
+}
+
+/// `spatial_pooling` of an `n`-value map from its statistics alone, when that provably gives
+/// the same `f64`; None otherwise (the caller pools the map).
+///
+/// The CPU sums the top k values in an order left by its quickselect. When at most k values
+/// are non-zero, the top k are all of them plus zeros, whatever that order. The values are
+/// non-negative, so every partial sum lies between 0 and the total, and is a multiple of the
+/// smallest value's unit in the last place; if the total is below 2^53 such units, every
+/// partial sum is an exact `f64` and so is the CPU's result: the exact total, which the
+/// integer statistics give in any order.
+fn pooled_from_stats(stats: &[u64], n: usize, topk: f64) -> Option<f64> {
+    // As spatial_pooling computes k.
+    let n = i32::try_from(n).ok()?;
+    let k = ((topk * f64::from(n)) as i32).clamp(1, n);
+    if stats[0] > k as u64 {
+        return None;
+    }
+    let buckets = &stats[1..CAMBI_STATS_LEN];
+    let Some(low) = buckets.iter().position(|&m| m != 0) else {
+        return Some(0.0 / f64::from(k));
+    };
+    // Total in units of 2^(low - 150), the last place of bucket `low`'s significands.
+    let mut total: u128 = 0;
+    for (e, &m) in buckets.iter().enumerate().skip(low) {
+        if m == 0 {
+            continue;
+        }
+        let shift = e - low;
+        if shift >= 64 {
+            return None;
+        }
+        total += u128::from(m) << shift;
+        if total >= 1 << 53 {
+            return None;
+        }
+    }
+    // 2^(low - 150) is a normal f64 for every f32 exponent.
+    let unit = f64::from_bits(((low as i64 - 150 + 1023) as u64) << 52);
+    Some(total as f64 * unit / f64::from(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cambi::{cpu_c_value_maps, spatial_pooling, Cambi, Setup};
+    use super::{pooled_from_stats, with_c_values, ScaleData, CAMBI_STATS_LEN};
+    use crate::feature::{Dict, Extractor, FrameInput, Scores};
+    use crate::gpu::GpuSet;
+    use crate::gpu::GpuState;
+    use crate::picture::Picture;
+    use crate::testutil::{load_parity_clip, PARITY_CLIPS};
+    use std::time::Instant;
+
+    fn cambi(opts: &str) -> Cambi {
+        let mut d = Dict::new();
+        for kv in opts.split(':').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap();
+            d.set(k, v);
+        }
+        Cambi::new(&d).unwrap()
+    }
+
+    fn run(
+        c: &Cambi,
+        i: usize,
+        r: &crate::picture::Picture,
+        d: &crate::picture::Picture,
+    ) -> Scores {
+        let input = FrameInput {
+            index: i,
+            reference: r,
+            distorted: d,
+            prev_ref: None,
+            prev_prev_ref: None,
+        };
+        let mut out = Scores::new();
+        c.extract(&input, &mut out).unwrap();
+        out
+    }
+
+    /// Options the CPU supports, each checked on the clips it applies to.
+    const OPTION_CASES: &[(&str, &str)] = &[
+        ("natural_1920x1080_420p8", "enc_width=960:enc_height=540"),
+        ("natural_1920x1080_420p8", "enc_width=1280:enc_height=720"),
+        (
+            "natural_1920x1080_420p8",
+            "cambi_high_res_speedup=1080:cambi_vis_lum_threshold=0.06:cambi_max_val=17.0",
+        ),
+        (
+            "natural_1920x1080_420p8",
+            "cambi_high_res_speedup=1080:eotf=pq:cambi_vis_lum_threshold=1",
+        ),
+        ("natural_640x360_420p10", "full_ref=true"),
+        ("natural_640x360_420p10", "enc_bitdepth=8"),
+        (
+            "natural_640x360_420p10",
+            "window_size=127:max_log_contrast=5:cambi_vis_lum_threshold=10",
+        ),
+        (
+            "natural_576x324_420p8",
+            "eotf=pq:max_log_contrast=3:topk=0.3",
+        ),
+        (
+            "natural_576x324_420p8",
+            "cambi_eotf=pq:tvi_threshold=0.05:cambi_topk=0.9",
+        ),
+        ("natural_576x324_420p8", "enc_width=400:enc_height=300"),
+        ("natural_576x324_420p8", "window_size=15:max_log_contrast=1"),
+        // Few values pooled: the statistics cannot stand in for the map.
+        ("natural_576x324_420p8", "cambi_topk=0.001"),
+        ("natural_1920x1080_420p8", "topk=0.01"),
+        (
+            "natural_576x324_420p8",
+            "cambi_vis_lum_threshold=100:max_log_contrast=0:cambi_max_val=0.5",
+        ),
+        ("natural_320x180_420p12", "enc_bitdepth=8:window_size=100"),
+        (
+            "testsrc_480x270_444p8",
+            "full_ref=true:src_width=400:src_height=240:enc_width=460:enc_height=260",
+        ),
+    ];
+
+    fn check(set: &GpuSet, clip: &str, opts: &str, frames: usize) {
+        let (refs, dists) = load_parity_clip(clip);
+        let cpu = cambi(opts);
+        let gpu = cambi(opts).with_gpu(Some(set.clone()));
+        for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(frames) {
+            let want = run(&cpu, i, r, d);
+            let got = run(&gpu, i, r, d);
+            assert_eq!(got.len(), want.len(), "{clip} {opts} frame {i}");
+            for ((gn, gv), (wn, wv)) in got.iter().zip(&want) {
+                assert_eq!(gn, wn);
+                // Identical f64 values, hence also the printed 6 decimals.
+                assert_eq!(
+                    gv.to_bits(),
+                    wv.to_bits(),
+                    "{clip} {opts} frame {i} {gn}: gpu {gv} cpu {wv} (diff {:e})",
+                    gv - wv
+                );
+            }
+        }
+    }
+
+    /// Each scale's c-value map from the GPU.
+    fn gpu_maps(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Vec<Vec<f32>> {
+        let mut maps = Vec::new();
+        let keep = |_: usize, data: ScaleData<'_>| {
+            if let ScaleData::Map(cv) = data {
+                maps.push(cv.to_vec());
+            }
+            true
+        };
+        if pic.bpc == 8 {
+            with_c_values::<u8>(state, s, pic, is_src, keep).unwrap();
+        } else {
+            with_c_values::<u16>(state, s, pic, is_src, keep).unwrap();
+        }
+        maps
+    }
+
+    /// What kernels/cambi.hip's statistics kernel computes, on the host.
+    fn host_stats(cv: &[f32]) -> Vec<u64> {
+        let mut st = vec![0u64; CAMBI_STATS_LEN];
+        for v in cv {
+            let bits = v.to_bits();
+            if bits == 0 {
+                continue;
+            }
+            st[0] += 1;
+            let (e, m) = ((bits >> 23) & 0xFF, bits & 0x7F_FFFF);
+            let (e, m) = if e == 0 { (1, m) } else { (e, m | 0x80_0000) };
+            st[1 + e as usize] += u64::from(m);
+        }
+        st
+    }
+
+    /// The pooling shortcut gives the CPU's value bit for bit whenever it applies (CPU-only:
+    /// runs without a device), and applies on the default options' maps.
+    #[test]
+    fn pooling_from_statistics_equals_quickselect() {
+        let (mut used, mut total) = (0, 0);
+        for clip in PARITY_CLIPS {
+            let (_, dists) = load_parity_clip(clip);
+            for topk in ["", "topk=0.01", "cambi_topk=0.9"] {
+                let c = cambi(topk);
+                let s = c.setup_for(&dists[0]).unwrap();
+                for mut cv in cpu_c_value_maps(s, &dists[0], false) {
+                    let st = host_stats(&cv);
+                    let fast = pooled_from_stats(&st, cv.len(), s.topk);
+                    let want = spatial_pooling(&mut cv, s.topk);
+                    total += 1;
+                    if let Some(v) = fast {
+                        used += 1;
+                        assert_eq!(v.to_bits(), want.to_bits(), "{clip} [{topk}]: {v} {want}");
+                    }
+                }
+                if topk.is_empty() {
+                    assert!(pooled_from_stats(&host_stats(&[0.0; 8]), 8, s.topk) == Some(0.0));
+                }
+            }
+        }
+        println!("statistics pooled {used} of {total} maps");
+        assert!(used > total / 2);
+        // Too wide a range of magnitudes for an exact f64 sum: refused.
+        let wide = [1.0e-3f32, 3.0e12, 7.0];
+        assert_eq!(pooled_from_stats(&host_stats(&wide), 3, 1.0), None);
+    }
+
+    /// Stage-level check: every c-value map equals the CPU's (reports the first difference),
+    /// and so do the statistics the GPU computes from them.
+    #[test]
+    fn gpu_cambi_c_value_maps_equal_cpu() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        for (clip, opts) in [
+            ("natural_576x324_420p8", ""),
+            ("natural_640x360_420p10", "enc_bitdepth=8"),
+            (
+                "natural_640x360_420p10",
+                "max_log_contrast=3:window_size=127",
+            ),
+            ("natural_1920x1080_420p8", "enc_width=1280:enc_height=720"),
+            ("natural_1920x1080_420p8", "max_log_contrast=0"),
+        ] {
+            let (_, dists) = load_parity_clip(clip);
+            let c = cambi(opts);
+            let s = c.setup_for(&dists[0]).unwrap();
+            let cpu = cpu_c_value_maps(s, &dists[0], false);
+            let mut stats = Vec::new();
+            let collect = |_: usize, data: ScaleData<'_>| {
+                if let ScaleData::Stats(st) = data {
+                    stats.push(st.to_vec());
+                }
+                false
+            };
+            if dists[0].bpc == 8 {
+                with_c_values::<u8>(&state, s, &dists[0], false, collect).unwrap();
+            } else {
+                with_c_values::<u16>(&state, s, &dists[0], false, collect).unwrap();
+            }
+            let gpu = gpu_maps(&state, s, &dists[0], false);
+            let mut bad = false;
+            for (scale, (g, c)) in gpu.iter().zip(&cpu).enumerate() {
+                assert_eq!(g.len(), c.len());
+                let diffs: Vec<usize> = (0..g.len())
+                    .filter(|&i| g[i].to_bits() != c[i].to_bits())
+                    .collect();
+                let nz = c.iter().filter(|v| **v != 0.0).count();
+                let st_ok = stats[scale] == host_stats(c);
+                println!(
+                    "{clip} [{opts}] scale {scale}: {} of {} c-values differ ({nz} non-zero), \
+                     statistics equal: {st_ok}",
+                    diffs.len(),
+                    g.len()
+                );
+                if let Some(&i) = diffs.first() {
+                    bad = true;
+                    println!("  first at {i}: gpu {} cpu {}", g[i], c[i]);
+                }
+                bad |= !st_ok;
+            }
+            assert!(!bad, "{clip} [{opts}]: c-value maps or statistics differ");
+        }
+    }
+
+    /// Per-stage device times (each stage synchronised), 1080p.
+    #[test]
+    fn gpu_cambi_stage_profile_1080p() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let set = GpuSet::new(vec![state]).unwrap();
+        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
+        for opts in ["", "cambi_high_res_speedup=1080"] {
+            let c = cambi(opts).with_gpu(Some(set.clone()));
+            // Warm-up (kernel loading, buffers), then one profiled frame.
+            run(&c, 1, &refs[1], &dists[1]);
+            super::PROFILE.with(|p| *p.borrow_mut() = Some((Instant::now(), Vec::new())));
+            run(&c, 0, &refs[0], &dists[0]);
+            let log = super::PROFILE.with(|p| p.borrow_mut().take()).unwrap().1;
+            let total: f64 = log.iter().map(|(_, t)| t).sum();
+            println!("profile 1080p [{opts}]: {total:.2} ms");
+            for (name, t) in log {
+                println!("  {name}: {t:.3} ms");
+            }
+        }
+    }
+
+    #[test]
+    fn gpu_cambi_equals_cpu_on_parity_clips_and_options() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let set = GpuSet::new(vec![state]).unwrap();
+        for clip in PARITY_CLIPS {
+            check(&set, clip, "", 3);
+        }
+        for (clip, opts) in OPTION_CASES {
+            check(&set, clip, opts, 2);
+        }
+    }
+
+    #[test]
+    fn gpu_cambi_speed_on_1080p() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let set = GpuSet::new(vec![state]).unwrap();
+        let clip = "natural_1920x1080_420p8";
+        let (refs, dists) = load_parity_clip(clip);
+        for opts in ["", "cambi_high_res_speedup=1080"] {
+            let cpu = cambi(opts);
+            let gpu = cambi(opts).with_gpu(Some(set.clone()));
+            // Warm-up: kernel loading and buffer allocation.
+            let want = run(&cpu, 0, &refs[0], &dists[0]);
+            assert_eq!(run(&gpu, 0, &refs[0], &dists[0]), want);
+            let n = refs.len().min(3);
+            let t = Instant::now();
+            for i in 0..n {
+                run(&cpu, i, &refs[i], &dists[i]);
+            }
+            let cpu_ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
+            let t = Instant::now();
+            for i in 0..n {
+                run(&gpu, i, &refs[i], &dists[i]);
+            }
+            let gpu_ms = t.elapsed().as_secs_f64() * 1e3 / n as f64;
+            println!(
+                "cambi {clip} [{opts}]: cpu {cpu_ms:.1} ms/frame, gpu {gpu_ms:.1} ms/frame, \
+                 speed-up {:.1}x",
+                cpu_ms / gpu_ms
+            );
+        }
+    }
+}
