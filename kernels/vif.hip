@@ -25,9 +25,15 @@ __constant__ int vif_filter_width[4] = {17, 9, 5, 3};
 #define VIF_TH 32
 #define VIF_BLOCK_H 8
 #define VIF_RUN 4
+/* Scale 0's statistics tile also yields the 16 x 16 tile of the decimated
+ * scale-1 pictures it covers (the 9-tap window fits inside the staged border):
+ * VIF_FUSED_W columns of vertically filtered even rows per picture. */
+#define VIF_FUSED_H (VIF_TH / 2)
+#define VIF_FUSED_W 40
 /* Shared memory of the statistics kernel in u64 words: scale 0's staging
- * (2 x 48 x 48 u16) and five 32 x 49 u32 tiles, plus the reduction scratch. */
-#define VIF_SMEM_U64 5120
+ * (2 x 48 x 48 u16), five 32 x 49 u32 tiles and the fused decimation's two
+ * 16 x 40 u16 tiles, plus the reduction scratch. */
+#define VIF_SMEM_U64 5424
 
 /* Mirror without repeating the edge sample: -1 -> 1, n -> n - 2. Staging loads of
  * a block's edge tiles can reach past one mirror; those samples feed no output,
@@ -89,14 +95,16 @@ VMAF_DEVICE void vif_hrun(const vmaf_u32 *row, A out[VIF_RUN])
  * depth at scale 0; later scales are always 16-bit. */
 template <typename T, int SCALE>
 VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride, int bpc,
-                           const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc, vmaf_u64 *smem)
+                           const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc, vmaf_u64 *smem,
+                           vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
 {
     const int F = VifTaps<SCALE>::F;
     const int HALF = F / 2;
     const int IN_W = VIF_TW + 2 * HALF;
     const int IN_H = VIF_TH + 2 * HALF;
     const int PITCH = IN_W | 1;
-    static_assert((2 * IN_H * IN_W * 2 + 5 * VIF_TH * PITCH * 4) / 8 + VMAF_MAX_WARPS <=
+    static_assert((2 * IN_H * IN_W * 2 + 5 * VIF_TH * PITCH * 4 +
+                   2 * VIF_FUSED_H * VIF_FUSED_W * 2) / 8 + VMAF_MAX_WARPS <=
                       VIF_SMEM_U64,
                   "VIF shared buffer too small");
     const int x0 = blockIdx.x * VIF_TW;
@@ -114,6 +122,8 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     vmaf_u32 *t_xx = t_mu2 + VIF_TH * PITCH;
     vmaf_u32 *t_yy = t_xx + VIF_TH * PITCH;
     vmaf_u32 *t_xy = t_yy + VIF_TH * PITCH;
+    vmaf_u16(*d_ref)[VIF_FUSED_W] = (vmaf_u16(*)[VIF_FUSED_W])(t_xy + VIF_TH * PITCH);
+    vmaf_u16(*d_dis)[VIF_FUSED_W] = d_ref + VIF_FUSED_H;
     vmaf_u64 *scratch = smem + VIF_SMEM_U64 - VMAF_MAX_WARPS;
 
     for (int r = ty; r < IN_H; r += VIF_BLOCK_H) {
@@ -262,6 +272,40 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
         }
     }
 
+    if (SCALE == 0 && down_ref) {
+        /* Decimation to scale 1 from the staged tile: the vertical 9-tap pass on
+         * the even rows, then the horizontal pass on the even columns, with the
+         * rounding of vif_down. Staged row/column 4 + 2i + k is tap k of output i. */
+        const int F1 = VifTaps<1>::F;
+        const vmaf_u32 v_shift = bpc, v_round = 1u << (bpc - 1);
+        for (int i = tid; i < VIF_FUSED_H * (2 * VIF_FUSED_H + F1 - 1); i += nthreads) {
+            const int r = i / (2 * VIF_FUSED_H + F1 - 1), c = i % (2 * VIF_FUSED_H + F1 - 1);
+            vmaf_u32 a_ref = 0, a_dis = 0;
+#pragma unroll
+            for (int k = 0; k < F1; k++) {
+                const vmaf_u32 f = vif_filter[1][k];
+                a_ref += f * (vmaf_u32)s_ref[HALF - F1 / 2 + 2 * r + k][HALF - F1 / 2 + c];
+                a_dis += f * (vmaf_u32)s_dis[HALF - F1 / 2 + 2 * r + k][HALF - F1 / 2 + c];
+            }
+            d_ref[r][c] = (vmaf_u16)((a_ref + v_round) >> v_shift);
+            d_dis[r][c] = (vmaf_u16)((a_dis + v_round) >> v_shift);
+        }
+        __syncthreads();
+        const int ox_l = tid % VIF_FUSED_H, oy_l = tid / VIF_FUSED_H;
+        const int ox = x0 / 2 + ox_l, oy = y0 / 2 + oy_l;
+        if (oy_l < VIF_FUSED_H && ox < w / 2 && oy < h / 2) {
+            vmaf_u32 h_ref = 0, h_dis = 0;
+#pragma unroll
+            for (int k = 0; k < F1; k++) {
+                const vmaf_u32 f = vif_filter[1][k];
+                h_ref += f * (vmaf_u32)d_ref[oy_l][2 * ox_l + k];
+                h_dis += f * (vmaf_u32)d_dis[oy_l][2 * ox_l + k];
+            }
+            down_ref[(long long)oy * down_stride + ox] = (vmaf_u16)((h_ref + 32768) >> 16);
+            down_dis[(long long)oy * down_stride + ox] = (vmaf_u16)((h_dis + 32768) >> 16);
+        }
+    }
+
     vmaf_u64 s;
     s = vmaf_block_sum_u64((vmaf_u64)num_log, scratch);
     if (tid == 0 && s) VMAF_ATOMIC_ADD_U64(&acc[0], s);
@@ -279,29 +323,45 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
 /* The scale picks a compile-time filter width (the branch is uniform). */
 template <typename T>
 VMAF_DEVICE void vif_stats_any(const T *ref, const T *dis, int w, int h, int stride, int scale,
-                               int bpc, const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc)
+                               int bpc, const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc,
+                               vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
 {
     __shared__ vmaf_u64 smem[VIF_SMEM_U64];
     switch (scale) {
-    case 0: vif_stats<T, 0>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
-    case 1: vif_stats<T, 1>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
-    case 2: vif_stats<T, 2>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
-    default: vif_stats<T, 3>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem); break;
+    case 0:
+        vif_stats<T, 0>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, down_ref,
+                        down_dis, down_stride);
+        break;
+    case 1:
+        vif_stats<T, 1>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
+        break;
+    case 2:
+        vif_stats<T, 2>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
+        break;
+    default:
+        vif_stats<T, 3>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
+        break;
     }
 }
 
+/* down_ref/down_dis (with pitch down_stride), when not NULL at scale 0, receive
+ * the decimated (w/2) x (h/2) scale-1 pictures as vmaf_vif_down would. */
 VMAF_KERNEL void vmaf_vif_stats_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h, int stride,
                                    int scale, int bpc, const vmaf_u16 *log2_table, double egl,
-                                   vmaf_u64 *acc)
+                                   vmaf_u64 *acc, vmaf_u16 *down_ref, vmaf_u16 *down_dis,
+                                   int down_stride)
 {
-    vif_stats_any<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc);
+    vif_stats_any<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc, down_ref,
+                           down_dis, down_stride);
 }
 
 VMAF_KERNEL void vmaf_vif_stats_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
                                     int stride, int scale, int bpc, const vmaf_u16 *log2_table,
-                                    double egl, vmaf_u64 *acc)
+                                    double egl, vmaf_u64 *acc, vmaf_u16 *down_ref,
+                                    vmaf_u16 *down_dis, int down_stride)
 {
-    vif_stats_any<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc);
+    vif_stats_any<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc, down_ref,
+                            down_dis, down_stride);
 }
 
 /* Low-pass with the next scale's filter and keep even rows and columns:

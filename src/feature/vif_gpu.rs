@@ -75,7 +75,23 @@ fn accums_typed<T: Sample + PlaneAs>(
             stream,
             [r, d],
             |[ref_dev, dis_dev]: [&DeviceBuffer<T>; 2]| {
-                if !skip_scale0 {
+                let down0 = (
+                    dense(&s.pyr_ref[0], w / 2, h / 2),
+                    dense(&s.pyr_dis[0], w / 2, h / 2),
+                );
+                if skip_scale0 {
+                    kernels::vif_down(
+                        state,
+                        stream,
+                        dense(ref_dev, w, h),
+                        dense(dis_dev, w, h),
+                        0,
+                        bpc,
+                        down0.0,
+                        down0.1,
+                    )?;
+                } else {
+                    // Scale 0's statistics also write the decimated scale-1 pictures.
                     kernels::vif_stats(
                         state,
                         stream,
@@ -86,18 +102,9 @@ fn accums_typed<T: Sample + PlaneAs>(
                         &s.table,
                         egl,
                         &s.acc_dev,
+                        Some(down0),
                     )?;
                 }
-                kernels::vif_down(
-                    state,
-                    stream,
-                    dense(ref_dev, w, h),
-                    dense(dis_dev, w, h),
-                    0,
-                    bpc,
-                    dense(&s.pyr_ref[0], w / 2, h / 2),
-                    dense(&s.pyr_dis[0], w / 2, h / 2),
-                )?;
                 let (mut cw, mut ch) = (w / 2, h / 2);
                 for scale in 1..4 {
                     let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
@@ -111,6 +118,7 @@ fn accums_typed<T: Sample + PlaneAs>(
                         &s.table,
                         egl,
                         &s.acc_dev,
+                        None,
                     )?;
                     if scale < 3 {
                         kernels::vif_down(
@@ -182,10 +190,12 @@ mod tests {
         for clip in crate::testutil::PARITY_CLIPS {
             let (refs, dists) = load_parity_clip(clip);
             for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(4) {
-                for egl in [100.0, 1.0] {
-                    let cpu = super::super::vif::compute_accums(r, d, egl, false).unwrap();
-                    let gpu = compute_accums(&state, r, d, egl, false).unwrap();
-                    assert_eq!(gpu, cpu, "{clip} frame {i} egl {egl}");
+                // Scale 0 computed (decimation fused into its statistics) and skipped
+                // (decimation on its own).
+                for (egl, skip) in [(100.0, false), (1.0, false), (100.0, true)] {
+                    let cpu = super::super::vif::compute_accums(r, d, egl, skip).unwrap();
+                    let gpu = compute_accums(&state, r, d, egl, skip).unwrap();
+                    assert_eq!(gpu, cpu, "{clip} frame {i} egl {egl} skip_scale0 {skip}");
                 }
             }
         }

@@ -134,7 +134,9 @@ const VIF_TILE: (u32, u32) = (32, 32);
 const VIF_BLOCK: (u32, u32) = (32, 8);
 
 /// Queues the VIF statistics of one scale: `acc[4*scale..4*scale+4] += (num_log, den_log,
-/// num_non_log, den_non_log)` (two's complement). Both planes share the stride.
+/// num_non_log, den_non_log)` (two's complement). Both planes share the stride. At scale 0,
+/// `down` (reference, distorted) also receives the decimated scale-1 pictures, as
+/// [`vif_down`] would write them.
 #[allow(clippy::too_many_arguments)]
 pub fn vif_stats<T: Sample>(
     state: &GpuState,
@@ -146,6 +148,7 @@ pub fn vif_stats<T: Sample>(
     log2_table: &DeviceBuffer<u16>,
     egl: f64,
     acc: &DeviceBuffer<u64>,
+    down: Option<(DevicePlane<'_, u16>, DevicePlane<'_, u16>)>,
 ) -> Result<()> {
     if (reference.w, reference.h, reference.stride) != (distorted.w, distorted.h, distorted.stride)
     {
@@ -156,6 +159,25 @@ pub fn vif_stats<T: Sample>(
     }
     let r = reference.checked_ptr()?;
     let d = distorted.checked_ptr()?;
+    let (down_r, down_d, down_stride) = match down {
+        None => (0u64, 0u64, 0i32),
+        Some((dr, dd)) => {
+            if scale != 0
+                || (dr.w, dr.h, dr.stride) != (dd.w, dd.h, dd.stride)
+                || dr.w != reference.w / 2
+                || dr.h != reference.h / 2
+            {
+                return Err(Error::inval(
+                    "VIF fused decimation planes differ in geometry",
+                ));
+            }
+            (
+                dr.checked_ptr()?.addr(),
+                dd.checked_ptr()?.addr(),
+                dr.stride as i32,
+            )
+        }
+    };
     let (w, h) = dims_u32(reference.w, reference.h)?;
     let stride = reference.stride as i32;
     let (w, h, sc, bpc) = (w as i32, h as i32, scale as i32, bpc as i32);
@@ -172,15 +194,31 @@ pub fn vif_stats<T: Sample>(
         shared_mem_bytes: 0,
     };
     // SAFETY: arguments match `vmaf_vif_stats_{u8,u16}(const T *ref, const T *dis, int w, int
-    // h, int stride, int scale, int bpc, const u16 *log2_table, double egl, u64 *acc)` in
-    // kernels/vif.hip. The kernel reads rows/columns reflected into 0..h / 0..w of planes
-    // checked above, table entries below 2^16 (checked length) and writes acc[0..4] from
-    // `out`, inside `acc` (len >= 16, scale <= 3).
+    // h, int stride, int scale, int bpc, const u16 *log2_table, double egl, u64 *acc, u16
+    // *down_ref, u16 *down_dis, int down_stride)` in kernels/vif.hip. The kernel reads
+    // rows/columns reflected into 0..h / 0..w of planes checked above, table entries below
+    // 2^16 (checked length), writes acc[0..4] from `out`, inside `acc` (len >= 16, scale <=
+    // 3), and, when the down pointers are not NULL (scale 0 only), outputs below (w/2, h/2)
+    // of the checked decimation planes.
     unsafe {
         kernel.launch(
             stream,
             cfg,
-            &[&r, &d, &w, &h, &stride, &sc, &bpc, &table, &egl, &out],
+            &[
+                &r,
+                &d,
+                &w,
+                &h,
+                &stride,
+                &sc,
+                &bpc,
+                &table,
+                &egl,
+                &out,
+                &down_r,
+                &down_d,
+                &down_stride,
+            ],
         )
     }
 }
