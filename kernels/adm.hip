@@ -382,7 +382,7 @@ VMAF_DEVICE void adm_block_sum9(vmaf_u64 *v, vmaf_u64 (*scratch)[VMAF_MAX_WARPS]
 /* One block per score-window row (row = top + blockIdx.x). Adds to out[0..9]:
  * den h, v, d (u64), DLM numerator h, v, d and AIM numerator h, v, d (int64 as
  * two's complement), each row rounded and shifted before it is added. */
-VMAF_KERNEL void vmaf_adm_cm(const vmaf_i32 *bands, const vmaf_i32 *maps, int plane, int bw,
+VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_adm_cm(const vmaf_i32 *bands, const vmaf_i32 *maps, int plane, int bw,
                              int bh, int scale, int left, int right, int top, int den_row,
                              int den_cube, int cube_h, int cube_v, int cube_d, int cm_row,
                              vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl,

@@ -31,9 +31,9 @@ __constant__ int vif_filter_width[4] = {17, 9, 5, 3};
 #define VIF_FUSED_H (VIF_TH / 2)
 #define VIF_FUSED_W 40
 /* Shared memory of the statistics kernel in u64 words: scale 0's staging
- * (2 x 48 x 48 u16), five 32 x 49 u32 tiles and the fused decimation's two
+ * (2 x 48 x 48 u16), four 32 x 49 u32 tiles and the fused decimation's two
  * 16 x 40 u16 tiles, plus the reduction scratch. */
-#define VIF_SMEM_U64 5424
+#define VIF_SMEM_U64 4640
 
 /* Mirror without repeating the edge sample: -1 -> 1, n -> n - 2. Staging loads of
  * a block's edge tiles can reach past one mirror; those samples feed no output,
@@ -90,6 +90,29 @@ VMAF_DEVICE void vif_hrun(const vmaf_u32 *row, A out[VIF_RUN])
     }
 }
 
+/* The same for the packed means: mu1 from the low, mu2 from the high halves. */
+template <int SCALE>
+VMAF_DEVICE void vif_hrun_mu(const vmaf_u32 *row, vmaf_u32 mu1[VIF_RUN], vmaf_u32 mu2[VIF_RUN])
+{
+    const int F = VifTaps<SCALE>::F;
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++)
+        mu1[o] = mu2[o] = 0;
+#pragma unroll
+    for (int j = 0; j < F + VIF_RUN - 1; j++) {
+        const vmaf_u32 v = row[j];
+        const vmaf_u32 lo = v & 0xffffu, hi = v >> 16;
+#pragma unroll
+        for (int o = 0; o < VIF_RUN; o++) {
+            const int k = j - o;
+            if (k >= 0 && k < F) {
+                mu1[o] += (vmaf_u32)vif_filter[SCALE][k] * lo;
+                mu2[o] += (vmaf_u32)vif_filter[SCALE][k] * hi;
+            }
+        }
+    }
+}
+
 /* One block computes a VIF_TW x VIF_TH tile of per-pixel statistics and adds
  * its four sums to acc[0..3] (two's complement in u64). `bpc` is the sample
  * depth at scale 0; later scales are always 16-bit. */
@@ -103,7 +126,7 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     const int IN_W = VIF_TW + 2 * HALF;
     const int IN_H = VIF_TH + 2 * HALF;
     const int PITCH = IN_W | 1;
-    static_assert((2 * IN_H * IN_W * 2 + 5 * VIF_TH * PITCH * 4 +
+    static_assert((2 * IN_H * IN_W * 2 + 4 * VIF_TH * PITCH * 4 +
                    2 * VIF_FUSED_H * VIF_FUSED_W * 2) / 8 + VMAF_MAX_WARPS <=
                       VIF_SMEM_U64,
                   "VIF shared buffer too small");
@@ -117,9 +140,9 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
      * all be allocated at once in a kernel that instantiates every scale. */
     vmaf_u16(*s_ref)[IN_W] = (vmaf_u16(*)[IN_W])smem;
     vmaf_u16(*s_dis)[IN_W] = (vmaf_u16(*)[IN_W])((vmaf_u16 *)smem + IN_H * IN_W);
-    vmaf_u32 *t_mu1 = (vmaf_u32 *)((vmaf_u16 *)smem + 2 * IN_H * IN_W);
-    vmaf_u32 *t_mu2 = t_mu1 + VIF_TH * PITCH;
-    vmaf_u32 *t_xx = t_mu2 + VIF_TH * PITCH;
+    /* Both 16-bit means in one word (mu1 low, mu2 high): one load serves both. */
+    vmaf_u32 *t_mu = (vmaf_u32 *)((vmaf_u16 *)smem + 2 * IN_H * IN_W);
+    vmaf_u32 *t_xx = t_mu + VIF_TH * PITCH;
     vmaf_u32 *t_yy = t_xx + VIF_TH * PITCH;
     vmaf_u32 *t_xy = t_yy + VIF_TH * PITCH;
     vmaf_u16(*d_ref)[VIF_FUSED_W] = (vmaf_u16(*)[VIF_FUSED_W])(t_xy + VIF_TH * PITCH);
@@ -181,8 +204,8 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
             for (int o = 0; o < VIF_RUN; o++) {
                 const int t = (r0 + o) * PITCH + c;
                 /* 8-bit samples: bpc is 8, so the squares need no rounding shift. */
-                t_mu1[t] = (vmaf_u16)((mu1[o] + 128) >> 8);
-                t_mu2[t] = (vmaf_u16)((mu2[o] + 128) >> 8);
+                t_mu[t] = (vmaf_u32)(vmaf_u16)((mu1[o] + 128) >> 8) |
+                          ((vmaf_u32)(vmaf_u16)((mu2[o] + 128) >> 8) << 16);
                 t_xx[t] = sxx[o];
                 t_yy[t] = syy[o];
                 t_xy[t] = sxy[o];
@@ -211,8 +234,8 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
                 a_xy += (vmaf_u64)fx * y;
             }
             const int t = (r0 + o) * PITCH + c;
-            t_mu1[t] = (vmaf_u16)((a_mu1 + mu_round) >> mu_shift);
-            t_mu2[t] = (vmaf_u16)((a_mu2 + mu_round) >> mu_shift);
+            t_mu[t] = (vmaf_u32)(vmaf_u16)((a_mu1 + mu_round) >> mu_shift) |
+                      ((vmaf_u32)(vmaf_u16)((a_mu2 + mu_round) >> mu_shift) << 16);
             t_xx[t] = (vmaf_u32)((a_xx + sq_round) >> sq_shift);
             t_yy[t] = (vmaf_u32)((a_yy + sq_round) >> sq_shift);
             t_xy[t] = (vmaf_u32)((a_xy + sq_round) >> sq_shift);
@@ -226,8 +249,7 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     const int base = row * PITCH + col0;
     vmaf_u32 mu1[VIF_RUN], mu2[VIF_RUN];
     vmaf_u64 xx[VIF_RUN], yy[VIF_RUN], xy[VIF_RUN];
-    vif_hrun<SCALE, vmaf_u32>(t_mu1 + base, mu1);
-    vif_hrun<SCALE, vmaf_u32>(t_mu2 + base, mu2);
+    vif_hrun_mu<SCALE>(t_mu + base, mu1, mu2);
     vif_hrun<SCALE, vmaf_u64>(t_xx + base, xx);
     vif_hrun<SCALE, vmaf_u64>(t_yy + base, yy);
     vif_hrun<SCALE, vmaf_u64>(t_xy + base, xy);
@@ -346,7 +368,8 @@ VMAF_DEVICE void vif_stats_any(const T *ref, const T *dis, int w, int h, int str
 
 /* down_ref/down_dis (with pitch down_stride), when not NULL at scale 0, receive
  * the decimated (w/2) x (h/2) scale-1 pictures as vmaf_vif_down would. */
-VMAF_KERNEL void vmaf_vif_stats_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h, int stride,
+/* Four blocks per multiprocessor (registers capped at 64) hide more latency. */
+VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_vif_stats_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h, int stride,
                                    int scale, int bpc, const vmaf_u16 *log2_table, double egl,
                                    vmaf_u64 *acc, vmaf_u16 *down_ref, vmaf_u16 *down_dis,
                                    int down_stride)
@@ -355,7 +378,7 @@ VMAF_KERNEL void vmaf_vif_stats_u8(const vmaf_u8 *ref, const vmaf_u8 *dis, int w
                            down_dis, down_stride);
 }
 
-VMAF_KERNEL void vmaf_vif_stats_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
+VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_vif_stats_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
                                     int stride, int scale, int bpc, const vmaf_u16 *log2_table,
                                     double egl, vmaf_u64 *acc, vmaf_u16 *down_ref,
                                     vmaf_u16 *down_dis, int down_stride)

@@ -29,6 +29,15 @@ typedef unsigned long long vmaf_u64;
 /* Entry points keep unmangled names so the host can look them up by string. */
 #define VMAF_KERNEL extern "C" __global__
 
+/* Launch bounds: at most `threads` per block and (NVIDIA) at least `blocks`
+ * resident per multiprocessor, which caps registers. HIP's second argument
+ * means something else (waves per execution unit), so AMD gets only the first. */
+#if defined(__HIP__)
+#define VMAF_BOUNDS(threads, blocks) __launch_bounds__(threads)
+#else
+#define VMAF_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
+#endif
+
 #define VMAF_DEVICE static __device__ __forceinline__
 
 /* Warp shuffle. HIP 5.x has only the mask-less form; CUDA 9+ requires the
