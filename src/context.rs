@@ -98,6 +98,8 @@ pub struct Context {
     in_flight: Arc<InFlight>,
     /// Imported GPU states (one per device); frames are spread over them.
     gpu: Option<crate::gpu::GpuSet>,
+    /// The worker pool's threads, whose GPU buffers are released when the context drops.
+    workers: Arc<Mutex<Vec<std::thread::ThreadId>>>,
 }
 
 fn run_extractors(
@@ -120,11 +122,18 @@ impl Context {
     /// Creates a context (`vmaf_init`).
     pub fn new(cfg: Config) -> Result<Self> {
         crate::log::set_level(cfg.log_level);
+        let workers: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
         let pool = if cfg.n_threads > 0 {
+            let ids = workers.clone();
             Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(cfg.n_threads as usize)
                     .thread_name(|i| format!("vmaf-worker-{i}"))
+                    .start_handler(move |_| {
+                        ids.lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(std::thread::current().id())
+                    })
                     .build()
                     .map_err(|e| Error::NoMem(format!("thread pool: {e}")))?,
             )
@@ -144,6 +153,7 @@ impl Context {
             pool,
             in_flight: Arc::new(InFlight::default()),
             gpu: None,
+            workers,
         })
     }
 
@@ -572,6 +582,12 @@ impl Drop for Context {
     fn drop(&mut self) {
         // Queued frames hold references to the collector; let them finish before teardown.
         let _ = self.in_flight.wait_below(0);
+        if let Some(gpu) = &self.gpu {
+            let ids = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+            for state in gpu.states() {
+                state.forget_threads(&ids);
+            }
+        }
     }
 }
 

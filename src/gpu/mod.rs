@@ -127,6 +127,22 @@ impl GpuState {
         Ok(s)
     }
 
+    /// Drops the streams and scratch buffers of `threads` (a context's workers, when the
+    /// context closes): worker threads die with their pool, and their buffers would otherwise
+    /// stay allocated for the state's lifetime.
+    pub fn forget_threads(&self, threads: &[ThreadId]) {
+        lock(&self.scratch).retain(|(_, t), _| !threads.contains(t));
+        lock(&self.lanes).retain(|t, _| !threads.contains(t));
+    }
+
+    /// (threads with scratch values, threads with a stream), for tests.
+    #[cfg(test)]
+    pub(crate) fn thread_entries(&self) -> (usize, usize) {
+        let threads: std::collections::HashSet<ThreadId> =
+            lock(&self.scratch).keys().map(|(_, t)| *t).collect();
+        (threads.len(), lock(&self.lanes).len())
+    }
+
     /// Makes the device current on the calling thread (every operation does this itself; this
     /// is for callers that mix in their own runtime calls).
     pub fn bind(&self) -> Result<()> {

@@ -376,3 +376,35 @@ fn page_locked_pictures_score_like_the_cpu() {
         }
     }
 }
+
+/// A threaded context's worker buffers and streams are released when it closes, so a state
+/// shared by many contexts does not grow with every pool of threads it has served.
+#[test]
+fn closing_a_context_releases_its_workers_gpu_buffers() {
+    use crate::context::{Config, Context};
+    let Some(state) = test_state() else { return };
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+    for round in 0..2 {
+        let mut ctx = Context::new(Config {
+            n_threads: 4,
+            log_level: crate::log::LogLevel::Error,
+            ..Config::default()
+        })
+        .unwrap();
+        ctx.import_gpu_state(state.clone()).unwrap();
+        for f in ["vif", "adm", "motion"] {
+            ctx.use_feature(f, &Default::default()).unwrap();
+        }
+        for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(8) {
+            ctx.read_pictures(r.clone(), d.clone(), i).unwrap();
+        }
+        ctx.flush().unwrap();
+        let (scratch, lanes) = state.thread_entries();
+        assert!(
+            scratch > 0 && lanes > 0,
+            "round {round}: workers used the GPU"
+        );
+        drop(ctx);
+        assert_eq!(state.thread_entries(), (0, 0), "round {round}: released");
+    }
+}
