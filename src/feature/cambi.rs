@@ -1208,13 +1208,7 @@ mod tests {
             let cambi = Cambi::new(&d).unwrap();
             let (refs, dists) = load_parity_clip(clip);
             for (i, want) in frames.iter().enumerate() {
-                let input = FrameInput {
-                    index: i,
-                    reference: &refs[i],
-                    distorted: &dists[i],
-                    prev_ref: None,
-                    prev_prev_ref: None,
-                };
+                let input = FrameInput::pair(i, &refs[i], &dists[i]);
                 let mut out = Scores::new();
                 cambi.extract(&input, &mut out).unwrap();
                 let got_names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();

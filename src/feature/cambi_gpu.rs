@@ -382,13 +382,7 @@ mod tests {
         r: &crate::picture::Picture,
         d: &crate::picture::Picture,
     ) -> Scores {
-        let input = FrameInput {
-            index: i,
-            reference: r,
-            distorted: d,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(i, r, d);
         let mut out = Scores::new();
         c.extract(&input, &mut out).unwrap();
         out

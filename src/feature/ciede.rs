@@ -332,13 +332,7 @@ mod tests {
         let e = crate::feature::create("ciede", &Dict::new()).unwrap();
         assert_eq!(e.name(), "ciede");
         let gray = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv400p, 8, 16, 16).unwrap());
-        let input = FrameInput {
-            index: 0,
-            reference: &gray,
-            distorted: &gray,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &gray, &gray);
         assert!(e.extract(&input, &mut Vec::new()).is_err());
     }
 }

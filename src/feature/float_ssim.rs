@@ -216,13 +216,7 @@ mod tests {
 
         // Identical pictures: SSIM exactly 1, so the dB value is infinite unless clipped.
         let (refs, _) = load_parity_clip("life_320x240_420p8");
-        let input = FrameInput {
-            index: 0,
-            reference: &refs[0],
-            distorted: &refs[0],
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &refs[0], &refs[0]);
         let mut out = Scores::new();
         x.extract(&input, &mut out).unwrap();
         assert_eq!(out[0].1, f64::INFINITY);
@@ -253,13 +247,7 @@ mod tests {
         let big = Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 40, 40).unwrap());
         let deep = Arc::new(PictureData::new(PixelFormat::Yuv420p, 9, 40, 40).unwrap());
         for (a, b) in [(&small, &small), (&big, &small), (&deep, &deep)] {
-            let input = FrameInput {
-                index: 0,
-                reference: a,
-                distorted: b,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(0, a, b);
             assert!(x.extract(&input, &mut Scores::new()).is_err());
         }
     }

@@ -424,13 +424,7 @@ mod tests {
     }
 
     fn extract(x: &dyn crate::feature::Extractor, r: &Picture, d: &Picture) -> Result<Scores> {
-        let input = FrameInput {
-            index: 0,
-            reference: r,
-            distorted: d,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, r, d);
         let mut out = Scores::new();
         x.extract(&input, &mut out).map(|()| out)
     }

@@ -55,6 +55,19 @@ pub struct FrameInput<'a> {
     pub prev_prev_ref: Option<&'a Picture>,
 }
 
+impl<'a> FrameInput<'a> {
+    /// Frame `index` of a picture pair, without previous references.
+    pub fn pair(index: usize, reference: &'a Picture, distorted: &'a Picture) -> Self {
+        FrameInput {
+            index,
+            reference,
+            distorted,
+            prev_ref: None,
+            prev_prev_ref: None,
+        }
+    }
+}
+
 /// Scores produced by one `extract` call: (stored feature name, value).
 pub type Scores = Vec<(String, f64)>;
 

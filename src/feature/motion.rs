@@ -503,13 +503,7 @@ mod tests {
     fn rejects_missing_previous_and_tiny_frames() {
         let (refs, dists) = load_parity_clip("testsrc_321x241_420p8");
         let m = Motion::new(&Dict::new()).unwrap();
-        let input = FrameInput {
-            index: 3,
-            reference: &refs[3],
-            distorted: &dists[3],
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(3, &refs[3], &dists[3]);
         assert!(m.extract(&input, &mut Scores::new()).is_err());
         let tiny = PictureData::new(crate::picture::PixelFormat::Yuv420p, 8, 2, 8).unwrap();
         assert!(motion_sad(&tiny, &tiny).is_err());

@@ -355,13 +355,7 @@ mod tests {
         // Identical pictures: capped at 6·bpc + 12 per frame, and at the aggregate cap.
         let p = Psnr::new(&d).unwrap();
         let (refs, _) = load_parity_clip("life_320x240_420p8");
-        let input = FrameInput {
-            index: 0,
-            reference: &refs[0],
-            distorted: &refs[0],
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &refs[0], &refs[0]);
         let mut out = Scores::new();
         p.extract(&input, &mut out).unwrap();
         assert_eq!(out[0].1, 60.0);
@@ -383,32 +377,14 @@ mod tests {
     fn rejects_unsupported_depth_and_mismatch() {
         let p = Psnr::new(&Dict::new()).unwrap();
         let a = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv420p, 9, 16, 16).unwrap());
-        let input = FrameInput {
-            index: 0,
-            reference: &a,
-            distorted: &a,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &a, &a);
         assert!(p.extract(&input, &mut Scores::new()).is_err());
         let b = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 16, 16).unwrap());
         let c = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 18, 16).unwrap());
-        let input = FrameInput {
-            index: 0,
-            reference: &b,
-            distorted: &c,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &b, &c);
         assert!(p.extract(&input, &mut Scores::new()).is_err());
         let y = std::sync::Arc::new(PictureData::new(PixelFormat::Yuv400p, 8, 16, 16).unwrap());
-        let input = FrameInput {
-            index: 0,
-            reference: &y,
-            distorted: &y,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &y, &y);
         let mut out = Scores::new();
         p.extract(&input, &mut out).unwrap();
         assert_eq!(out.len(), 1);

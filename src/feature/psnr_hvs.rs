@@ -379,13 +379,7 @@ mod tests {
         let ext = PsnrHvs::new(&Dict::new()).unwrap();
         assert_eq!(ext.dedup_key(), "psnr_hvs");
         let run = |a: &crate::picture::Picture, b: &crate::picture::Picture| {
-            let input = FrameInput {
-                index: 0,
-                reference: a,
-                distorted: b,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(0, a, b);
             ext.extract(&input, &mut Scores::new())
         };
         let p16 = Arc::new(PictureData::new(PixelFormat::Yuv420p, 16, 16, 16).unwrap());

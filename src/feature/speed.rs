@@ -1513,13 +1513,7 @@ mod tests {
             let x = create(fex, &d).unwrap();
             let what = format!("{clip} {fex}={opts}");
             for (i, (r, dp)) in refs.iter().zip(dists).take(3).enumerate() {
-                let input = FrameInput {
-                    index: i,
-                    reference: r,
-                    distorted: dp,
-                    prev_ref: None,
-                    prev_prev_ref: None,
-                };
+                let input = FrameInput::pair(i, r, dp);
                 let mut out = Scores::new();
                 x.extract(&input, &mut out).unwrap();
                 assert_eq!(out.len(), want.len(), "{what}");
@@ -1575,13 +1569,7 @@ mod tests {
         let small = Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 150, 150).unwrap());
         let gray = Arc::new(PictureData::new(PixelFormat::Yuv400p, 8, 320, 320).unwrap());
         for p in [&small, &gray] {
-            let input = FrameInput {
-                index: 0,
-                reference: p,
-                distorted: p,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(0, p, p);
             assert!(x.extract(&input, &mut Scores::new()).is_err());
         }
     }
@@ -1606,13 +1594,7 @@ mod tests {
         let (refs, dists) = load_parity_clip("natural_576x324_420p8");
         let x = SpeedChroma::new(&Dict::new()).unwrap();
         let score = |r: &Picture, d: &Picture| {
-            let input = FrameInput {
-                index: 0,
-                reference: r,
-                distorted: d,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(0, r, d);
             let mut out = Scores::new();
             x.extract(&input, &mut out).unwrap();
             out.iter().map(|s| s.1).collect::<Vec<_>>()

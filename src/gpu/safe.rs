@@ -812,17 +812,27 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         // Host writes to `src` must be complete before the DMA reads it.
         src.settle()?;
         src.ensure_event()?;
-        let (dst, s) = (self.ptr, src.ptr.cast::<c_void>().cast_const());
+        // SAFETY: `src` holds at least `bytes` bytes (checked) and stays alive and untouched by
+        // the host until the event recorded below has passed (PinnedHostBuffer waits on it).
+        unsafe { self.queue_htod(stream, src.ptr.cast::<c_void>().cast_const(), bytes)? };
+        src.mark_in_use(stream)
+    }
+
+    /// Queues a copy of `bytes` bytes from host address `src` to the start of this buffer.
+    ///
+    /// # Safety
+    /// `bytes` fits this buffer, and `src` points to `bytes` readable bytes that stay allocated
+    /// and unwritten until the copy has finished (the caller orders that after the copy).
+    unsafe fn queue_htod(&self, stream: &Stream, src: *const c_void, bytes: usize) -> Result<()> {
+        let dst = self.ptr;
         self.dev.call("copy host to device", |api| match api {
-            // SAFETY: both ranges hold `bytes` bytes; `src` stays alive and untouched by the host
-            // until the event recorded below has passed (PinnedHostBuffer waits on it).
+            // SAFETY: the ranges hold `bytes` bytes and `src` outlives the copy (contract).
             Api::Hip(h) => unsafe {
-                (h.fns.memcpy_htod_async)(dst as *mut c_void, s, bytes, stream.raw)
+                (h.fns.memcpy_htod_async)(dst as *mut c_void, src, bytes, stream.raw)
             },
             // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, s, bytes, stream.raw) },
-        })?;
-        src.mark_in_use(stream)
+            Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, src, bytes, stream.raw) },
+        })
     }
 
     /// Queues a copy of `src`, which must lie in page-locked memory `reg`, to the start of
@@ -844,16 +854,9 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
         // Create the completion marker before queueing, so a copy is never left unguarded.
         reg.mark_copy(stream)?;
-        let (dst, s) = (self.ptr, src.as_ptr().cast::<c_void>());
-        self.dev.call("copy host to device", |api| match api {
-            // SAFETY: both ranges hold `bytes` bytes; `src` is inside `reg`, whose Drop waits for
-            // the event recorded below before the memory can be unlocked and freed.
-            Api::Hip(h) => unsafe {
-                (h.fns.memcpy_htod_async)(dst as *mut c_void, s, bytes, stream.raw)
-            },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, s, bytes, stream.raw) },
-        })?;
+        // SAFETY: `src` holds `bytes` bytes inside `reg`, whose Drop waits for the event
+        // recorded below before the memory can be unlocked and freed.
+        unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };
         reg.mark_copy(stream).inspect_err(|_| {
             // Without the marker, wait for the copy here instead.
             let _ = stream.synchronize();
@@ -892,15 +895,8 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         if bytes == 0 {
             return Ok(());
         }
-        let (dst, s) = (self.ptr, src.as_ptr().cast::<c_void>());
-        self.dev.call("copy host to device", |api| match api {
-            // SAFETY: both ranges hold `bytes` bytes; we synchronise before `src` is released.
-            Api::Hip(h) => unsafe {
-                (h.fns.memcpy_htod_async)(dst as *mut c_void, s, bytes, stream.raw)
-            },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, s, bytes, stream.raw) },
-        })?;
+        // SAFETY: `src` holds `bytes` bytes; we synchronise before it is released.
+        unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };
         stream.synchronize()
     }
 

@@ -288,13 +288,7 @@ mod tests {
         let cpu = adm(&[("debug", "true")]);
         let gpu = adm(&[("debug", "true")]).with_gpu(crate::gpu::GpuSet::new(vec![state]));
         for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(3) {
-            let input = FrameInput {
-                index: i,
-                reference: r,
-                distorted: d,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(i, r, d);
             let (mut a, mut b) = (Scores::new(), Scores::new());
             cpu.extract(&input, &mut a).unwrap();
             gpu.extract(&input, &mut b).unwrap();

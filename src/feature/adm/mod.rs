@@ -422,13 +422,7 @@ mod tests {
         let mut n = 0;
         for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
             let mut out = Scores::new();
-            let input = FrameInput {
-                index: i,
-                reference: r,
-                distorted: d,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(i, r, d);
             adm.extract(&input, &mut out).unwrap();
             assert_eq!(out.len(), 7);
             for (name, v) in &out {
@@ -601,13 +595,7 @@ mod tests {
         use std::sync::Arc;
         let pic = |w, h, bpc| Arc::new(PictureData::new(PixelFormat::Yuv420p, bpc, w, h).unwrap());
         let run = |adm: &Adm, r: &crate::picture::Picture, d: &crate::picture::Picture| {
-            let input = FrameInput {
-                index: 0,
-                reference: r,
-                distorted: d,
-                prev_ref: None,
-                prev_prev_ref: None,
-            };
+            let input = FrameInput::pair(0, r, d);
             adm.extract(&input, &mut Scores::new())
         };
         let adm = Adm::new(&Dict::new()).unwrap();
@@ -616,13 +604,7 @@ mod tests {
         assert!(run(&adm, &pic(64, 64, 8), &pic(66, 64, 8)).is_err());
         let mut out = Scores::new();
         let (r, d) = (pic(33, 33, 8), pic(33, 33, 8));
-        let input = FrameInput {
-            index: 0,
-            reference: &r,
-            distorted: &d,
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &r, &d);
         adm.extract(&input, &mut out).unwrap();
         // Flat pictures: only the noise floor remains, numerator == denominator.
         assert_eq!(out[0].1, 1.0);
@@ -639,13 +621,7 @@ mod tests {
         d.set("adm_skip_scale0", "true");
         let adm = Adm::new(&d).unwrap();
         let (refs, dists) = load_parity_clip("natural_320x180_420p12");
-        let input = FrameInput {
-            index: 0,
-            reference: &refs[0],
-            distorted: &dists[0],
-            prev_ref: None,
-            prev_prev_ref: None,
-        };
+        let input = FrameInput::pair(0, &refs[0], &dists[0]);
         let mut out = Scores::new();
         adm.extract(&input, &mut out).unwrap();
         let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
