@@ -198,6 +198,17 @@ impl GpuState {
     }
 }
 
+impl Drop for GpuState {
+    fn drop(&mut self) {
+        let (_, peak) = self.device.memory_use();
+        crate::log_info!(
+            "GPU {}: peak device memory {} MiB",
+            self.device.info().name,
+            peak.div_ceil(1 << 20)
+        );
+    }
+}
+
 /// The GPU states a context spreads its frames over: one per device, frame `i` on state
 /// `i % n`. Each state keeps its own buffers, so the devices work independently.
 #[derive(Debug, Clone)]

@@ -233,6 +233,9 @@ pub struct Device {
     info: DeviceInfo,
     /// Injected failure (`Fault` as u8) for error-path tests.
     fault: std::sync::atomic::AtomicU8,
+    /// Bytes of device memory our buffers hold now, and the most they have held.
+    mem_in_use: std::sync::atomic::AtomicUsize,
+    mem_peak: std::sync::atomic::AtomicUsize,
 }
 
 // SAFETY: the primary context handle and the ordinal are plain identifiers that both runtimes
@@ -274,6 +277,8 @@ impl Device {
             ctx,
             info,
             fault: std::sync::atomic::AtomicU8::new(Fault::None as u8),
+            mem_in_use: std::sync::atomic::AtomicUsize::new(0),
+            mem_peak: std::sync::atomic::AtomicUsize::new(0),
         };
         d.bind()?;
         Ok(Arc::new(d))
@@ -282,6 +287,22 @@ impl Device {
     /// What this device is.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// (bytes of device memory held by this library's buffers now, the peak so far).
+    pub fn memory_use(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.mem_in_use.load(Relaxed), self.mem_peak.load(Relaxed))
+    }
+
+    fn account(&self, bytes: usize, alloc: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if alloc {
+            let now = self.mem_in_use.fetch_add(bytes, Relaxed) + bytes;
+            self.mem_peak.fetch_max(now, Relaxed);
+        } else {
+            self.mem_in_use.fetch_sub(bytes, Relaxed);
+        }
     }
 
     pub(crate) fn api(&self) -> Api {
@@ -765,6 +786,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             // SAFETY: writes one CUdeviceptr; freed in Drop.
             Api::Cuda(c) => unsafe { (c.fns.mem_alloc)(&mut ptr, bytes) },
         })?;
+        dev.account(bytes, true);
         Ok(DeviceBuffer {
             dev: dev.clone(),
             ptr,
@@ -929,6 +951,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         if let Err(e) = r {
             crate::log_warn!("{e}");
         }
+        self.dev.account(self.len * std::mem::size_of::<T>(), false);
         let r = self.dev.call("device free", |api| match api {
             // SAFETY: `p` came from hipMalloc and is freed once.
             Api::Hip(h) => unsafe { (h.fns.free)(p as *mut c_void) },

@@ -404,7 +404,18 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
             scratch > 0 && lanes > 0,
             "round {round}: workers used the GPU"
         );
+        let (in_use, peak) = state.device().memory_use();
+        assert!(
+            in_use > 0 && peak >= in_use,
+            "round {round}: memory is accounted"
+        );
         drop(ctx);
         assert_eq!(state.thread_entries(), (0, 0), "round {round}: released");
+        let (after, _) = state.device().memory_use();
+        // Only the shared plane cache stays (bounded; reused by the next context).
+        assert!(
+            after < in_use,
+            "round {round}: {after} of {in_use} bytes still held"
+        );
     }
 }
