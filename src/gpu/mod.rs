@@ -201,7 +201,8 @@ impl GpuState {
 impl Drop for GpuState {
     fn drop(&mut self) {
         let (_, peak) = self.device.memory_use();
-        crate::log_info!(
+        // Debug level: the CLI's error paths promise a single line on stderr.
+        crate::log_debug!(
             "GPU {}: peak device memory {} MiB",
             self.device.info().name,
             peak.div_ceil(1 << 20)
