@@ -31,16 +31,15 @@ pub use safe::{
 pub use safe::{Device, Fault};
 pub use sys::Vendor;
 
-type ScratchSlot = Arc<Mutex<Option<Box<dyn Any + Send>>>>;
-
 /// One device and its compute stream, shared by the contexts it is imported into.
 pub struct GpuState {
     device: Arc<safe::Device>,
     stream: Stream,
     kernels: Mutex<HashMap<(&'static str, String), Arc<Kernel>>>,
-    /// Per (scratch type, thread): each worker thread has its own buffers, so frames scored on
-    /// different threads never wait for each other's buffers.
-    scratch: Mutex<HashMap<(TypeId, ThreadId), ScratchSlot>>,
+    /// Per scratch type, the idle values: a call takes one (or starts with none) and puts it
+    /// back, so concurrent frames never share buffers, and buffers are allocated only up to the
+    /// peak number of frames in flight, whichever threads or contexts score them.
+    scratch: Mutex<HashMap<TypeId, Vec<Box<dyn Any + Send>>>>,
     /// One stream per worker thread, so frames in flight on different threads overlap on the
     /// device (uploads of one frame with kernels of another).
     lanes: Mutex<HashMap<ThreadId, Arc<Stream>>>,
@@ -127,20 +126,18 @@ impl GpuState {
         Ok(s)
     }
 
-    /// Drops the streams and scratch buffers of `threads` (a context's workers, when the
-    /// context closes): worker threads die with their pool, and their buffers would otherwise
-    /// stay allocated for the state's lifetime.
+    /// Drops the streams of `threads` (a context's workers, when the context closes): worker
+    /// threads die with their pool, and their streams would otherwise stay for the state's
+    /// lifetime. Scratch buffers are pooled by type, not by thread, and serve the next context.
     pub fn forget_threads(&self, threads: &[ThreadId]) {
-        lock(&self.scratch).retain(|(_, t), _| !threads.contains(t));
         lock(&self.lanes).retain(|t, _| !threads.contains(t));
     }
 
-    /// (threads with scratch values, threads with a stream), for tests.
+    /// (idle scratch values, threads with a stream), for tests.
     #[cfg(test)]
     pub(crate) fn thread_entries(&self) -> (usize, usize) {
-        let threads: std::collections::HashSet<ThreadId> =
-            lock(&self.scratch).keys().map(|(_, t)| *t).collect();
-        (threads.len(), lock(&self.lanes).len())
+        let idle = lock(&self.scratch).values().map(Vec::len).sum();
+        (idle, lock(&self.lanes).len())
     }
 
     /// Makes the device current on the calling thread (every operation does this itself; this
@@ -176,24 +173,28 @@ impl GpuState {
         v.downcast::<S>().unwrap_or_else(|_| Arc::new(S::default()))
     }
 
-    /// Runs `f` with the calling thread's scratch value of type `S` (None the first time; what
-    /// `f` leaves there is kept for the next call on this thread). Calls for the same `S` on one
-    /// thread are serialised, so buffers in it are never used by two frames at once.
+    /// Runs `f` with an idle scratch value of type `S` taken from the state's pool (None when
+    /// there is none yet: `f` creates it); what `f` leaves is pooled for later calls on any
+    /// thread. `f` must have waited for the GPU work that uses the scratch before it returns
+    /// Ok; after an error the value is dropped rather than pooled (dropping device buffers
+    /// waits for the device).
     pub fn with_scratch<S: Any + Send, R>(
         &self,
         f: impl FnOnce(&mut Option<S>) -> Result<R>,
     ) -> Result<R> {
-        let slot = lock(&self.scratch)
-            .entry((TypeId::of::<S>(), std::thread::current().id()))
-            .or_default()
-            .clone();
-        let mut guard = lock(&slot);
-        let mut typed: Option<S> = guard
-            .take()
-            .and_then(|b| b.downcast::<S>().ok())
-            .map(|b| *b);
+        let taken = lock(&self.scratch)
+            .get_mut(&TypeId::of::<S>())
+            .and_then(Vec::pop);
+        let mut typed: Option<S> = taken.and_then(|b| b.downcast::<S>().ok()).map(|b| *b);
         let r = f(&mut typed);
-        *guard = typed.map(|s| Box::new(s) as Box<dyn Any + Send>);
+        if r.is_ok() {
+            if let Some(v) = typed {
+                lock(&self.scratch)
+                    .entry(TypeId::of::<S>())
+                    .or_default()
+                    .push(Box::new(v));
+            }
+        }
         r
     }
 }
