@@ -219,6 +219,37 @@ pub fn assert_matches_upstream(ext: &dyn crate::feature::Extractor, stored: &str
     }
 }
 
+/// A picture of pseudo-random samples (every plane, luma first), the same for the same `seed`.
+pub fn noise_picture(
+    fmt: crate::picture::PixelFormat,
+    bpc: u32,
+    w: usize,
+    h: usize,
+    seed: u64,
+) -> crate::picture::Picture {
+    let mut pic = crate::picture::PictureData::new(fmt, bpc, w, h).unwrap();
+    let mut s = seed;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 33) as u32
+    };
+    let max = (1u32 << bpc) - 1;
+    for i in 0..fmt.plane_count() {
+        if bpc == 8 {
+            pic.plane_u8_mut(i)
+                .iter_mut()
+                .for_each(|v| *v = next() as u8);
+        } else {
+            pic.plane_u16_mut(i)
+                .iter_mut()
+                .for_each(|v| *v = (next() & max) as u16);
+        }
+    }
+    std::sync::Arc::new(pic)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

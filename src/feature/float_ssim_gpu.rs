@@ -273,9 +273,10 @@ mod tests {
     use super::*;
     use crate::feature::{create, create_on, Dict, FrameInput, Scores};
     use crate::gpu::GpuSet;
-    use crate::picture::{PictureData, PixelFormat};
+    use crate::picture::PixelFormat;
+    use crate::testutil::noise_picture;
     use crate::testutil::{load_parity_clip, PARITY_CLIPS};
-    use std::sync::{Arc, OnceLock};
+    use std::sync::OnceLock;
 
     /// One compared value: what it is, CPU value, GPU value.
     type Row = (String, f64, f64);
@@ -399,28 +400,6 @@ mod tests {
         for (what, cpu, gpu) in parity_rows(&state) {
             assert_eq!(cpu.to_bits(), gpu.to_bits(), "{what}: cpu {cpu} gpu {gpu}");
         }
-    }
-
-    fn noise_picture(fmt: PixelFormat, bpc: u32, w: usize, h: usize, seed: u64) -> Picture {
-        let mut pic = PictureData::new(fmt, bpc, w, h).unwrap();
-        let mut s = seed;
-        let mut next = move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 33) as u32
-        };
-        let max = (1u32 << bpc) - 1;
-        if bpc == 8 {
-            pic.plane_u8_mut(0)
-                .iter_mut()
-                .for_each(|v| *v = next() as u8);
-        } else {
-            pic.plane_u16_mut(0)
-                .iter_mut()
-                .for_each(|v| *v = (next() & max) as u16);
-        }
-        Arc::new(pic)
     }
 
     fn extract(x: &dyn crate::feature::Extractor, r: &Picture, d: &Picture) -> Result<Scores> {

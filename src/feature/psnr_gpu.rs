@@ -133,7 +133,7 @@ pub fn sse_planes(state: &GpuState, reference: &Picture, distorted: &Picture) ->
 mod tests {
     use super::*;
     use crate::picture::PixelFormat;
-    use std::sync::Arc;
+    use crate::testutil::noise_picture;
 
     /// Reference SSE written independently of the GPU code: walks (x, y) through `sample()`.
     fn cpu_sse(r: &PictureData, d: &PictureData) -> [u64; 3] {
@@ -147,30 +147,6 @@ mod tests {
             }
         }
         out
-    }
-
-    fn noise_picture(fmt: PixelFormat, bpc: u32, w: usize, h: usize, seed: u64) -> Picture {
-        let mut pic = PictureData::new(fmt, bpc, w, h).unwrap();
-        let mut s = seed;
-        let mut next = move || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (s >> 33) as u32
-        };
-        let max = (1u32 << bpc) - 1;
-        for i in 0..fmt.plane_count() {
-            if bpc == 8 {
-                pic.plane_u8_mut(i)
-                    .iter_mut()
-                    .for_each(|v| *v = next() as u8);
-            } else {
-                pic.plane_u16_mut(i)
-                    .iter_mut()
-                    .for_each(|v| *v = (next() & max) as u16);
-            }
-        }
-        Arc::new(pic)
     }
 
     #[test]
