@@ -107,10 +107,19 @@ fn run_extractors(
     input: &FrameInput<'_>,
     collector: &FeatureCollector,
 ) -> Result<()> {
-    let mut scores: Scores = Vec::new();
+    // GPU work of every extractor is queued first; then, in registration order (which fixes
+    // the output's column order), each queued one is waited for and the others run.
+    let mut queued = Vec::with_capacity(exts.len());
     for e in exts {
+        queued.push(e.queue(input)?);
+    }
+    let mut scores: Scores = Vec::new();
+    for (e, q) in exts.iter().zip(queued) {
         scores.clear();
-        e.extract(input, &mut scores)?;
+        match q {
+            Some(finish) => finish(&mut scores)?,
+            None => e.extract(input, &mut scores)?,
+        }
         for (name, v) in &scores {
             collector.append(name, *v, input.index)?;
         }

@@ -16,6 +16,10 @@ use crate::gpu::kernels::{DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, Event, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData, PlaneRef};
 
+/// GPU work queued for one frame: calling it waits for the results (and returns the scratch
+/// buffers it holds to the state's pool).
+pub(crate) type Queued<R> = Box<dyn FnOnce() -> Result<R> + Send>;
+
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
 pub(crate) trait PlaneAs: Sized {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;

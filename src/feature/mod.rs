@@ -71,6 +71,10 @@ impl<'a> FrameInput<'a> {
 /// Scores produced by one `extract` call: (stored feature name, value).
 pub type Scores = Vec<(String, f64)>;
 
+/// A frame's GPU work, queued by [`Extractor::queue`]: calling it waits for the results and
+/// writes the scores, as `extract` would have.
+pub type Pending<'a> = Box<dyn FnOnce(&mut Scores) -> Result<()> + Send + 'a>;
+
 /// A configured feature extractor. `extract` may run on several threads at once for different
 /// frames (unless TEMPORAL), so per-frame scratch memory is allocated inside the call.
 pub trait Extractor: Send + Sync {
@@ -96,6 +100,13 @@ pub trait Extractor: Send + Sync {
 
     /// Computes this frame's scores.
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()>;
+
+    /// Queues this frame's GPU work without waiting for it, so a frame's extractors keep the
+    /// device busy back to back and CPU extractors run meanwhile; the returned closure waits
+    /// and writes the scores. None (the default): use `extract`.
+    fn queue<'a>(&'a self, _input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+        Ok(None)
+    }
 
     /// Stream-level metrics for the writers' `aggregate_metrics` (e.g. `apsnr_y`).
     fn aggregate(&self) -> Vec<(String, f64)> {

@@ -9,7 +9,7 @@
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
 use crate::feature::motion_gpu;
-use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
+use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Pending, Scores};
 use crate::gpu::GpuSet;
 use crate::picture::{Picture, PictureData, PlaneRef};
 
@@ -268,6 +268,19 @@ impl Extractor for Motion {
         let r = input.reference;
         self.finish(sad, r.w[0], r.h[0], out);
         Ok(())
+    }
+
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+        let Some(g) = &self.gpu else { return Ok(None) };
+        let Some((prev, cur)) = self.sad_pair(input)? else {
+            return Ok(None);
+        };
+        let q = motion_gpu::queue_motion_sad(g.for_frame(input.index), prev, cur)?;
+        let (w, h) = (input.reference.w[0], input.reference.h[0]);
+        Ok(Some(Box::new(move |out: &mut Scores| {
+            self.finish(Some(q()?), w, h, out);
+            Ok(())
+        })))
     }
 
     fn flush(&self, collector: &FeatureCollector) -> Result<()> {

@@ -1,8 +1,10 @@
 //! Motion on the GPU: kernels/motion.hip computes the same integer SAD as
 //! [`super::motion::motion_sad`]; the CPU's `Motion::finish` turns it into scores.
 
-use super::gpu_frames::with_luma;
+use std::sync::Arc;
+
 use super::gpu_frames::{dense, PlaneAs};
+use super::gpu_frames::{with_luma, Queued};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
@@ -16,46 +18,64 @@ struct Scratch {
     out_host: PinnedHostBuffer<u64>,
 }
 
-fn sad_typed<T: Sample + PlaneAs>(state: &GpuState, prev: &Picture, cur: &Picture) -> Result<u64> {
+fn queue_typed<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
+    prev: &Picture,
+    cur: &Picture,
+) -> Result<Queued<u64>> {
     let (w, h) = (cur.w[0], cur.h[0]);
-    state.with_scratch(|slot: &mut Option<Scratch>| {
-        if slot.as_ref().is_none_or(|s| s.h != h) {
-            *slot = None;
+    let mut s = match state.take_scratch::<Scratch>() {
+        Some(s) if s.h == h => s,
+        _ => {
             let dev = state.device();
-            *slot = Some(Scratch {
+            Scratch {
                 h,
                 rows: DeviceBuffer::new(dev, h)?,
                 out_dev: DeviceBuffer::new(dev, 1)?,
                 out_host: PinnedHostBuffer::new(dev, 1)?,
-            });
+            }
         }
-        let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = &*state.lane_stream()?;
-        s.rows.zero(stream)?;
-        with_luma(
-            state,
-            stream,
-            [prev, cur],
-            |[p, c]: [&DeviceBuffer<T>; 2]| {
-                kernels::motion_sad(
-                    state,
-                    stream,
-                    dense(p, w, h),
-                    dense(c, w, h),
-                    cur.bpc,
-                    &s.rows,
-                    &s.out_dev,
-                )?;
-                // Read back inside: the planes stay held until the stream is done with them.
-                s.out_dev.download_async(stream, &mut s.out_host, 1)?;
-                Ok(s.out_host.as_slice()?[0])
-            },
-        )
-    })
+    };
+    let stream = &*state.lane_stream()?;
+    s.rows.zero(stream)?;
+    with_luma(
+        state,
+        stream,
+        [prev, cur],
+        |[p, c]: [&DeviceBuffer<T>; 2]| {
+            kernels::motion_sad(
+                state,
+                stream,
+                dense(p, w, h),
+                dense(c, w, h),
+                cur.bpc,
+                &s.rows,
+                &s.out_dev,
+            )
+        },
+    )?;
+    s.out_dev.download_async(stream, &mut s.out_host, 1)?;
+    let state = state.clone();
+    Ok(Box::new(move || {
+        // Waits for the read-back (and so for the kernels before it on the stream).
+        let sad = s.out_host.as_slice()?[0];
+        state.put_scratch(s);
+        Ok(sad)
+    }))
 }
 
 /// SAD of the blurred difference of two reference luma planes, on the GPU.
-pub fn motion_sad(state: &GpuState, prev: &Picture, cur: &Picture) -> Result<u64> {
+pub fn motion_sad(state: &Arc<GpuState>, prev: &Picture, cur: &Picture) -> Result<u64> {
+    queue_motion_sad(state, prev, cur)?()
+}
+
+/// Queues [`motion_sad`] on the calling thread's stream without waiting: the returned closure
+/// waits for the read-back and gives the SAD.
+pub fn queue_motion_sad(
+    state: &Arc<GpuState>,
+    prev: &Picture,
+    cur: &Picture,
+) -> Result<Queued<u64>> {
     if prev.w[0] != cur.w[0] || prev.h[0] != cur.h[0] || prev.bpc != cur.bpc {
         return Err(Error::inval(
             "motion: previous reference differs in size or bit depth",
@@ -65,9 +85,9 @@ pub fn motion_sad(state: &GpuState, prev: &Picture, cur: &Picture) -> Result<u64
         return Err(Error::inval("motion: luma must be at least 3x3"));
     }
     if cur.bpc == 8 {
-        sad_typed::<u8>(state, prev, cur)
+        queue_typed::<u8>(state, prev, cur)
     } else {
-        sad_typed::<u16>(state, prev, cur)
+        queue_typed::<u16>(state, prev, cur)
     }
 }
 

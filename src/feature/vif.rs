@@ -11,7 +11,7 @@ use crate::gpu::GpuSet;
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
-use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores};
 use crate::picture::{PictureData, PlaneRef};
 
 /// Full feature names this extractor provides: the four scale scores, then the debug extras.
@@ -730,13 +730,39 @@ impl Extractor for Vif {
             }
             _ => compute_accums(r, d, self.egl, self.skip_scale0)?,
         };
-        let scores = vif_scores(&acc, self.skip_scale0);
+        self.emit(&acc, out);
+        Ok(())
+    }
+
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+        let r = &**input.reference;
+        let Some(g) = &self.gpu else { return Ok(None) };
+        if r.w[0] < vif_gpu::MIN_SIDE || r.h[0] < vif_gpu::MIN_SIDE {
+            return Ok(None);
+        }
+        let q = vif_gpu::queue_accums(
+            g.for_frame(input.index),
+            input.reference,
+            input.distorted,
+            self.egl,
+            self.skip_scale0,
+        )?;
+        Ok(Some(Box::new(move |out: &mut Scores| {
+            self.emit(&q()?, out);
+            Ok(())
+        })))
+    }
+}
+
+impl Vif {
+    /// The scores of one frame's sums.
+    fn emit(&self, acc: &[VifAccums; 4], out: &mut Scores) {
+        let scores = vif_scores(acc, self.skip_scale0);
         out.extend(self.names.iter().cloned().zip(scores));
         if self.debug {
-            let extra = vif_debug_scores(&acc, self.skip_scale0);
+            let extra = vif_debug_scores(acc, self.skip_scale0);
             out.extend(self.names[4..].iter().cloned().zip(extra));
         }
-        Ok(())
     }
 }
 

@@ -5,7 +5,9 @@
 use super::gpu_frames::{dense, PlaneAs};
 use super::vif::{log2_table, VifAccums};
 use crate::error::{Error, Result};
-use crate::feature::gpu_frames::with_luma;
+use std::sync::Arc;
+
+use crate::feature::gpu_frames::{with_luma, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
@@ -54,23 +56,23 @@ impl<T: Sample> Scratch<T> {
     }
 }
 
-fn accums_typed<T: Sample + PlaneAs>(
-    state: &GpuState,
+fn queue_typed<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
     r: &Picture,
     d: &Picture,
     egl: f64,
     skip_scale0: bool,
-) -> Result<[VifAccums; 4]> {
+) -> Result<Queued<[VifAccums; 4]>> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
-    state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if slot.as_ref().is_none_or(|s| (s.w, s.h) != (w, h)) {
-            *slot = None;
-            *slot = Some(Scratch::new(state, w, h)?);
-        }
-        let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
+    let mut scratch = match state.take_scratch::<Scratch<T>>() {
+        Some(s) if (s.w, s.h) == (w, h) => s,
+        _ => Scratch::new(state, w, h)?,
+    };
+    {
+        let s = &mut scratch;
         let stream = &*state.lane_stream()?;
         s.acc_dev.zero(stream)?;
-        let a = with_luma(
+        with_luma(
             state,
             stream,
             [r, d],
@@ -135,11 +137,16 @@ fn accums_typed<T: Sample + PlaneAs>(
                     cw /= 2;
                     ch /= 2;
                 }
-                // Read back inside: the planes stay held until the stream is done with them.
-                s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
-                s.acc_host.as_slice().map(|a| a.to_vec())
+                Ok(())
             },
         )?;
+        s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
+    }
+    let state = state.clone();
+    Ok(Box::new(move || {
+        // Waits for the read-back (and so for every kernel before it on the stream).
+        let a = scratch.acc_host.as_slice()?.to_vec();
+        state.put_scratch(scratch);
         let mut out = [VifAccums::default(); 4];
         for (i, o) in out.iter_mut().enumerate() {
             // The device sums in two's complement; reinterpret as signed.
@@ -151,18 +158,30 @@ fn accums_typed<T: Sample + PlaneAs>(
             };
         }
         Ok(out)
-    })
+    }))
 }
 
 /// The four scales' integer sums computed on the GPU (same contract as the CPU's
 /// `compute_accums`; frames smaller than [`MIN_SIDE`] are rejected, callers use the CPU).
 pub fn compute_accums(
-    state: &GpuState,
+    state: &Arc<GpuState>,
     reference: &Picture,
     distorted: &Picture,
     egl: f64,
     skip_scale0: bool,
 ) -> Result<[VifAccums; 4]> {
+    queue_accums(state, reference, distorted, egl, skip_scale0)?()
+}
+
+/// Queues [`compute_accums`] on the calling thread's stream without waiting: the returned
+/// closure waits for the read-back and gives the sums.
+pub fn queue_accums(
+    state: &Arc<GpuState>,
+    reference: &Picture,
+    distorted: &Picture,
+    egl: f64,
+    skip_scale0: bool,
+) -> Result<Queued<[VifAccums; 4]>> {
     let (r, d) = (reference, distorted);
     if r.bpc != d.bpc || r.w[0] != d.w[0] || r.h[0] != d.h[0] {
         return Err(Error::inval("vif: reference and distorted pictures differ"));
@@ -171,9 +190,9 @@ pub fn compute_accums(
         return Err(Error::inval("vif: frame too small for the GPU path"));
     }
     if r.bpc == 8 {
-        accums_typed::<u8>(state, r, d, egl, skip_scale0)
+        queue_typed::<u8>(state, r, d, egl, skip_scale0)
     } else {
-        accums_typed::<u16>(state, r, d, egl, skip_scale0)
+        queue_typed::<u16>(state, r, d, egl, skip_scale0)
     }
 }
 

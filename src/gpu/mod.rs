@@ -173,27 +173,38 @@ impl GpuState {
         v.downcast::<S>().unwrap_or_else(|_| Arc::new(S::default()))
     }
 
-    /// Runs `f` with an idle scratch value of type `S` taken from the state's pool (None when
-    /// there is none yet: `f` creates it); what `f` leaves is pooled for later calls on any
-    /// thread. `f` must have waited for the GPU work that uses the scratch before it returns
-    /// Ok; after an error the value is dropped rather than pooled (dropping device buffers
-    /// waits for the device).
+    /// An idle scratch value of type `S` from the state's pool (None when there is none yet:
+    /// the caller creates one). Give it back with [`Self::put_scratch`] once the GPU work using
+    /// it has finished; a value dropped instead is freed (dropping device buffers waits for
+    /// the device).
+    pub fn take_scratch<S: Any + Send>(&self) -> Option<S> {
+        lock(&self.scratch)
+            .get_mut(&TypeId::of::<S>())
+            .and_then(Vec::pop)
+            .and_then(|b| b.downcast::<S>().ok())
+            .map(|b| *b)
+    }
+
+    /// Returns a scratch value to the pool, for later calls on any thread.
+    pub fn put_scratch<S: Any + Send>(&self, value: S) {
+        lock(&self.scratch)
+            .entry(TypeId::of::<S>())
+            .or_default()
+            .push(Box::new(value));
+    }
+
+    /// Runs `f` with a pooled scratch value of type `S` (None when there is none yet: `f`
+    /// creates it); what `f` leaves goes back to the pool if it returns Ok, so `f` must have
+    /// waited for the GPU work that uses the scratch. So concurrent frames never share buffers,
+    /// and buffers are allocated only up to the peak number of frames in flight.
     pub fn with_scratch<S: Any + Send, R>(
         &self,
         f: impl FnOnce(&mut Option<S>) -> Result<R>,
     ) -> Result<R> {
-        let taken = lock(&self.scratch)
-            .get_mut(&TypeId::of::<S>())
-            .and_then(Vec::pop);
-        let mut typed: Option<S> = taken.and_then(|b| b.downcast::<S>().ok()).map(|b| *b);
+        let mut typed: Option<S> = self.take_scratch();
         let r = f(&mut typed);
-        if r.is_ok() {
-            if let Some(v) = typed {
-                lock(&self.scratch)
-                    .entry(TypeId::of::<S>())
-                    .or_default()
-                    .push(Box::new(v));
-            }
+        if let (Ok(_), Some(v)) = (&r, typed) {
+            self.put_scratch(v);
         }
         r
     }

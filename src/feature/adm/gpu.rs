@@ -10,8 +10,10 @@ use super::kernels::{band_size, csf_window, scale_shifts, score_window, MIN_SIDE
 use super::tables::div_lookup;
 use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
-use crate::feature::gpu_frames::with_luma;
+use std::sync::Arc;
+
 use crate::feature::gpu_frames::{dense, PlaneAs};
+use crate::feature::gpu_frames::{with_luma, Queued};
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
@@ -101,22 +103,22 @@ fn band_plane(buf: &DeviceBuffer<i32>, w: usize, h: usize) -> DevicePlane<'_, i3
     }
 }
 
-fn accumulate_typed<T: Sample + PlaneAs>(
-    state: &GpuState,
+fn queue_typed<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
     r: &Picture,
     d: &Picture,
     p: &AdmParams,
-) -> Result<[ScaleAccum; NUM_SCALES]> {
+) -> Result<Queued<[ScaleAccum; NUM_SCALES]>> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
-    state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if slot.as_ref().is_none_or(|s| (s.w, s.h) != (w, h)) {
-            *slot = None;
-            *slot = Some(Scratch::new(state, w, h)?);
-        }
-        let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
+    let mut scratch = match state.take_scratch::<Scratch<T>>() {
+        Some(s) if (s.w, s.h) == (w, h) => s,
+        _ => Scratch::new(state, w, h)?,
+    };
+    {
+        let s = &mut scratch;
         let stream = &*state.lane_stream()?;
         s.out_dev.zero(stream)?;
-        let o = with_luma(
+        with_luma(
             state,
             stream,
             [r, d],
@@ -161,12 +163,17 @@ fn accumulate_typed<T: Sample + PlaneAs>(
                     kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
                     (pw, ph) = (bw, bh);
                 }
-                // Read back inside: the planes stay held until the stream is done with them.
-                s.out_dev
-                    .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
-                s.out_host.as_slice().map(|o| o.to_vec())
+                Ok(())
             },
         )?;
+        s.out_dev
+            .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
+    }
+    let state = state.clone();
+    Ok(Box::new(move || {
+        // Waits for the read-back (and so for every kernel before it on the stream).
+        let o = scratch.out_host.as_slice()?.to_vec();
+        state.put_scratch(scratch);
         let mut acc = [ScaleAccum::default(); NUM_SCALES];
         for (scale, a) in acc.iter_mut().enumerate() {
             let v = &o[SLOTS * scale..SLOTS * (scale + 1)];
@@ -178,17 +185,28 @@ fn accumulate_typed<T: Sample + PlaneAs>(
             };
         }
         Ok(acc)
-    })
+    }))
 }
 
 /// The per-scale accumulators of one picture pair computed on the GPU (same contract as the
 /// CPU's `accumulate`). Frames smaller than [`MIN_SIDE`] are rejected; callers use the CPU.
 pub fn accumulate(
-    state: &GpuState,
+    state: &Arc<GpuState>,
     reference: &Picture,
     distorted: &Picture,
     p: &AdmParams,
 ) -> Result<[ScaleAccum; NUM_SCALES]> {
+    queue_accumulate(state, reference, distorted, p)?()
+}
+
+/// Queues [`accumulate`] on the calling thread's stream without waiting: the returned closure
+/// waits for the read-back and gives the accumulators.
+pub fn queue_accumulate(
+    state: &Arc<GpuState>,
+    reference: &Picture,
+    distorted: &Picture,
+    p: &AdmParams,
+) -> Result<Queued<[ScaleAccum; NUM_SCALES]>> {
     let (r, d) = (reference, distorted);
     if r.bpc != d.bpc || r.w[0] != d.w[0] || r.h[0] != d.h[0] {
         return Err(Error::inval("adm: reference and distorted pictures differ"));
@@ -197,9 +215,9 @@ pub fn accumulate(
         return Err(Error::inval("adm: frame too small for the GPU path"));
     }
     if r.bpc == 8 {
-        accumulate_typed::<u8>(state, r, d, p)
+        queue_typed::<u8>(state, r, d, p)
     } else {
-        accumulate_typed::<u16>(state, r, d, p)
+        queue_typed::<u16>(state, r, d, p)
     }
 }
 

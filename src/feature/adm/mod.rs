@@ -17,7 +17,7 @@ pub mod tables;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores};
 use crate::gpu::GpuSet;
 use crate::picture::PlaneRef;
 
@@ -303,7 +303,8 @@ impl Adm {
     }
 
     /// Accumulators of one picture pair (validated by the caller).
-    fn accumulate(&self, input: &FrameInput<'_>) -> Result<[ScaleAccum; NUM_SCALES]> {
+    /// Checks a frame's pictures and returns their luma planes.
+    fn check<'a>(&self, input: &FrameInput<'a>) -> Result<(kernels::Luma<'a>, kernels::Luma<'a>)> {
         let (r, d) = (input.reference, input.distorted);
         let (w, h) = (r.w[0], r.h[0]);
         if d.w[0] != w || d.h[0] != h || d.bpc != r.bpc {
@@ -331,6 +332,13 @@ impl Adm {
         ) {
             return Err(Error::inval("adm: mixed sample sizes"));
         }
+        Ok((lr, ld))
+    }
+
+    fn accumulate(&self, input: &FrameInput<'_>) -> Result<[ScaleAccum; NUM_SCALES]> {
+        let (lr, ld) = self.check(input)?;
+        let (r, d) = (input.reference, input.distorted);
+        let (w, h) = (r.w[0], r.h[0]);
         if let Some(g) = &self.gpu {
             // Sizes were validated above (at least MIN_SIDE, the GPU path's minimum too).
             return gpu::accumulate(g.for_frame(input.index), r, d, &self.params);
@@ -376,12 +384,35 @@ impl Extractor for Adm {
             ));
         }
         let acc = self.accumulate(input)?;
-        let s = finish(
-            input.reference.w[0],
-            input.reference.h[0],
-            &acc,
+        self.emit(input.reference.w[0], input.reference.h[0], &acc, out);
+        Ok(())
+    }
+
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+        let Some(g) = &self.gpu else { return Ok(None) };
+        if !self.view_ok {
+            // `extract` reports it.
+            return Ok(None);
+        }
+        self.check(input)?;
+        let q = gpu::queue_accumulate(
+            g.for_frame(input.index),
+            input.reference,
+            input.distorted,
             &self.params,
-        );
+        )?;
+        let (w, h) = (input.reference.w[0], input.reference.h[0]);
+        Ok(Some(Box::new(move |out: &mut Scores| {
+            self.emit(w, h, &q()?, out);
+            Ok(())
+        })))
+    }
+}
+
+impl Adm {
+    /// The scores of one frame's accumulators.
+    fn emit(&self, w: usize, h: usize, acc: &[ScaleAccum; NUM_SCALES], out: &mut Scores) {
+        let s = finish(w, h, acc, &self.params);
         let mut push = |name: &str, v: f64| out.push((self.opts.feature_name(name), v));
         push("VMAF_integer_feature_adm2_score", s.adm2);
         push("VMAF_integer_feature_aim_score", s.aim);
@@ -398,7 +429,6 @@ impl Extractor for Adm {
                 push(PROVIDED_FEATURES[11 + 2 * i], s.den_scale[i]);
             }
         }
-        Ok(())
     }
 }
 
