@@ -68,6 +68,9 @@ pub(crate) fn pack_luma<T: Sample + PlaneAs>(pic: &PictureData, dst: &mut [T]) -
 /// still there when frame `i + 1` asks for it as the previous reference.
 const IDLE_SLACK: usize = 8;
 
+/// Release events kept per plane; more are dropped at its next upload.
+const RELEASED_KEPT: usize = 16;
+
 /// One picture's luma plane: pinned staging and the device copy.
 struct Slot<T: Sample> {
     /// Staging for pictures that are not page-locked (allocated on first use).
@@ -182,14 +185,16 @@ fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Re
         return Ok(());
     }
     // Kernels of earlier users of this entry may still be reading the old contents.
-    for (_, ev) in plane
-        .released
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-    {
+    let mut released = plane.released.lock().unwrap_or_else(|e| e.into_inner());
+    for (_, ev) in released.iter() {
         stream.wait_event(ev)?;
     }
+    // Streams of closed contexts never come back: keep the list from growing with them
+    // (waited for above; users of the new contents record afresh).
+    if released.len() > RELEASED_KEPT {
+        released.clear();
+    }
+    drop(released);
     let pic = &plane.pic;
     let n = pic.w[0] * pic.h[0];
     let slot = &mut *s;
