@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "libvmaf_hip.h"
@@ -208,6 +209,11 @@ static void test_no_device(void)
     CHECK(state == NULL);
     CHECK(vmaf_hip_state_init(&state, hip_cfg(0, 0)) == -ENODEV);
     CHECK(state == NULL);
+    const char *require = getenv("VMAF_TEST_REQUIRE_GPU");
+    if (require && strcmp(require, "1") == 0) {
+        fprintf(stderr, "VMAF_TEST_REQUIRE_GPU=1 but no device\n");
+        exit(1);
+    }
     printf("skipped: no device\n");
 }
 

@@ -111,20 +111,43 @@ fn run_extractors(
     // the output's column order), each queued one is waited for and the others run.
     let mut queued = Vec::with_capacity(exts.len());
     for e in exts {
-        queued.push(e.queue(input)?);
+        match e.queue(input) {
+            Ok(q) => queued.push(q),
+            Err(err) => {
+                drain(queued);
+                return Err(err);
+            }
+        }
     }
     let mut scores: Scores = Vec::new();
-    for (e, q) in exts.iter().zip(queued) {
+    let mut queued = queued.into_iter();
+    for e in exts {
+        let q = queued.next().flatten();
         scores.clear();
-        match q {
-            Some(finish) => finish(&mut scores)?,
-            None => e.extract(input, &mut scores)?,
+        let res = match q {
+            Some(finish) => finish(&mut scores),
+            None => e.extract(input, &mut scores),
         }
-        for (name, v) in &scores {
-            collector.append(name, *v, input.index)?;
+        .and_then(|()| {
+            scores
+                .iter()
+                .try_for_each(|(name, v)| collector.append(name, *v, input.index))
+        });
+        if let Err(err) = res {
+            drain(queued);
+            return Err(err);
         }
     }
     Ok(())
+}
+
+/// Waits for GPU work already queued for a frame that failed, so no upload or kernel still
+/// reads its pictures when they go back to the caller's pool (their results are dropped).
+fn drain<'a>(queued: impl IntoIterator<Item = Option<feature::Pending<'a>>>) {
+    let mut sink: Scores = Vec::new();
+    for finish in queued.into_iter().flatten() {
+        let _ = finish(&mut sink);
+    }
 }
 
 impl Context {
@@ -311,6 +334,21 @@ impl Context {
         Ok(())
     }
 
+    /// What the next frames keep of this frame's reference: nothing when no extractor looks
+    /// back; a private luma copy when the picture belongs to a caller's pool, which would
+    /// otherwise run dry (a pool of two pictures must serve a caller with no worker threads).
+    fn keep_as_prev_ref(&self, reference: Picture) -> Result<Option<Picture>> {
+        let wanted = self
+            .extractors
+            .iter()
+            .any(|e| e.flags().contains(ExtractorFlags::PREV_REF));
+        Ok(match (wanted, reference.is_pooled()) {
+            (false, _) => None,
+            (true, false) => Some(reference),
+            (true, true) => Some(Arc::new(reference.luma_only()?)),
+        })
+    }
+
     /// Submits one reference/distorted pair (`vmaf_read_pictures`).
     pub fn read_pictures(
         &mut self,
@@ -394,7 +432,7 @@ impl Context {
             }
         }
         self.prev_prev_ref = self.prev_ref.take();
-        self.prev_ref = Some(reference);
+        self.prev_ref = self.keep_as_prev_ref(reference)?;
         Ok(())
     }
 

@@ -24,6 +24,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The object is in use by another thread.
+    #[error("busy: {0}")]
+    Busy(String),
     /// A GPU runtime call failed.
     #[error("gpu error: {0}")]
     Gpu(String),
@@ -51,6 +54,7 @@ impl Error {
             Error::NoDevice(_) => -libc::ENODEV,
             Error::NotSupported(_) => -libc::ENOSYS,
             Error::Io { source, .. } => -source.raw_os_error().unwrap_or(libc::EIO),
+            Error::Busy(_) => -libc::EBUSY,
             Error::Gpu(_) => -libc::EIO,
         }
     }

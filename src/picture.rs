@@ -1,5 +1,6 @@
 //! Pictures: planar YUV frames at 8..16 bits, the input of every feature extractor.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -82,6 +83,9 @@ pub struct PictureData {
     /// Row pitch of each plane, in samples.
     pub stride: [usize; 3],
     offset: [usize; 3],
+    /// Identity of the content: a fresh value for every allocation and every fetch from a pool,
+    /// so caches keyed by it never mistake a recycled buffer for the picture it held before.
+    id: u64,
     /// Page-locking of `samples` (pictures from a pinned pool). Declared before `samples`
     /// so it drops first: unlocking waits for any upload still reading the memory.
     pinned: Option<crate::gpu::HostRegistration>,
@@ -109,10 +113,55 @@ impl PictureData {
             h: self.h,
             stride: self.stride,
             offset: self.offset,
+            id: next_id(),
             pinned: None,
             samples: self.samples.clone(),
             release: None,
         }
+    }
+
+    /// A copy of the luma plane alone (4:0:0, same size, depth and [`Self::id`]): what the
+    /// next frames' motion needs of this reference, without keeping a pooled buffer.
+    pub fn luma_only(&self) -> Result<PictureData> {
+        fn copy<T: Copy>(src: &[T]) -> Result<Vec<T>> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(src.len()).map_err(|_| {
+                Error::NoMem(format!(
+                    "{} bytes for a luma copy",
+                    std::mem::size_of_val(src)
+                ))
+            })?;
+            v.extend_from_slice(src);
+            Ok(v)
+        }
+        let (w, h, s) = (self.w[0], self.h[0], self.stride[0]);
+        let rows = self.range(0);
+        let samples = match &self.samples {
+            Samples::U8(v) => Samples::U8(copy(&v[rows])?),
+            Samples::U16(v) => Samples::U16(copy(&v[rows])?),
+        };
+        Ok(PictureData {
+            pix_fmt: PixelFormat::Yuv400p,
+            bpc: self.bpc,
+            w: [w, 0, 0],
+            h: [h, 0, 0],
+            stride: [s, 0, 0],
+            offset: [0; 3],
+            id: self.id,
+            pinned: None,
+            samples,
+            release: None,
+        })
+    }
+
+    /// Identity of the content (see the field): equal ids mean equal samples.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether the buffer goes back to a pool when released (so holding it starves the pool).
+    pub fn is_pooled(&self) -> bool {
+        self.release.is_some()
     }
 
     /// The sample buffer's address and size in bytes (for page-locking it).
@@ -145,12 +194,19 @@ impl Drop for PictureData {
                 h: self.h,
                 stride: self.stride,
                 offset: self.offset,
+                id: self.id,
                 pinned: self.pinned.take(),
                 samples,
                 release: None,
             });
         }
     }
+}
+
+/// A picture identity never handed out before.
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 /// Rows are padded to 32 samples, as libvmaf's allocator does.
@@ -192,6 +248,7 @@ impl PictureData {
             h: [dims[0].1, dims[1].1, dims[2].1],
             stride,
             offset,
+            id: next_id(),
             pinned: None,
             samples,
             release: None,
@@ -267,8 +324,10 @@ impl PictureData {
 
     /// Hands the buffer to `hook` instead of freeing it when this picture is dropped (the same
     /// buffer, so pointers into it stay valid for the next user).
+    /// The buffer then holds new content, so the picture gets a fresh [`Self::id`].
     pub fn set_release(&mut self, hook: impl FnOnce(PictureData) + Send + Sync + 'static) {
         self.release = Some(ReleaseHook(Box::new(hook)));
+        self.id = next_id();
     }
 
     /// Raw base pointer of the sample buffer, for the C boundary.

@@ -434,7 +434,7 @@ fn gpu_faults_fail_cleanly() {
     args.extend(["-q", "--backend", "hip", "--frame_cnt", "3"].map(String::from));
     let probe = vmaf(&args);
     if !probe.status.success() {
-        println!("skipped: no device");
+        common::skip_no_device(&String::from_utf8_lossy(&probe.stderr));
         return;
     }
     for (fault, needle) in [
@@ -479,7 +479,7 @@ fn all_gpus_match_cpu() {
             .then(|| mask_fps(&std::fs::read_to_string(&out).expect("read output")))
     };
     let Some(gpu) = run(&["--backend", "hip", "--hip-device", "all"], "gpu.json") else {
-        println!("skipped: no device");
+        common::skip_no_device("vmaf --backend hip failed");
         return;
     };
     let cpu = run(&["--backend", "cpu"], "cpu.json").expect("cpu run");

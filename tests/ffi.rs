@@ -353,6 +353,15 @@ fn c_pool() {
     run_c_test("test_pool", &[]);
 }
 
+/// Pools of 1..8 pictures over 100 frames with 0, 1 and 4 threads, on the GPU when there is
+/// one: scores equal per-frame allocation on the CPU and no pool runs dry.
+#[test]
+fn c_pool_stream() {
+    let out = run_c_test("test_pool_stream", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(": ok"), "{stdout}");
+}
+
 #[test]
 fn c_hip_smoke() {
     let src = root().join("ffi-tests/test_hip_smoke.c");

@@ -3,8 +3,9 @@
 //! VIF, ADM and motion of one frame read the same luma planes, and motion of the next frame
 //! (often on another thread) reads this frame's reference again, so each plane is packed into
 //! pinned memory and uploaded once per state: the first thread that needs it queues the upload
-//! on its stream and records an event, later users' streams wait on that event. Entries hold a
-//! clone of their picture, so a cached address always means the same picture; an entry is
+//! on its stream and records an event, later users' streams wait on that event. Entries are
+//! keyed by the picture's content identity ([`PictureData::id`]), never by a reference to it:
+//! the cache must not keep a caller's pooled picture from going back to its pool. An entry is
 //! reused for another picture only when no thread holds it. Also the small helpers the GPU
 //! dispatch modules share (typed plane access, dense plane views).
 
@@ -81,7 +82,8 @@ struct Slot<T: Sample> {
 }
 
 struct Plane<T: Sample> {
-    pic: Picture,
+    /// [`PictureData::id`] of the picture whose luma the entry holds.
+    id: u64,
     slot: RwLock<Slot<T>>,
     /// Recorded on the uploading stream after the copy; other streams wait on it.
     ready: Event,
@@ -134,7 +136,7 @@ impl<T: Sample> PlaneCache<T> {
         }
         g.clock += 1;
         let now = g.clock;
-        if let Some(e) = g.entries.iter().find(|e| Arc::ptr_eq(&e.pic, pic)) {
+        if let Some(e) = g.entries.iter().find(|e| e.id == pic.id()) {
             e.last_use.store(now, Ordering::Relaxed);
             return Ok(e.clone());
         }
@@ -147,7 +149,7 @@ impl<T: Sample> PlaneCache<T> {
                 .min_by_key(|&i| g.entries[i].last_use.load(Ordering::Relaxed))
                 .unwrap_or(0);
             if let Some(e) = Arc::get_mut(&mut g.entries[i]) {
-                e.pic = pic.clone();
+                e.id = pic.id();
                 e.slot.get_mut().unwrap_or_else(|e| e.into_inner()).uploaded = false;
                 e.last_use.store(now, Ordering::Relaxed);
                 return Ok(g.entries[i].clone());
@@ -155,7 +157,7 @@ impl<T: Sample> PlaneCache<T> {
         }
         let dev = state.device();
         let e = Arc::new(Plane {
-            pic: pic.clone(),
+            id: pic.id(),
             slot: RwLock::new(Slot {
                 host: None,
                 dev: DeviceBuffer::new(dev, w * h)?,
@@ -175,8 +177,13 @@ impl<T: Sample> PlaneCache<T> {
     }
 }
 
-/// Queues the upload of `plane` on `stream` unless some thread already did.
-fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Result<()> {
+/// Queues the upload of `pic` into `plane` on `stream` unless some thread already did. The
+/// caller holds `pic` until `stream` has passed the copy (it waits for a later read-back).
+fn ensure_uploaded<T: Sample + PlaneAs>(
+    plane: &Plane<T>,
+    pic: &PictureData,
+    stream: &Stream,
+) -> Result<()> {
     if read(&plane.slot).uploaded {
         return Ok(());
     }
@@ -195,7 +202,6 @@ fn ensure_uploaded<T: Sample + PlaneAs>(plane: &Plane<T>, stream: &Stream) -> Re
         released.clear();
     }
     drop(released);
-    let pic = &plane.pic;
     let n = pic.w[0] * pic.h[0];
     let slot = &mut *s;
     match (pic.pinned(), T::plane_of(pic, 0)) {
@@ -233,19 +239,20 @@ pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
         return Err(Error::inval("pictures differ in luma size"));
     }
     let cache = state.shared::<PlaneCache<T>>();
-    let mut planes: Vec<Arc<Plane<T>>> = Vec::with_capacity(N);
+    let mut planes: Vec<(Arc<Plane<T>>, &Picture)> = Vec::with_capacity(N);
     for pic in pics {
         let p = cache.acquire(state, pic)?;
         // The same picture twice (e.g. reference == distorted) is one plane.
-        if !planes.iter().any(|q| Arc::ptr_eq(q, &p)) {
-            planes.push(p);
+        if !planes.iter().any(|(q, _)| Arc::ptr_eq(q, &p)) {
+            planes.push((p, pic));
         }
     }
     // Uploads first, one lock at a time; then only read locks, which no writer can block
     // because every plane here is uploaded and held (so not reusable).
-    for p in &planes {
-        ensure_uploaded(p, stream)?;
+    for (p, pic) in &planes {
+        ensure_uploaded(p, pic, stream)?;
     }
+    let planes: Vec<Arc<Plane<T>>> = planes.into_iter().map(|(p, _)| p).collect();
     let guards: Vec<RwLockReadGuard<'_, Slot<T>>> = planes.iter().map(|p| read(&p.slot)).collect();
     for p in &planes {
         stream.wait_event(&p.ready)?;
@@ -253,7 +260,7 @@ pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
     let bufs: [&DeviceBuffer<T>; N] = std::array::from_fn(|k| {
         let i = planes
             .iter()
-            .position(|p| Arc::ptr_eq(&p.pic, pics[k]))
+            .position(|p| p.id == pics[k].id())
             .unwrap_or(0);
         &guards[i].dev
     });

@@ -9,8 +9,8 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::ffi::libvmaf::{context, VmafContext};
 use crate::gpu::GpuState;
 
 /// The opaque `VmafHipState`.
@@ -95,15 +95,15 @@ pub unsafe extern "C" fn vmaf_hip_state_init(
 /// live state from `vmaf_hip_state_init`.
 #[no_mangle]
 pub unsafe extern "C" fn vmaf_hip_import_state(
-    ctx: *mut Context,
+    ctx: *mut VmafContext,
     state: *mut HipStateHandle,
 ) -> c_int {
     boundary("vmaf_hip_import_state", || {
         if ctx.is_null() || state.is_null() {
             return Err(Error::inval("context or state is NULL"));
         }
-        // SAFETY: both live and unaliased for the call (caller's contract).
-        let (ctx, state) = unsafe { (&mut *ctx, &*state) };
+        // SAFETY: both live (caller's contract); the context guard makes its use exclusive.
+        let (mut ctx, state) = unsafe { (context(ctx)?, &*state) };
         ctx.import_gpu_state(state.state.clone())?;
         Ok(0)
     })
@@ -160,15 +160,15 @@ pub struct VmafHipPictureConfiguration {
 /// `ctx` is NULL or a live context not used concurrently.
 #[no_mangle]
 pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
-    ctx: *mut Context,
+    ctx: *mut VmafContext,
     cfg: VmafHipPictureConfiguration,
 ) -> c_int {
     boundary("vmaf_hip_preallocate_pictures", || {
         if ctx.is_null() {
             return Err(Error::inval("context is NULL"));
         }
-        // SAFETY: live and unaliased for the call (caller's contract).
-        let c = unsafe { &*ctx };
+        // SAFETY: live (caller's contract); the guard makes its use exclusive.
+        let c = unsafe { context(ctx) }?;
         let p = cfg.pic_params;
         let cnt = match cfg.pic_cnt {
             0 => 2 * c.config().n_threads as usize + 4,
@@ -208,7 +208,7 @@ pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
 /// `ctx` is NULL or live; `pic` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn vmaf_hip_fetch_preallocated_picture(
-    ctx: *mut Context,
+    ctx: *mut VmafContext,
     pic: *mut crate::ffi::picture::VmafPicture,
 ) -> c_int {
     boundary("vmaf_hip_fetch_preallocated_picture", || {
@@ -274,18 +274,26 @@ mod tests {
         if n == 0 {
             assert_eq!(rc, -libc::ENODEV);
             assert!(s.is_null());
-            println!("skipped: no device");
+            crate::testutil::skip_no_device("vmaf_hip_list_devices found none");
             return;
         }
         assert_eq!(rc, 0);
         assert!(!s.is_null());
-        let mut ctx = Context::new(Default::default()).unwrap();
+        let mut ctx = VmafContext::new(crate::context::Context::new(Default::default()).unwrap());
         // SAFETY: both live.
         assert_eq!(unsafe { vmaf_hip_import_state(&mut ctx, s) }, 0);
-        assert!(!ctx.gpu_states().is_empty());
+        // SAFETY: live, and no other call is running on it.
+        assert!(!unsafe { context(&mut ctx) }
+            .unwrap()
+            .gpu_states()
+            .is_empty());
         // SAFETY: `s` is live and freed once; the context keeps its own reference.
         unsafe { vmaf_hip_state_free(&mut s) };
         assert!(s.is_null());
-        assert!(!ctx.gpu_states().is_empty());
+        // SAFETY: as above.
+        assert!(!unsafe { context(&mut ctx) }
+            .unwrap()
+            .gpu_states()
+            .is_empty());
     }
 }

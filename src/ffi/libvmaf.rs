@@ -1,6 +1,8 @@
 //! `libvmaf.h`: the scoring context.
 
+use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_uint};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::context::{Config, Context};
 use crate::error::{Error, Result};
@@ -78,8 +80,48 @@ pub struct VmafConfiguration {
     pub gpumask: u64,
 }
 
-/// Opaque scoring context.
-pub type VmafContext = crate::context::Context;
+/// Opaque scoring context: the Rust context plus a flag that catches concurrent calls.
+pub struct VmafContext {
+    busy: AtomicBool,
+    ctx: UnsafeCell<Context>,
+}
+
+impl VmafContext {
+    pub(crate) fn new(ctx: Context) -> Self {
+        VmafContext {
+            busy: AtomicBool::new(false),
+            ctx: UnsafeCell::new(ctx),
+        }
+    }
+}
+
+/// Exclusive use of a context for one C call; ends (and frees the context for the next call)
+/// on drop.
+pub(crate) struct ContextGuard<'a> {
+    handle: &'a VmafContext,
+}
+
+impl std::ops::Deref for ContextGuard<'_> {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        // SAFETY: the busy flag, set by `context()` and cleared only by this guard's drop,
+        // gives this guard the only access to the cell.
+        unsafe { &*self.handle.ctx.get() }
+    }
+}
+
+impl std::ops::DerefMut for ContextGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Context {
+        // SAFETY: as in `deref`; `&mut self` keeps the borrow unique.
+        unsafe { &mut *self.handle.ctx.get() }
+    }
+}
+
+impl Drop for ContextGuard<'_> {
+    fn drop(&mut self) {
+        self.handle.busy.store(false, Ordering::Release);
+    }
+}
 
 /// Size and layout of preallocated pictures.
 #[repr(C)]
@@ -104,14 +146,28 @@ pub struct VmafPictureConfiguration {
     pub pic_cnt: c_uint,
 }
 
-/// Borrows the context behind a handle.
+/// Borrows the context behind a handle for one call. A call made while another thread is
+/// inside one on the same context fails with -EBUSY instead of racing it (libvmaf contexts are
+/// not thread-safe; upstream gives undefined results).
 ///
 /// # Safety
-/// `vmaf` is NULL or a live handle from `vmaf_init()` not used concurrently.
-unsafe fn context<'a>(vmaf: *mut VmafContext) -> Result<&'a mut Context> {
+/// `vmaf` is NULL or a live handle from `vmaf_init()`.
+pub(crate) unsafe fn context<'a>(vmaf: *mut VmafContext) -> Result<ContextGuard<'a>> {
     non_null(vmaf, "context")?;
-    // SAFETY: a live handle (caller's contract).
-    Ok(unsafe { &mut *vmaf })
+    // SAFETY: a live handle (caller's contract); only the atomic flag is touched before the
+    // guard is made.
+    let handle = unsafe { &*vmaf };
+    if handle
+        .busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Err(Error::Busy(
+            "the context is in use by another thread (calls on one context must not overlap)"
+                .into(),
+        ));
+    }
+    Ok(ContextGuard { handle })
 }
 
 /// Writes through a non-NULL out-pointer.
@@ -165,7 +221,13 @@ pub unsafe extern "C" fn vmaf_init(vmaf: *mut *mut VmafContext, cfg: VmafConfigu
         })
         .map_err(|e| Error::NoMem(e.to_string()))?;
         // SAFETY: non-NULL and writable (caller's contract).
-        unsafe { put(vmaf, "context pointer", Box::into_raw(Box::new(ctx))) }
+        unsafe {
+            put(
+                vmaf,
+                "context pointer",
+                Box::into_raw(Box::new(VmafContext::new(ctx))),
+            )
+        }
     })
 }
 
@@ -181,7 +243,7 @@ pub unsafe extern "C" fn vmaf_use_features_from_model(
 ) -> c_int {
     ffi_boundary!("vmaf_use_features_from_model", {
         // SAFETY: live or NULL handle (caller's contract).
-        let ctx = unsafe { context(vmaf) }?;
+        let mut ctx = unsafe { context(vmaf) }?;
         non_null(model, "model")?;
         // SAFETY: live handle (caller's contract).
         ctx.use_features_from_model(unsafe { &*model })
@@ -200,7 +262,7 @@ pub unsafe extern "C" fn vmaf_use_features_from_model_collection(
 ) -> c_int {
     ffi_boundary!("vmaf_use_features_from_model_collection", {
         // SAFETY: live or NULL handle (caller's contract).
-        let ctx = unsafe { context(vmaf) }?;
+        let mut ctx = unsafe { context(vmaf) }?;
         non_null(model_collection, "model collection")?;
         // SAFETY: live handle (caller's contract).
         ctx.use_features_from_model_collection(unsafe { &*model_collection })
@@ -221,7 +283,7 @@ pub unsafe extern "C" fn vmaf_use_feature(
 ) -> c_int {
     ffi_boundary!("vmaf_use_feature", {
         // SAFETY: live or NULL handle (caller's contract).
-        let ctx = unsafe { context(vmaf) }?;
+        let mut ctx = unsafe { context(vmaf) }?;
         // SAFETY: NULL or a C string (caller's contract).
         let name = unsafe { c_str(feature_name, "feature name") }?;
         if !crate::feature::EXTRACTOR_NAMES.contains(&name) {
@@ -255,11 +317,15 @@ pub unsafe extern "C" fn vmaf_import_feature_score(
 }
 
 /// Scores frame `index` of `ref` (reference) against `dist` (distorted). Takes over both
-/// pictures: they are released and zeroed whether or not the call succeeds, so the caller never
-/// unrefs them. Passing two NULL pictures flushes (end of stream; needed before model scores are
-/// available); afterwards every call returns -EINVAL. Returns 0, or -EINVAL for exactly one NULL
-/// picture, released or modified pictures, pictures whose size, format or depth differ from
-/// each other or from the first pair, or a call after the flush.
+/// pictures: they are released and zeroed whether or not the call succeeds (except -EBUSY), so
+/// the caller never unrefs them. Planes are read where `data[]` points, with `stride[]` (a
+/// caller may point them at its own memory; they are copied then). Passing two NULL pictures
+/// flushes (end of stream; needed before model scores are available); afterwards every call
+/// returns -EINVAL. Returns 0; -EINVAL for exactly one NULL picture, released pictures, changed
+/// size/format/depth fields, NULL plane pointers or strides below a row, pictures that differ
+/// from each other or from the first pair, or a call after the flush; -EBUSY (pictures left
+/// untouched) while another thread is inside a call on the same context; -ENOMEM; or a
+/// negative errno from the GPU (-EIO, -ENODEV, -ENOMEM) for this or an earlier queued frame.
 ///
 /// # Safety
 /// `vmaf` is NULL or live; `ref` and `dist` are NULL or pictures filled by this library.
@@ -272,7 +338,7 @@ pub unsafe extern "C" fn vmaf_read_pictures(
 ) -> c_int {
     ffi_boundary!("vmaf_read_pictures", {
         // SAFETY: live or NULL handle (caller's contract).
-        let ctx = unsafe { context(vmaf) }?;
+        let mut ctx = unsafe { context(vmaf) }?;
         if ctx.is_flushed() {
             return Err(Error::inval("pictures read after the flush"));
         }
@@ -538,7 +604,10 @@ pub(crate) unsafe fn fetch_pooled(vmaf: *mut VmafContext, pic: *mut VmafPicture)
 #[no_mangle]
 pub unsafe extern "C" fn vmaf_close(vmaf: *mut VmafContext) -> c_int {
     ffi_boundary!("vmaf_close", {
-        non_null(vmaf, "context")?;
+        // Refuse while a call is running on another thread: freeing under it would crash.
+        // SAFETY: live or NULL handle (caller's contract).
+        let guard = unsafe { context(vmaf) }?;
+        std::mem::forget(guard);
         let out = pool::close(vmaf as usize);
         if out > 0 {
             crate::log_warn!(
@@ -585,4 +654,190 @@ pub extern "C" fn vmaf_version() -> *const c_char {
             .get_or_init(|| std::ffi::CString::new(crate::VMAF_VERSION).unwrap_or_default())
             .as_ptr()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::picture::{vmaf_picture_alloc, vmaf_picture_unref};
+
+    fn config(n_threads: u32) -> VmafConfiguration {
+        VmafConfiguration {
+            log_level: 0,
+            n_threads,
+            n_subsample: 1,
+            cpumask: 0,
+            gpumask: 0,
+        }
+    }
+
+    /// A context with the psnr extractor.
+    fn psnr_context() -> *mut VmafContext {
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the name is a C string literal.
+        unsafe {
+            assert_eq!(vmaf_init(&mut ctx, config(0)), 0);
+            assert_eq!(
+                vmaf_use_feature(ctx, c"psnr".as_ptr(), std::ptr::null_mut()),
+                0
+            );
+        }
+        ctx
+    }
+
+    fn alloc(w: u32, h: u32) -> VmafPicture {
+        // SAFETY: all-zero is the empty VmafPicture.
+        let mut p: VmafPicture = unsafe { std::mem::zeroed() };
+        // SAFETY: `p` is writable.
+        assert_eq!(unsafe { vmaf_picture_alloc(&mut p, 1, 8, w, h) }, 0);
+        p
+    }
+
+    /// Writes `f(x, y)` into every plane of `p` through its own pointers.
+    fn fill(p: &VmafPicture, f: impl Fn(usize, usize) -> u8) {
+        for i in 0..3 {
+            for y in 0..p.h[i] as usize {
+                for x in 0..p.w[i] as usize {
+                    // SAFETY: inside plane `i` as vmaf_picture_alloc laid it out.
+                    unsafe {
+                        *p.data[i]
+                            .cast::<u8>()
+                            .offset(y as isize * p.stride[i])
+                            .add(x) = f(x, y)
+                    };
+                }
+            }
+        }
+    }
+
+    fn psnr_y(ctx: *mut VmafContext) -> f64 {
+        let mut v = 0.0;
+        // SAFETY: live context, valid out-pointer.
+        assert_eq!(
+            unsafe { vmaf_feature_score_at_index(ctx, c"psnr_y".as_ptr(), &mut v, 0) },
+            0
+        );
+        v
+    }
+
+    /// A call that overlaps another call on the same context fails with -EBUSY (here the
+    /// other call is simulated by holding the context's guard) and changes nothing; afterwards
+    /// the context works.
+    #[test]
+    fn overlapping_calls_get_ebusy() {
+        let ctx = psnr_context();
+        let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
+        fill(&d, |x, _| (x % 7) as u8);
+        {
+            // SAFETY: live context.
+            let _busy = unsafe { context(ctx) }.unwrap();
+            // SAFETY: live context and pictures.
+            unsafe {
+                assert_eq!(vmaf_read_pictures(ctx, &mut r, &mut d, 0), -libc::EBUSY);
+                assert_eq!(
+                    vmaf_use_feature(ctx, c"psnr".as_ptr(), std::ptr::null_mut()),
+                    -libc::EBUSY
+                );
+                assert_eq!(vmaf_close(ctx), -libc::EBUSY);
+            }
+        }
+        // The refused call did nothing: the pictures are still the caller's, to submit again.
+        assert!(!r.r#ref.is_null() && !d.r#ref.is_null());
+        // SAFETY: live context and pictures; NULL pairs flush.
+        unsafe {
+            assert_eq!(vmaf_read_pictures(ctx, &mut r, &mut d, 0), 0);
+            assert_eq!(
+                vmaf_read_pictures(ctx, std::ptr::null_mut(), std::ptr::null_mut(), 0),
+                0
+            );
+        }
+        assert!(psnr_y(ctx) > 0.0);
+        // SAFETY: live context, closed once.
+        assert_eq!(unsafe { vmaf_close(ctx) }, 0);
+    }
+
+    /// Planes the caller points elsewhere (own buffer, own stride) are scored from there, as
+    /// libvmaf reads what `data[]` points to: the same PSNR as the same samples written into
+    /// the allocated planes.
+    #[test]
+    fn moved_data_pointers_are_honoured() {
+        let content = |x: usize, y: usize| ((x * 3 + y * 5) % 251) as u8;
+        let noisy = |x: usize, y: usize| ((x * 3 + y * 5 + (x ^ y) % 5) % 251) as u8;
+        let (w, h) = (64usize, 48usize);
+
+        let expected = {
+            let ctx = psnr_context();
+            let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
+            fill(&r, content);
+            fill(&d, noisy);
+            // SAFETY: live context and pictures.
+            unsafe {
+                assert_eq!(vmaf_read_pictures(ctx, &mut r, &mut d, 0), 0);
+                assert_eq!(
+                    vmaf_read_pictures(ctx, std::ptr::null_mut(), std::ptr::null_mut(), 0),
+                    0
+                );
+            }
+            let v = psnr_y(ctx);
+            // SAFETY: live context.
+            assert_eq!(unsafe { vmaf_close(ctx) }, 0);
+            v
+        };
+
+        let ctx = psnr_context();
+        let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
+        // The allocated planes stay zero; the reference's planes live in the caller's buffers
+        // with a wider stride, the luma one bottom-up (negative stride).
+        fill(&d, noisy);
+        let stride = w + 40;
+        let mut bufs: Vec<Vec<u8>> = (0..3).map(|_| vec![0u8; stride * h]).collect();
+        for (i, b) in bufs.iter_mut().enumerate() {
+            let (pw, ph) = (r.w[i] as usize, r.h[i] as usize);
+            for y in 0..ph {
+                let row = if i == 0 { ph - 1 - y } else { y };
+                for x in 0..pw {
+                    b[row * stride + x] = content(x, y);
+                }
+            }
+        }
+        r.data[0] = bufs[0][(h - 1) * stride..].as_mut_ptr().cast();
+        r.stride[0] = -(stride as isize);
+        for (i, b) in bufs.iter_mut().enumerate().skip(1) {
+            r.data[i] = b.as_mut_ptr().cast();
+            r.stride[i] = stride as isize;
+        }
+        // SAFETY: live context; the moved planes are valid for their sizes and strides.
+        unsafe {
+            assert_eq!(vmaf_read_pictures(ctx, &mut r, &mut d, 0), 0);
+            assert_eq!(
+                vmaf_read_pictures(ctx, std::ptr::null_mut(), std::ptr::null_mut(), 0),
+                0
+            );
+        }
+        assert_eq!(psnr_y(ctx).to_bits(), expected.to_bits());
+        // SAFETY: live context.
+        assert_eq!(unsafe { vmaf_close(ctx) }, 0);
+
+        // A NULL plane pointer or a stride below the row size is refused.
+        let ctx = psnr_context();
+        let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
+        r.data[1] = std::ptr::null_mut();
+        // SAFETY: live context and pictures.
+        assert_eq!(
+            unsafe { vmaf_read_pictures(ctx, &mut r, &mut d, 0) },
+            -libc::EINVAL
+        );
+        let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
+        d.stride[0] = 10;
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { vmaf_read_pictures(ctx, &mut r, &mut d, 0) },
+            -libc::EINVAL
+        );
+        // SAFETY: live context; pictures are released (already zeroed ones give -EINVAL).
+        unsafe {
+            let _ = vmaf_picture_unref(&mut r);
+            assert_eq!(vmaf_close(ctx), 0);
+        }
+    }
 }

@@ -141,18 +141,68 @@ pub(crate) unsafe fn shared_picture(pic: &VmafPicture, what: &str) -> Result<Pic
     let bps = shared.bytes_per_sample();
     let intact = pic.pix_fmt == shared.pix_fmt as RawPixelFormat
         && pic.bpc == shared.bpc
-        && (0..3).all(|i| {
-            pic.w[i] as usize == shared.w[i]
-                && pic.h[i] as usize == shared.h[i]
-                && pic.stride[i] as usize == shared.stride[i] * bps
-        });
+        && (0..3).all(|i| pic.w[i] as usize == shared.w[i] && pic.h[i] as usize == shared.h[i]);
     if !intact {
         return Err(Error::inval(format!(
             "{what} picture fields differ from those vmaf_picture_alloc set (pix_fmt {}, bpc {}, {}x{})",
             pic.pix_fmt, pic.bpc, pic.w[0], pic.h[0]
         )));
     }
-    Ok(shared)
+    let own = c_layout_of(&shared);
+    let moved =
+        (0..3).any(|i| shared.h[i] > 0 && (pic.data[i], pic.stride[i]) != (own[i].0, own[i].1));
+    if !moved {
+        return Ok(shared);
+    }
+    // The caller pointed planes elsewhere: score what the struct points to, as libvmaf does.
+    let mut copy = PictureData::new(shared.pix_fmt, shared.bpc, shared.w[0], shared.h[0])?;
+    for i in 0..3 {
+        let (w, h) = (shared.w[i], shared.h[i]);
+        if h == 0 {
+            continue;
+        }
+        let row = w * bps;
+        let stride = pic.stride[i];
+        if pic.data[i].is_null() || stride.unsigned_abs() < row {
+            return Err(Error::inval(format!(
+                "{what} picture plane {i}: data is NULL or stride {stride} is below its row size {row}"
+            )));
+        }
+        let dst_stride = copy.stride[i] * bps;
+        let dst_off = copy.plane_offset(i) * bps;
+        let base = copy.base_ptr_mut();
+        for y in 0..h {
+            // SAFETY: the caller's contract for a VmafPicture: `data[i]` addresses `h` rows of
+            // `w` samples, `stride` bytes apart (negative strides go upwards).
+            let src = unsafe { pic.data[i].cast::<u8>().offset(y as isize * stride) };
+            // SAFETY: row `y` of plane `i` lies inside `copy`'s own buffer, which `src` cannot
+            // overlap (it was just allocated).
+            unsafe { std::ptr::copy_nonoverlapping(src, base.add(dst_off + y * dst_stride), row) };
+        }
+    }
+    crate::log_debug!(
+        "{what} picture: planes moved by the caller, copied from where data[] points"
+    );
+    Ok(Arc::new(copy))
+}
+
+/// The (sample pointer, stride in bytes) of each plane of `data`, as [`export_picture`] set
+/// them (computed for comparison, never dereferenced).
+fn c_layout_of(data: &PictureData) -> [(*mut c_void, isize); 3] {
+    let bps = data.bytes_per_sample();
+    let base = match data.plane(0) {
+        crate::picture::PlaneRef::U8(p) => p.as_ptr(),
+        crate::picture::PlaneRef::U16(p) => p.as_ptr().cast::<u8>(),
+    }
+    .wrapping_sub(data.plane_offset(0) * bps);
+    std::array::from_fn(|i| {
+        (
+            base.wrapping_add(data.plane_offset(i) * bps)
+                .cast_mut()
+                .cast::<c_void>(),
+            (data.stride[i] * bps) as isize,
+        )
+    })
 }
 
 /// Drops the reference `pic` owns and zeroes it.

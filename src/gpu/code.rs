@@ -605,7 +605,7 @@ mod tests {
     #[test]
     fn nvrtc_compiles_psnr_for_sm90() {
         if sys::nvrtc().is_err() {
-            println!("skipped: nvrtc not available");
+            crate::testutil::skip_no_device("nvrtc not available");
             return;
         }
         let psnr = embedded("psnr").unwrap();

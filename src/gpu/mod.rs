@@ -288,7 +288,7 @@ pub(crate) fn test_state() -> Option<Arc<GpuState>> {
     match GpuState::new(None) {
         Ok(s) => Some(s),
         Err(Error::NoDevice(why)) => {
-            println!("skipped: no device ({why})");
+            crate::testutil::skip_no_device(&why);
             None
         }
         Err(e) => panic!("GPU present but unusable: {e}"),

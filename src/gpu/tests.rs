@@ -1,4 +1,5 @@
-//! Device tests. On machines without a GPU each prints "skipped: no device" and passes; with
+//! Device tests. On machines without a GPU each prints "skipped: no device" and passes (fails
+//! under `VMAF_TEST_REQUIRE_GPU=1`); with
 //! one, they check real values.
 
 use super::kernels::{psnr_sse, DevicePlane};
@@ -182,7 +183,7 @@ fn describe_lists_each_device() {
     let lines = describe_devices();
     assert_eq!(lines.len(), devs.len());
     if devs.is_empty() {
-        println!("skipped: no device ({})", notes.join("; "));
+        crate::testutil::skip_no_device(&notes.join("; "));
         return;
     }
     for (l, d) in lines.iter().zip(&devs) {

@@ -11,6 +11,15 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+/// Reports a GPU test that cannot run here: prints "skipped: no device (why)" and returns, or,
+/// with `VMAF_TEST_REQUIRE_GPU=1` (device machines), fails so a skip cannot pass as success.
+pub fn skip_no_device(why: &str) {
+    if std::env::var("VMAF_TEST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("VMAF_TEST_REQUIRE_GPU=1 but no usable device: {why}");
+    }
+    println!("skipped: no device ({why})");
+}
+
 /// Repository root.
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
