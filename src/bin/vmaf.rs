@@ -774,6 +774,9 @@ mod tests {
         assert!(parse_model("version=a:bogus").is_err());
         assert!(parse_model("version=a:noext=1").is_err());
         assert!(parse_model("name=x").is_err());
+        let e = parse_model("version=a:name=").unwrap_err();
+        assert!(e.contains("empty model name"), "{e}");
+        assert_eq!(parse_model("version=a:name=x\"<&").unwrap().name, "x\"<&");
     }
 
     #[test]
