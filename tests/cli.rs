@@ -737,9 +737,7 @@ fn odd_model_names_give_parseable_output() {
     // Attribute names are encoded, the metric name attribute keeps the name.
     let mean = format!("{:.6}", want.as_f64().unwrap());
     assert!(
-        xml.contains(&format!(
-            "<metric name=\"a&quot;b&lt;c&amp;d&gt;&apos;\\e&#9;f\" min=\""
-        )),
+        xml.contains("<metric name=\"a&quot;b&lt;c&amp;d&gt;&apos;\\e&#9;f\" min=\""),
         "{xml}"
     );
     assert!(xml.contains(&format!("mean=\"{mean}\"")), "{xml}");
