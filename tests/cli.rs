@@ -485,3 +485,381 @@ fn all_gpus_match_cpu() {
     let cpu = run(&["--backend", "cpu"], "cpu.json").expect("cpu run");
     assert_eq!(gpu, cpu);
 }
+
+// --- robustness: output files, stdout, names, hostile inputs ---------------------------------
+
+/// Runs `vmaf args` through `sh -c "<setup>; exec vmaf ..."`, e.g. to set limits.
+fn vmaf_sh(setup: &str, args: &[String]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{setup}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_vmaf"))
+        .args(args)
+        .output()
+        .expect("run sh")
+}
+
+/// File names in `dir`, sorted.
+fn dir_entries(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Asserts `out` failed with exit status 1 and one stderr line containing every needle.
+fn assert_failed_with(out: &std::process::Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got:\n{stderr}");
+    for n in needles {
+        assert!(
+            lines[0].contains(n),
+            "{:?} does not mention {n:?}",
+            lines[0]
+        );
+    }
+    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"));
+}
+
+#[test]
+fn full_disk_leaves_no_partial_output() {
+    // `ulimit -f 1` makes any write past 512 or 1024 bytes fail with EFBIG (SIGXFSZ ignored).
+    let dir = work_dir("full_disk");
+    let limit = "trap '' XFSZ; ulimit -f 1";
+    let mut want = Vec::new();
+    for (flag, ext) in [("--csv", "csv"), ("--json", "json"), ("--xml", "xml")] {
+        let existing = arg(&dir, &format!("old.{ext}"));
+        std::fs::write(&existing, "previous contents\n").unwrap();
+        let fresh = arg(&dir, &format!("new.{ext}"));
+        for out in [&existing, &fresh] {
+            let mut args = clip_args(G8);
+            args.extend(["-q", "--frame_cnt", "4", flag, "-o", out].map(String::from));
+            let res = vmaf_sh(limit, &args);
+            assert_failed_with(&res, &[&format!("cannot write {out}"), "File too large"]);
+        }
+        assert_eq!(
+            std::fs::read_to_string(&existing).unwrap(),
+            "previous contents\n"
+        );
+        assert!(!std::path::Path::new(&fresh).exists(), "{fresh} was left");
+        // No temporary file is left behind either.
+        want.push(format!("old.{ext}"));
+        assert_eq!(dir_entries(&dir), want);
+    }
+    assert_eq!(dir_entries(&dir), ["old.csv", "old.json", "old.xml"]);
+
+    // Without the limit the same run replaces the file in one piece.
+    let out = arg(&dir, "old.json");
+    let mut args = clip_args(G8);
+    args.extend(["-q", "--frame_cnt", "4", "--json", "-o", &out].map(String::from));
+    vmaf_ok(&args);
+    let v = parse_json(&std::fs::read_to_string(&out).unwrap(), "output");
+    assert_eq!(v["frames"].as_array().unwrap().len(), 4);
+    assert_eq!(dir_entries(&dir), ["old.csv", "old.json", "old.xml"]);
+
+    // An output in a missing directory fails naming the path.
+    let bad = arg(&dir, "no/such/dir/out.json");
+    let mut args = clip_args(G8);
+    args.extend(["-q", "--frame_cnt", "1", "-o", &bad].map(String::from));
+    assert_failed_with(&vmaf(&args), &[&format!("cannot create {bad}")]);
+}
+
+#[test]
+fn stdout_write_errors_fail() {
+    let mut args = clip_args(G8);
+    args.extend(["-q", "--frame_cnt", "2"].map(String::from));
+    let run = |stdout: std::process::Stdio| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+            .args(&args)
+            .stdout(stdout)
+            .output()
+            .expect("run vmaf")
+    };
+    // A full device.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = run(full.into());
+    assert_failed_with(
+        &out,
+        &["cannot write the scores to stdout", "No space left"],
+    );
+    // A closed stdout: refused before scoring.
+    let out = vmaf_sh("exec >&-", &args);
+    assert_failed_with(&out, &["stdout is closed", "-o FILE"]);
+    // A pipe whose reader has gone.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_failed_with(&out, &["cannot write the scores to stdout", "Broken pipe"]);
+    // /dev/null is a fine place to discard scores.
+    let out = run(std::process::Stdio::null());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // With -o nothing goes to stdout, so a closed stdout is no problem.
+    let dir = work_dir("stdout_closed_with_output");
+    let file = arg(&dir, "out.json");
+    let mut with_o = args.clone();
+    with_o.extend(["--json", "-o", &file].map(String::from));
+    let out = vmaf_sh("exec >&-", &with_o);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_json(&std::fs::read_to_string(&file).unwrap(), "output");
+    // The help is checked too.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+        .arg("--help")
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_failed_with(&out, &["cannot write the help to stdout"]);
+}
+
+/// A minimal XML well-formedness check for the writer's output: nested elements, attribute
+/// names made of name characters, each at most once per element, values in double quotes
+/// without `<` and with `&` only in the five predefined entities or character references.
+fn check_xml(text: &str) -> Result<(), String> {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut rest = text;
+    let is_name = |n: &str| {
+        let mut c = n.chars();
+        c.next()
+            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+            && c.all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    };
+    let check_value = |v: &str| -> Result<(), String> {
+        if v.contains('<') {
+            return Err(format!("'<' in value {v:?}"));
+        }
+        for (i, _) in v.match_indices('&') {
+            let ent = &v[i..v[i..].find(';').map_or(v.len(), |e| i + e + 1)];
+            let ok = ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&ent)
+                || (ent.starts_with("&#") && ent[2..ent.len() - 1].parse::<u32>().is_ok());
+            if !ok {
+                return Err(format!("bad entity {ent:?}"));
+            }
+        }
+        Ok(())
+    };
+    while let Some(start) = rest.find('<') {
+        if !rest[..start].trim().is_empty() {
+            return Err(format!("text outside tags: {:?}", &rest[..start]));
+        }
+        let end = rest[start..].find('>').ok_or("unterminated tag")? + start;
+        let tag = &rest[start + 1..end];
+        rest = &rest[end + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            if stack.pop() != Some(name) {
+                return Err(format!("mismatched </{name}>"));
+            }
+            continue;
+        }
+        let (body, empty) = match tag.strip_suffix('/') {
+            Some(b) => (b, true),
+            None => (tag, false),
+        };
+        let mut body = body.trim_end();
+        let name_end = body.find(' ').unwrap_or(body.len());
+        let name = &body[..name_end];
+        if !is_name(name) {
+            return Err(format!("bad element name {name:?}"));
+        }
+        body = &body[name_end..];
+        let mut seen = std::collections::HashSet::new();
+        while !body.trim().is_empty() {
+            body = body.trim_start();
+            let eq = body
+                .find("=\"")
+                .ok_or(format!("bad attribute in {tag:?}"))?;
+            let attr = &body[..eq];
+            if !is_name(attr) || !seen.insert(attr) {
+                return Err(format!("bad or repeated attribute {attr:?}"));
+            }
+            let close = body[eq + 2..].find('"').ok_or("unterminated value")? + eq + 2;
+            check_value(&body[eq + 2..close])?;
+            body = &body[close + 1..];
+        }
+        if !empty {
+            stack.push(name);
+        }
+    }
+    if !rest.trim().is_empty() || !stack.is_empty() {
+        return Err(format!("unclosed {stack:?} or trailing {rest:?}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn odd_model_names_give_parseable_output() {
+    let dir = work_dir("odd_names");
+    let odd = "a\"b<c&d>'\\e\tf";
+    let run = |flag: &str, file: &str, name: &str| {
+        let out = arg(&dir, file);
+        let mut args = clip_args(G8);
+        let model = format!("version=vmaf_v0.6.1:name={name}");
+        args.extend(["-q", "--frame_cnt", "3", flag, "-o", &out, "-m", &model].map(String::from));
+        vmaf_ok(&args);
+        std::fs::read_to_string(out).unwrap()
+    };
+    let plain = parse_json(&run("--json", "plain.json", "vmaf"), "plain");
+    let want = &plain["pooled_metrics"]["vmaf"]["mean"];
+    assert!(want.is_f64());
+
+    let json = parse_json(&run("--json", "odd.json", odd), "odd-name output");
+    assert_eq!(&json["pooled_metrics"][odd]["mean"], want);
+    assert_eq!(
+        json["frames"][2]["metrics"][odd],
+        plain["frames"][2]["metrics"]["vmaf"]
+    );
+
+    let xml = run("--xml", "odd.xml", odd);
+    check_xml(&xml).unwrap_or_else(|e| panic!("not well-formed: {e}\n{xml}"));
+    // Attribute names are encoded, the metric name attribute keeps the name.
+    let mean = format!("{:.6}", want.as_f64().unwrap());
+    assert!(
+        xml.contains("<metric name=\"a&quot;b&lt;c&amp;d&gt;&apos;\\e&#9;f\" min=\""),
+        "{xml}"
+    );
+    assert!(xml.contains(&format!("mean=\"{mean}\"")), "{xml}");
+    assert!(
+        xml.contains("a_x0022_b_x003C_c_x0026_d_x003E__x0027__x005C_e_x0009_f=\""),
+        "{xml}"
+    );
+    // The well-formedness check does catch upstream's verbatim output.
+    assert!(check_xml(&xml.replace("a_x0022_b", "a\"b")).is_err());
+
+    let csv = run("--csv", "odd.csv", odd);
+    let header = csv.lines().next().unwrap();
+    assert!(header.ends_with(",\"a\"\"b<c&d>'\\e\tf\","), "{header}");
+
+    // An empty name is refused where it is given.
+    let mut args = clip_args(G8);
+    args.extend(["-m", "version=vmaf_v0.6.1:name="].map(String::from));
+    assert_failed_with(&vmaf(&args), &["empty model name"]);
+}
+
+#[test]
+fn hostile_y4m_headers_fail_cleanly() {
+    let dir = work_dir("hostile_y4m");
+    let write = |file: &str, data: &[u8]| {
+        let p = arg(&dir, file);
+        std::fs::write(&p, data).unwrap();
+        p
+    };
+    // A non-ASCII byte in a header token.
+    let p = write(
+        "accent.y4m",
+        b"YUV4MPEG2 W2 H2 F25:1 \xc3\xa9\nFRAME\n\0\0\0\0\0\0",
+    );
+    assert_failed_with(
+        &vmaf(&["-n", "-r", &p, "-d", &p]),
+        &[&p, "bad y4m header token \"\\xc3\\xa9\""],
+    );
+    let p = write("width.y4m", b"YUV4MPEG2 W2\xff H2\nFRAME\n\0\0\0\0\0\0");
+    assert_failed_with(
+        &vmaf(&["-n", "-r", &p, "-d", &p]),
+        &["bad y4m header token \"W2\\xff\""],
+    );
+
+    // A 1x268435456 header on a 1 MB file: reported as truncated right away, without the
+    // gigabytes such a frame would take (the address space is limited to 4 GiB).
+    let mut data = b"YUV4MPEG2 W1 H268435456 F25:1 C420\nFRAME\n".to_vec();
+    data.resize(1 << 20, 0);
+    let p = write("tall.y4m", &data);
+    let started = std::time::Instant::now();
+    let out = vmaf_sh(
+        "ulimit -v 4194304",
+        &["-n", "-r", &p, "-d", &p].map(String::from),
+    );
+    assert_failed_with(
+        &out,
+        &[&format!(
+            "{p}: truncated: the header says 1x268435456 (536870918 bytes a frame) but the file \
+             holds 1048541 bytes"
+        )],
+    );
+    assert!(started.elapsed().as_secs() < 10);
+
+    // Sides over 65536 are refused even where the file is long enough (a sparse file).
+    let p = arg(&dir, "wide.y4m");
+    let header = b"YUV4MPEG2 W65537 H1 C444\n";
+    std::fs::write(&p, header).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(header.len() as u64 + 6 + 3 * 65537).unwrap();
+    assert_failed_with(
+        &vmaf(&["-n", "-r", &p, "-d", &p]),
+        &["bad picture size 65537x1 (each side must be 1 to 65536"],
+    );
+
+    // A frame the size limits allow but memory does not: a clear out-of-memory error. 16384²
+    // 4:4:4 16-bit frames take 1.5 GiB; the address space is limited to 1 GiB.
+    let p = arg(&dir, "huge.y4m");
+    let header = b"YUV4MPEG2 W16384 H16384 C444p16\nFRAME\n";
+    std::fs::write(&p, header).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.set_len(header.len() as u64 + 3 * 2 * (1 << 28)).unwrap();
+    let out = vmaf_sh(
+        "ulimit -v 1048576",
+        &["-n", "-r", &p, "-d", &p].map(String::from),
+    );
+    assert_failed_with(
+        &out,
+        &[&format!(
+            "out of memory: {p}: cannot allocate 1610612736 bytes for a frame"
+        )],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn raw_size_larger_than_file_fails_before_allocating() {
+    let dir = work_dir("raw_tall");
+    let p = arg(&dir, "small.yuv");
+    std::fs::write(&p, vec![0u8; 4096]).unwrap();
+    let out = vmaf_sh(
+        "ulimit -v 4194304",
+        &[
+            "-n",
+            "-r",
+            &p,
+            "-d",
+            &p,
+            "-w",
+            "1",
+            "-h",
+            "268435456",
+            "-p",
+            "420",
+            "-b",
+            "8",
+        ]
+        .map(String::from),
+    );
+    assert_failed_with(
+        &out,
+        &[&format!(
+            "{p}: truncated: -w/-h/-p/-b say 1x268435456 (536870912 bytes a frame) but the file \
+             holds 4096 bytes"
+        )],
+    );
+}

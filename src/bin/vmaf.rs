@@ -1,7 +1,9 @@
 //! `vmaf`: command-line scorer compatible with libvmaf's `vmaf` tool (same flags, same flow, same
 //! output files), plus a score summary on stdout, a progress bar and a `--backend` switch.
 
+use std::fs::File;
 use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -227,6 +229,8 @@ fn parse_model(s: &str) -> Result<ModelArg, String> {
         match key {
             "path" => m.path = Some(val.into()),
             "version" => m.version = Some(val.into()),
+            // An empty name would be an empty JSON key and XML attribute name.
+            "name" if val.is_empty() => return Err("empty model name (name=)".into()),
             "name" => m.name = val.into(),
             "disable_clip" if parse_bool(val) => m.flags |= ModelFlags::DISABLE_CLIP,
             "enable_transform" if parse_bool(val) => m.flags |= ModelFlags::ENABLE_TRANSFORM,
@@ -267,6 +271,53 @@ fn parse_feature(s: &str) -> Result<FeatureArg, String> {
         name: name.into(),
         opts,
     })
+}
+
+/// Prints a line on stderr. A failing stderr has nowhere to be reported; unlike `eprintln!`,
+/// this does not panic over it.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// The process's stdout as a plain file (a duplicate of descriptor 1), or why there is none.
+/// Writes through it report every error: Rust's `std::io::stdout()` silently drops writes to
+/// a closed descriptor.
+fn stdout_file() -> std::io::Result<File> {
+    if stdout_was_closed() {
+        return Err(std::io::Error::other("stdout is closed"));
+    }
+    std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+}
+
+/// Whether the process started with descriptor 1 closed (`>&-`). Before `main` the Rust
+/// runtime puts `/dev/null`, opened read-write, in place of a closed standard descriptor, so
+/// writes would vanish without an error; a shell's `> /dev/null` opens it write-only.
+fn stdout_was_closed() -> bool {
+    let is_null = std::fs::read_link("/proc/self/fd/1").is_ok_and(|l| l == Path::new("/dev/null"));
+    is_null
+        && std::fs::read_to_string("/proc/self/fdinfo/1").is_ok_and(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
+                .is_some_and(|f| f & libc::O_ACCMODE == libc::O_RDWR)
+        })
+}
+
+/// Writes `text` to stdout, failing on a closed stdout, a full device or a broken pipe.
+fn write_stdout(stdout: &std::io::Result<File>, text: &str, what: &str) -> Result<(), CliError> {
+    let res = match stdout {
+        Ok(f) => {
+            let mut w: &File = f;
+            w.write_all(text.as_bytes()).and_then(|()| w.flush())
+        }
+        Err(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+    };
+    res.map_err(|e| CliError(format!("cannot write {what} to stdout: {e}")))
 }
 
 /// A failure reported as one line on stderr.
@@ -457,7 +508,13 @@ fn progress_bar(show: bool, len: Option<u64>) -> ProgressBar {
     pb
 }
 
-fn run(cli: Cli) -> Result<(), CliError> {
+fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
+    // Scores printed to a closed stdout would be lost: say so before doing the work.
+    if let (None, false, Err(e)) = (&cli.output, cli.no_prediction, stdout) {
+        return Err(CliError(format!(
+            "cannot write the scores to stdout ({e}); redirect it or use -o FILE"
+        )));
+    }
     let ref_path = cli
         .reference
         .clone()
@@ -567,7 +624,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
                     (&dist_path, &ref_path)
                 };
                 pb.suspend(|| {
-                    eprintln!(
+                    say!(
                         "warning: {} ended before {}; scoring the first {n} frames",
                         short.display(),
                         long.display()
@@ -632,18 +689,15 @@ fn run(cli: Cli) -> Result<(), CliError> {
         } else {
             OutputFormat::Xml
         };
-        ctx.write_output(out, fmt)?;
+        vmaf_hip::output::write_atomic(out, |w| ctx.write_output_to(w, fmt))?;
         if show_progress {
             for line in &summary {
-                eprintln!("{line}");
+                say!("{line}");
             }
         }
-    } else {
-        let mut stdout = std::io::stdout().lock();
-        for line in &summary {
-            // A closed stdout (e.g. `| head`) is not worth failing over.
-            let _ = writeln!(stdout, "{line}");
-        }
+    } else if !summary.is_empty() {
+        let text: String = summary.iter().map(|l| format!("{l}\n")).collect();
+        write_stdout(stdout, &text, "the scores")?;
     }
     Ok(())
 }
@@ -656,30 +710,41 @@ fn main() -> ExitCode {
             .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        eprintln!("error: internal error: {}", msg.replace('\n', " "));
+        say!("error: internal error: {}", msg.replace('\n', " "));
     }));
+    // Taken before any file is opened: a closed descriptor 1 would be reused by the next open.
+    let stdout = stdout_file();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
+                let text = e.render().to_string();
+                return match write_stdout(&stdout, &text, "the help") {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(CliError(msg)) => {
+                        say!("error: {msg}");
+                        ExitCode::FAILURE
+                    }
+                };
             }
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!("{first} (see --help)");
+            say!("{first} (see --help)");
             return ExitCode::FAILURE;
         }
     };
     if cli.version {
-        eprintln!("{}", vmaf_hip::VMAF_VERSION);
-        return ExitCode::SUCCESS;
+        // Upstream prints the version on stderr.
+        return match writeln!(std::io::stderr(), "{}", vmaf_hip::VMAF_VERSION) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
     }
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, &stdout))) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(CliError(msg))) => {
-            eprintln!("error: {msg}");
+            say!("error: {msg}");
             ExitCode::FAILURE
         }
         // The panic hook has printed the message.
@@ -709,6 +774,9 @@ mod tests {
         assert!(parse_model("version=a:bogus").is_err());
         assert!(parse_model("version=a:noext=1").is_err());
         assert!(parse_model("name=x").is_err());
+        let e = parse_model("version=a:name=").unwrap_err();
+        assert!(e.contains("empty model name"), "{e}");
+        assert_eq!(parse_model("version=a:name=x\"<&").unwrap().name, "x\"<&");
     }
 
     #[test]

@@ -36,6 +36,15 @@ impl VideoInfo {
             .sum::<usize>()
             * bytes_per_sample(self.bpc)
     }
+
+    /// [`Self::frame_bytes`], or `None` where it does not fit a `usize`.
+    pub fn checked_frame_bytes(&self) -> Option<usize> {
+        let mut total = 0usize;
+        for (w, h) in file_plane_dims(self.pix_fmt, self.width, self.height) {
+            total = total.checked_add(w.checked_mul(h)?)?;
+        }
+        total.checked_mul(bytes_per_sample(self.bpc))
+    }
 }
 
 /// A source of pictures, read in order.
@@ -53,14 +62,56 @@ pub trait VideoReader {
 }
 
 /// Largest picture accepted (luma samples), so a corrupt header cannot request a huge buffer.
-const MAX_PIXELS: usize = 1 << 28;
+pub const MAX_PIXELS: usize = 1 << 28;
+
+/// Largest width or height accepted.
+pub const MAX_SIDE: usize = 1 << 16;
 
 /// Validates a picture size from a header or the command line.
 fn check_size(w: usize, h: usize) -> std::result::Result<(), String> {
-    if w == 0 || h == 0 || w.checked_mul(h).is_none_or(|n| n > MAX_PIXELS) {
-        return Err(format!("bad picture size {w}x{h}"));
+    if w == 0
+        || h == 0
+        || w > MAX_SIDE
+        || h > MAX_SIDE
+        || w.checked_mul(h).is_none_or(|n| n > MAX_PIXELS)
+    {
+        return Err(format!(
+            "bad picture size {w}x{h} (each side must be 1 to {MAX_SIDE}, and width x height at \
+             most {MAX_PIXELS})"
+        ));
     }
     Ok(())
+}
+
+/// Checks, before anything is allocated, that `left` bytes of a regular file can hold a frame
+/// of `frame` bytes (`what` describes where its size comes from). No bytes at all is a clean
+/// end of stream, not an error.
+fn check_fits(
+    name: &str,
+    what: &str,
+    info: &VideoInfo,
+    frame: Option<usize>,
+    left: u64,
+) -> Result<()> {
+    let fits = frame.is_some_and(|f| left >= f as u64);
+    if left == 0 || fits {
+        return Ok(());
+    }
+    let size = frame.map_or_else(|| "more than 2^64".to_string(), |f| f.to_string());
+    Err(Error::inval(format!(
+        "{name}: truncated: {what} {}x{} ({size} bytes a frame) but the file holds {left} bytes",
+        info.width, info.height
+    )))
+}
+
+/// A zeroed frame buffer of `len` bytes, allocated fallibly: a failure is an out-of-memory
+/// error naming the input instead of an abort.
+fn alloc_frame(name: &str, len: usize) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::NoMem(format!("{name}: cannot allocate {len} bytes for a frame")))?;
+    v.resize(len, 0);
+    Ok(v)
 }
 
 fn bytes_per_sample(bpc: u32) -> usize {
@@ -163,5 +214,42 @@ mod tests {
             vec![(5, 3), (5, 3), (5, 3)]
         );
         assert_eq!(file_plane_dims(PixelFormat::Yuv400p, 5, 3), vec![(5, 3)]);
+    }
+
+    #[test]
+    fn sizes_are_checked() {
+        assert!(check_size(65536, 4096).is_ok());
+        assert!(check_size(1, 65536).is_ok());
+        let e = check_size(65537, 1).unwrap_err();
+        assert!(e.contains("65537x1") && e.contains("1 to 65536"), "{e}");
+        assert!(check_size(1, 0).is_err());
+        assert!(check_size(65536, 65536).unwrap_err().contains("268435456"));
+        let info = |w, h| VideoInfo {
+            width: w,
+            height: h,
+            pix_fmt: PixelFormat::Yuv420p,
+            bpc: 10,
+        };
+        assert_eq!(info(5, 3).checked_frame_bytes(), Some(2 * (15 + 2 * 6)));
+        assert_eq!(info(usize::MAX, 2).checked_frame_bytes(), None);
+        assert!(check_fits("a", "says", &info(2, 2), Some(12), 0).is_ok());
+        assert!(check_fits("a", "says", &info(2, 2), Some(12), 12).is_ok());
+        let e = check_fits("a.y4m", "the header says", &info(2, 2), Some(12), 11)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a.y4m: truncated: the header says 2x2 (12 bytes a frame) but the file holds 11 bytes"),
+            "{e}"
+        );
+        let e = check_fits("a", "says", &info(usize::MAX, 2), None, 5).unwrap_err();
+        assert!(e.to_string().contains("more than 2^64"), "{e}");
+    }
+
+    #[test]
+    fn frame_allocation_is_fallible() {
+        assert_eq!(alloc_frame("a", 3).unwrap(), [0, 0, 0]);
+        let e = alloc_frame("big.y4m", usize::MAX / 2).unwrap_err();
+        assert!(matches!(e, Error::NoMem(_)), "{e}");
+        assert!(e.to_string().contains("big.y4m: cannot allocate"), "{e}");
     }
 }

@@ -6,7 +6,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::{picture_from_bytes, read_full, VideoInfo, VideoReader};
+use super::{
+    alloc_frame, check_fits, check_size, picture_from_bytes, read_full, VideoInfo, VideoReader,
+};
 use crate::error::{Error, Result};
 use crate::picture::{Picture, PixelFormat};
 
@@ -21,6 +23,9 @@ pub struct Y4mReader<R = BufReader<File>> {
     /// Bytes of planes read but not used (the alpha plane of `C444alpha`).
     skip_bytes: usize,
     frame: usize,
+    /// Bytes of one frame's planes (alpha included), without the `FRAME` line.
+    frame_len: usize,
+    /// Frame buffer, allocated at the first frame.
     buf: Vec<u8>,
     /// Input length and bytes consumed so far, for the frame-count hint.
     total: Option<u64>,
@@ -32,9 +37,15 @@ impl Y4mReader {
     pub fn open(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
-        let total = file.metadata().ok().map(|m| m.len());
-        let mut r = Y4mReader::new(BufReader::with_capacity(1 << 20, file), &name)?;
+        // Only a regular file's length says how much data there is.
+        let total = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
+        let mut r = Y4mReader::parse(BufReader::with_capacity(1 << 20, file), &name)?;
         r.total = total;
+        r.validate()?;
         Ok(r)
     }
 }
@@ -72,15 +83,28 @@ fn parse_colorspace(c: &str) -> Option<(PixelFormat, u32, bool)> {
 }
 
 /// Parses the stream header line (without its newline).
-fn parse_header(line: &str) -> std::result::Result<(VideoInfo, bool), String> {
-    let mut tokens = line.split(' ').filter(|t| !t.is_empty());
+fn parse_header(line: &[u8]) -> std::result::Result<(VideoInfo, bool), String> {
+    let mut tokens = line.split(|&b| b == b' ').filter(|t| !t.is_empty());
     match tokens.next() {
-        Some("YUV4MPEG2") => {}
+        Some(b"YUV4MPEG2") => {}
         _ => return Err("not a y4m file (no YUV4MPEG2 signature)".into()),
     }
     let (mut w, mut h) = (None, None);
     let mut cs = "420";
     for tok in tokens {
+        // X tags are application data, free-form.
+        if tok[0] == b'X' {
+            continue;
+        }
+        let tok = std::str::from_utf8(tok)
+            .ok()
+            .filter(|t| t.bytes().all(|b| b.is_ascii_graphic()))
+            .ok_or_else(|| {
+                format!(
+                    "bad y4m header token \"{}\" (only printable ASCII is allowed)",
+                    tok.escape_ascii()
+                )
+            })?;
         let (tag, val) = tok.split_at(1);
         let ratio_ok = || {
             val.split_once(':')
@@ -136,32 +160,76 @@ fn read_line(src: &mut impl BufRead) -> std::io::Result<(Vec<u8>, bool)> {
 
 impl<R: BufRead> Y4mReader<R> {
     /// Reads the stream header from `src`; `name` labels error messages.
-    pub fn new(mut src: R, name: &str) -> Result<Self> {
+    pub fn new(src: R, name: &str) -> Result<Self> {
+        let r = Y4mReader::parse(src, name)?;
+        r.validate()?;
+        Ok(r)
+    }
+
+    /// Reads the stream header without checking sizes.
+    fn parse(mut src: R, name: &str) -> Result<Self> {
         let bad = |msg: String| Error::inval(format!("{name}: {msg}"));
         let (line, complete) =
             read_line(&mut src).map_err(|e| Error::io(format!("cannot read {name}"), e))?;
         if line.is_empty() && !complete {
             return Err(bad("empty file".into()));
         }
-        let text = std::str::from_utf8(&line)
-            .map_err(|_| bad("not a y4m file (header is not text)".into()))?;
-        let (info, alpha) = parse_header(text).map_err(bad)?;
+        let (info, alpha) = parse_header(&line).map_err(bad)?;
         if !complete {
             return Err(bad("y4m header line is not terminated".into()));
         }
-        super::check_size(info.width, info.height).map_err(bad)?;
-        let skip_bytes = if alpha { info.width * info.height } else { 0 };
-        let frame_bytes = info.frame_bytes() + skip_bytes;
+        Y4mReader::parse_rest(src, name, info, alpha, line.len())
+    }
+
+    /// The reader after its header line, sizes not yet validated.
+    fn parse_rest(
+        src: R,
+        name: &str,
+        info: VideoInfo,
+        alpha: bool,
+        header_len: usize,
+    ) -> Result<Self> {
+        let bad = |msg: String| Error::inval(format!("{name}: {msg}"));
+        let skip_bytes = if alpha {
+            info.width.checked_mul(info.height)
+        } else {
+            Some(0)
+        };
+        let frame_len = skip_bytes
+            .zip(info.checked_frame_bytes())
+            .and_then(|(a, b)| a.checked_add(b));
+        let (Some(skip_bytes), Some(frame_len)) = (skip_bytes, frame_len) else {
+            // Too large for memory: the size check says why.
+            check_size(info.width, info.height).map_err(bad)?;
+            return Err(bad(format!(
+                "bad picture size {}x{}",
+                info.width, info.height
+            )));
+        };
         Ok(Y4mReader {
             src,
             name: name.to_string(),
             info,
             skip_bytes,
             frame: 0,
-            buf: vec![0; frame_bytes],
+            frame_len,
+            buf: Vec::new(),
             total: None,
-            consumed: line.len() as u64 + 1,
+            consumed: header_len as u64 + 1,
         })
+    }
+
+    /// Checks the header's sizes against the input length when known: a header whose
+    /// first frame cannot be in the file is reported as truncated before any frame buffer is
+    /// allocated; then the picture size limits apply.
+    fn validate(&self) -> Result<()> {
+        if let Some(total) = self.total {
+            let left = total.saturating_sub(self.consumed);
+            let frame = self.frame_len.checked_add(b"FRAME\n".len());
+            check_fits(&self.name, "the header says", &self.info, frame, left)?;
+        }
+        check_size(self.info.width, self.info.height)
+            .map_err(|m| Error::inval(format!("{}: {m}", self.name)))
     }
 
     fn err(&self, msg: impl std::fmt::Display) -> Error {
@@ -189,6 +257,9 @@ impl<R: BufRead> VideoReader for Y4mReader<R> {
         if !complete {
             return Err(self.err("truncated frame header"));
         }
+        if self.buf.len() != self.frame_len {
+            self.buf = alloc_frame(&self.name, self.frame_len)?;
+        }
         let mut buf = std::mem::take(&mut self.buf);
         let got = read_full(&mut self.src, &mut buf);
         let res = match got {
@@ -210,7 +281,7 @@ impl<R: BufRead> VideoReader for Y4mReader<R> {
     fn frames_left_hint(&self) -> Option<u64> {
         // Assumes bare "FRAME\n" headers; an estimate is all a progress bar needs.
         let left = self.total?.saturating_sub(self.consumed);
-        Some(left / (self.buf.len() as u64 + 6))
+        Some(left / (self.frame_len as u64 + 6))
     }
 }
 
@@ -423,17 +494,78 @@ mod tests {
             (b"YUV4MPEG2 W2 F30:1\n", "missing height"),
             (b"YUV4MPEG2 Wx H2\n", "bad width"),
             (b"YUV4MPEG2 W0 H2\n", "bad picture size"),
-            (b"YUV4MPEG2 W100000 H100000\n", "bad picture size"),
+            (
+                b"YUV4MPEG2 W100000 H100000\n",
+                "bad picture size 100000x100000",
+            ),
+            (b"YUV4MPEG2 W65537 H1\n", "each side must be 1 to 65536"),
+            (
+                b"YUV4MPEG2 W99999999999999999999 H1\n",
+                "bad width \"99999999999999999999\"",
+            ),
+            (
+                b"YUV4MPEG2 W4294967296 H4294967296\n",
+                "bad picture size 4294967296x4294967296",
+            ),
+            (
+                "YUV4MPEG2 W2 H2 \u{e9}\n".as_bytes(),
+                "bad y4m header token \"\\xc3\\xa9\" (only printable ASCII",
+            ),
+            (b"YUV4MPEG2 W2\xff H2\n", "bad y4m header token \"W2\\xff\""),
+            (b"YUV4MPEG2 W2 H2 C4\x0120\n", "bad y4m header token"),
             (b"YUV4MPEG2 W2 H2 F30\n", "bad frame rate"),
             (b"YUV4MPEG2 W2 H2 C411\n", "unsupported colorspace C411"),
             (b"YUV4MPEG2 W2 H2 C420p8\n", "unsupported colorspace"),
             (b"YUV4MPEG2 W2 H2 C420p17\n", "unsupported colorspace"),
             (b"YUV4MPEG2 W2 H2", "not terminated"),
-            (&[0xff, 0xfe, b'\n'], "not text"),
+            (&[0xff, 0xfe, b'\n'], "no YUV4MPEG2 signature"),
         ];
         for (data, want) in cases {
             let e = msg(reader(data).err().expect("error"));
             assert!(e.contains("test.y4m") && e.contains(want), "{e} vs {want}");
+        }
+    }
+
+    #[test]
+    fn x_tags_may_hold_any_bytes() {
+        let mut data = b"YUV4MPEG2 W1 H1 C444 XCOMMENT=caf\xc3\xa9\xff\n".to_vec();
+        data.extend_from_slice(b"FRAME\n\x01\x02\x03");
+        let mut r = reader(&data).unwrap();
+        assert_eq!(r.read_frame().unwrap().unwrap().sample(2, 0, 0), 3);
+    }
+
+    fn temp_file(name: &str, data: &[u8]) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("vmaf-y4m-{}-{name}", std::process::id()));
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+
+    #[test]
+    fn header_larger_than_file_is_truncated_before_allocating() {
+        // 1x268435456 4:2:0 would be a 512 MiB frame (8 GiB as a padded picture).
+        let mut data = b"YUV4MPEG2 W1 H268435456 F25:1 C420\nFRAME\n".to_vec();
+        data.extend_from_slice(&[0; 1000]);
+        let p = temp_file("tall.y4m", &data);
+        let e = Y4mReader::open(&p).err().unwrap().to_string();
+        assert!(
+            e.contains(&format!(
+                "{}: truncated: the header says 1x268435456 (536870918 bytes a frame) but the \
+                 file holds 1006 bytes",
+                p.display()
+            )),
+            "{e}"
+        );
+        // Without a file length the size limit catches it.
+        let e = msg(reader(&data).err().unwrap());
+        assert!(e.contains("bad picture size 1x268435456"), "{e}");
+
+        // A header-only file is an empty stream, whatever its size: nothing is allocated.
+        let p2 = temp_file("empty.y4m", b"YUV4MPEG2 W16384 H16384 C444p16\n");
+        let mut r = Y4mReader::open(&p2).unwrap();
+        assert!(r.read_frame().unwrap().is_none());
+        assert!(r.buf.capacity() == 0);
+        for p in [p, p2] {
+            std::fs::remove_file(p).unwrap();
         }
     }
 

@@ -5,7 +5,9 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use super::{picture_from_bytes, read_full, VideoInfo, VideoReader};
+use super::{
+    alloc_frame, check_fits, check_size, picture_from_bytes, read_full, VideoInfo, VideoReader,
+};
 use crate::error::{Error, Result};
 use crate::picture::Picture;
 
@@ -15,6 +17,9 @@ pub struct YuvReader<R = BufReader<File>> {
     name: String,
     info: VideoInfo,
     frame: usize,
+    /// Bytes of one frame.
+    frame_len: usize,
+    /// Frame buffer, allocated at the first frame.
     buf: Vec<u8>,
     /// Frames left according to the file size, when known.
     left: Option<u64>,
@@ -25,9 +30,19 @@ impl YuvReader {
     pub fn open(path: &Path, info: VideoInfo) -> Result<Self> {
         let name = path.display().to_string();
         let file = File::open(path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
-        let len = file.metadata().ok().map(|m| m.len());
+        // Only a regular file's length says how much data there is.
+        let len = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
+        if let Some(len) = len {
+            // Before the size limits, so a wrong -w/-h reads as what it is.
+            let what = "-w/-h/-p/-b say";
+            check_fits(&name, what, &info, info.checked_frame_bytes(), len)?;
+        }
         let mut r = YuvReader::new(BufReader::with_capacity(1 << 20, file), &name, info)?;
-        r.left = len.map(|l| l / r.buf.len() as u64);
+        r.left = len.map(|l| l / r.frame_len as u64);
         Ok(r)
     }
 }
@@ -35,8 +50,7 @@ impl YuvReader {
 impl<R: Read> YuvReader<R> {
     /// Wraps `src`; `name` labels error messages.
     pub fn new(src: R, name: &str, info: VideoInfo) -> Result<Self> {
-        super::check_size(info.width, info.height)
-            .map_err(|m| Error::inval(format!("{name}: {m}")))?;
+        check_size(info.width, info.height).map_err(|m| Error::inval(format!("{name}: {m}")))?;
         if !(8..=16).contains(&info.bpc) || info.pix_fmt.plane_count() == 0 {
             return Err(Error::inval(format!(
                 "{name}: unsupported format {:?} at {} bits",
@@ -48,7 +62,9 @@ impl<R: Read> YuvReader<R> {
             name: name.to_string(),
             info,
             frame: 0,
-            buf: vec![0; info.frame_bytes()],
+            // Within the size limits this cannot overflow.
+            frame_len: info.frame_bytes(),
+            buf: Vec::new(),
             left: None,
         })
     }
@@ -60,6 +76,9 @@ impl<R: Read> VideoReader for YuvReader<R> {
     }
 
     fn read_frame(&mut self) -> Result<Option<Picture>> {
+        if self.buf.len() != self.frame_len {
+            self.buf = alloc_frame(&self.name, self.frame_len)?;
+        }
         let n = read_full(&mut self.src, &mut self.buf)
             .map_err(|e| Error::io(format!("{}: frame {}", self.name, self.frame), e))?;
         let fail =
@@ -170,12 +189,39 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains("z.yuv: bad picture size 0x2"), "{e}");
+        assert!(e.contains("z.yuv: bad picture size 0x2 (each side"), "{e}");
         let e = YuvReader::new(&[][..], "z.yuv", info(2, 2, PixelFormat::Unknown, 8))
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("unsupported format"), "{e}");
+    }
+
+    #[test]
+    fn frame_larger_than_file_is_an_error_before_allocating() {
+        let p = std::env::temp_dir().join(format!("vmaf-yuv-{}-small.yuv", std::process::id()));
+        std::fs::write(&p, [0u8; 100]).unwrap();
+        let e = YuvReader::open(&p, info(1, 268435456, PixelFormat::Yuv420p, 8))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "{}: truncated: -w/-h/-p/-b say 1x268435456 (536870912 bytes a frame) but the \
+                 file holds 100 bytes",
+                p.display()
+            )),
+            "{e}"
+        );
+        // Sizes that fit the file still face the limits.
+        let e = YuvReader::open(&p, info(100, 1, PixelFormat::Yuv400p, 8));
+        assert!(e.is_ok());
+        let e = YuvReader::open(&p, info(65537, 0, PixelFormat::Yuv400p, 8))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("each side must be 1 to 65536"), "{e}");
+        std::fs::remove_file(&p).unwrap();
     }
 
     #[test]

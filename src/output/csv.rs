@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::escape::csv_field;
 use super::num::value;
 use super::{frames, OutputData};
 use crate::feature::alias::alias;
@@ -10,7 +11,7 @@ use crate::feature::alias::alias;
 pub(super) fn render(d: &OutputData<'_>) -> String {
     let mut s = String::from("Frame,");
     for v in &d.vectors {
-        s.push_str(alias(&v.name));
+        s.push_str(&csv_field(alias(&v.name)));
         s.push(',');
     }
     s.push('\n');

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::escape::json_str;
 use super::num::{fixed, value};
 use super::{frames, pooled, OutputData, POOL_METHODS};
 use crate::feature::alias::alias;
@@ -21,7 +22,7 @@ pub(super) fn render(d: &OutputData<'_>) -> String {
     let mut s = String::new();
     // Writing into a String cannot fail.
     s.push_str("{\n");
-    let _ = writeln!(s, "  \"version\": \"{}\",", d.version);
+    let _ = writeln!(s, "  \"version\": \"{}\",", json_str(d.version));
     let fps = if d.fps.is_finite() {
         fixed(d.fps, 2)
     } else {
@@ -37,6 +38,7 @@ pub(super) fn render(d: &OutputData<'_>) -> String {
         s.push_str("      \"metrics\": {\n");
         let last = f.scores.len() - 1;
         for (k, (name, v)) in f.scores.iter().enumerate() {
+            let name = json_str(name);
             let comma = if k < last { "," } else { "" };
             if v.is_finite() {
                 let _ = writeln!(s, "        \"{name}\": {}{comma}", value(*v));
@@ -52,7 +54,7 @@ pub(super) fn render(d: &OutputData<'_>) -> String {
     s.push_str("  \"pooled_metrics\": {");
     for (k, v) in d.vectors.iter().enumerate() {
         s.push_str(if k > 0 { ",\n" } else { "\n" });
-        let _ = write!(s, "    \"{}\": {{", alias(&v.name));
+        let _ = write!(s, "    \"{}\": {{", json_str(alias(&v.name)));
         // The separator is keyed on the method's position, not on what was printed before.
         for (m, ((_, method), score)) in POOL_METHODS.iter().zip(pooled(d, v)).enumerate() {
             if let Some(score) = score {
@@ -68,7 +70,7 @@ pub(super) fn render(d: &OutputData<'_>) -> String {
     s.push_str("  \"aggregate_metrics\": {");
     let n = d.aggregate.len();
     for (k, (name, v)) in d.aggregate.iter().enumerate() {
-        let _ = write!(s, "\n    \"{name}\": {}", number(*v));
+        let _ = write!(s, "\n    \"{}\": {}", json_str(name), number(*v));
         if k + 1 < n {
             s.push(',');
         }

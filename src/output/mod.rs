@@ -2,10 +2,13 @@
 //!
 //! Shared rules: frames are visited in index order, skipping `i % n_subsample != 0`; a frame is
 //! printed only when some feature has a score at it, and then lists the features that do, in
-//! creation order. Feature names go through [`crate::feature::alias::alias`]. Numbers follow
+//! creation order. Feature names go through [`crate::feature::alias::alias`], then [`escape`] so
+//! that any name gives a parseable file (normal names are unchanged). Numbers follow
 //! [`num::value`].
 
 mod csv;
+pub mod escape;
+mod file;
 mod json;
 pub mod num;
 mod sub;
@@ -21,6 +24,8 @@ pub enum OutputFormat {
     Csv = 3,
     Sub = 4,
 }
+
+pub use file::write_atomic;
 
 use crate::collector::FeatureVector;
 use crate::error::{Error, Result};
