@@ -131,6 +131,13 @@ impl Context {
     /// Creates a context (`vmaf_init`).
     pub fn new(cfg: Config) -> Result<Self> {
         crate::log::set_level(cfg.log_level);
+        if cfg.n_threads as usize > crate::limits::MAX_THREADS {
+            return Err(Error::inval(format!(
+                "n_threads {} exceeds the limit of {}",
+                cfg.n_threads,
+                crate::limits::MAX_THREADS
+            )));
+        }
         let workers: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
         let pool = if cfg.n_threads > 0 {
             let ids = workers.clone();
@@ -144,7 +151,12 @@ impl Context {
                             .push(std::thread::current().id())
                     })
                     .build()
-                    .map_err(|e| Error::NoMem(format!("thread pool: {e}")))?,
+                    .map_err(|e| {
+                        Error::NoMem(format!(
+                            "cannot start {} worker threads: {e}",
+                            cfg.n_threads
+                        ))
+                    })?,
             )
         } else {
             None
@@ -320,6 +332,12 @@ impl Context {
     ) -> Result<()> {
         if self.flushed {
             return Err(Error::inval("context already flushed"));
+        }
+        if index >= crate::limits::MAX_FRAMES {
+            return Err(Error::inval(format!(
+                "frame index {index} is not below the limit of {}",
+                crate::limits::MAX_FRAMES
+            )));
         }
         self.validate(&reference, &distorted)?;
         self.pic_cnt += 1;

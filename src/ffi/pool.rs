@@ -73,13 +73,31 @@ fn registry() -> MutexGuard<'static, Vec<(usize, Arc<Pool>)>> {
     POOLS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Allocates `cnt` pictures for context `ctx`, replacing (closing) a previous pool.
+/// Allocates `cnt` pictures (at most [`crate::limits::MAX_POOL_PICTURES`]) for context `ctx`,
+/// replacing (closing) a previous pool.
 pub(crate) fn preallocate(
     ctx: usize,
     cnt: usize,
     make: impl Fn() -> Result<PictureData>,
 ) -> Result<()> {
-    let free = (0..cnt).map(|_| make()).collect::<Result<Vec<_>>>()?;
+    let max = crate::limits::MAX_POOL_PICTURES;
+    if cnt > max {
+        return Err(Error::inval(format!(
+            "a pool of {cnt} pictures exceeds the limit of {max}"
+        )));
+    }
+    let mut free = Vec::new();
+    free.try_reserve_exact(cnt)
+        .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
+    for i in 0..cnt {
+        // On failure `free` drops here: the pictures made so far are freed, and an earlier pool
+        // stays registered.
+        let pic = make().map_err(|e| match e {
+            Error::NoMem(m) => Error::NoMem(format!("picture {} of a pool of {cnt}: {m}", i + 1)),
+            e => e,
+        })?;
+        free.push(pic);
+    }
     let pool = Arc::new(Pool {
         state: Mutex::new(State {
             free,
