@@ -57,6 +57,77 @@ pub(crate) fn try_filled<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::{Config, Context};
+    use crate::log::LogLevel;
+    use crate::picture::{PictureData, PixelFormat};
+    use std::sync::Arc;
+
+    #[test]
+    fn picture_side_limit_is_einval() {
+        for (w, h) in [
+            (MAX_PICTURE_SIDE + 1, 2),
+            (2, MAX_PICTURE_SIDE + 1),
+            (1, u32::MAX as usize),
+        ] {
+            let e = PictureData::new(PixelFormat::Yuv420p, 8, w, h).unwrap_err();
+            assert_eq!(e.errno(), -libc::EINVAL, "{w}x{h}");
+            assert!(e.to_string().contains(&format!("{w}x{h}")), "{e}");
+        }
+        // The limit itself is a valid size.
+        let p = PictureData::new(PixelFormat::Yuv422p, 10, MAX_PICTURE_SIDE, 3).unwrap();
+        assert_eq!((p.w, p.h), ([65536, 32768, 32768], [3, 3, 3]));
+        assert_eq!(p.stride, [65536, 32768, 32768]);
+        assert_eq!(p.plane_u16(2).len(), 32768 * 3);
+        assert!(p.plane_u16(0).iter().all(|&v| v == 0));
+    }
+
+    #[test]
+    fn thread_limit_is_einval() {
+        for n in [MAX_THREADS as u32 + 1, 100_000, u32::MAX] {
+            let e = Context::new(Config {
+                log_level: LogLevel::None,
+                n_threads: n,
+                ..Config::default()
+            })
+            .err()
+            .expect("too many threads accepted");
+            assert_eq!(e.errno(), -libc::EINVAL, "{n}");
+            assert!(
+                e.to_string().contains(&format!("n_threads {n} exceeds")),
+                "{e}"
+            );
+        }
+        let ctx = Context::new(Config {
+            log_level: LogLevel::None,
+            n_threads: 2,
+            ..Config::default()
+        });
+        assert!(ctx.is_ok());
+    }
+
+    #[test]
+    fn frame_index_limit_is_einval() {
+        let mut ctx = Context::new(Config {
+            log_level: LogLevel::None,
+            ..Config::default()
+        })
+        .unwrap();
+        let pic = || Arc::new(PictureData::new(PixelFormat::Yuv420p, 8, 16, 16).unwrap());
+        for index in [MAX_FRAMES, 4_000_000_000, usize::MAX] {
+            let e = ctx.read_pictures(pic(), pic(), index).unwrap_err();
+            assert_eq!(e.errno(), -libc::EINVAL, "{index}");
+            let e = ctx.import_feature_score("x", 1.0, index).unwrap_err();
+            assert_eq!(e.errno(), -libc::EINVAL, "{index}");
+        }
+        // The last allowed index works; the refused reads did not count as pictures.
+        ctx.import_feature_score("x", 4.25, MAX_FRAMES - 1).unwrap();
+        assert_eq!(
+            ctx.feature_score_at_index("x", MAX_FRAMES - 1).unwrap(),
+            4.25
+        );
+        ctx.read_pictures(pic(), pic(), MAX_FRAMES - 1).unwrap();
+        ctx.flush().unwrap();
+    }
 
     #[test]
     fn try_filled_fills_or_reports_nomem() {
