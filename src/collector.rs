@@ -48,22 +48,29 @@ impl FeatureCollector {
     /// Stores `value` for `name` at `index`. Writing the same (name, index) twice is an error, as
     /// in libvmaf.
     pub fn append(&self, name: &str, value: f64, index: usize) -> Result<()> {
+        if index >= crate::limits::MAX_FRAMES {
+            return Err(Error::inval(format!(
+                "frame index {index} of feature {name} is not below the limit of {}",
+                crate::limits::MAX_FRAMES
+            )));
+        }
         let mut g = self.lock();
-        let now = Instant::now();
-        g.first_append.get_or_insert(now);
-        g.last_append = Some(now);
-        let pos = match g.vectors.iter().position(|v| v.name == name) {
-            Some(p) => p,
-            None => {
-                g.vectors.push(FeatureVector {
-                    name: name.to_string(),
-                    scores: Vec::new(),
-                });
-                g.vectors.len() - 1
-            }
+        let pos = g.vectors.iter().position(|v| v.name == name);
+        let mut fresh = FeatureVector::default();
+        let v = match pos {
+            Some(p) => &mut g.vectors[p],
+            None => &mut fresh,
         };
-        let v = &mut g.vectors[pos];
         if v.scores.len() <= index {
+            // Amortized growth, but fallible: an index far ahead of the stored ones can ask for
+            // up to 1 GiB (see `MAX_FRAMES`).
+            v.scores
+                .try_reserve(index + 1 - v.scores.len())
+                .map_err(|_| {
+                    Error::NoMem(format!(
+                        "cannot grow the scores of feature {name} to index {index}"
+                    ))
+                })?;
             v.scores.resize(index + 1, None);
         }
         if v.scores[index].is_some() {
@@ -72,6 +79,13 @@ impl FeatureCollector {
             )));
         }
         v.scores[index] = Some(value);
+        if pos.is_none() {
+            fresh.name = name.to_string();
+            g.vectors.push(fresh);
+        }
+        let now = Instant::now();
+        g.first_append.get_or_insert(now);
+        g.last_append = Some(now);
         Ok(())
     }
 
@@ -120,5 +134,23 @@ mod tests {
         assert_eq!(s[1].name, "a");
         assert_eq!(c.get("b", 2), Some(1.0));
         assert_eq!(c.get("b", 1), None);
+    }
+
+    #[test]
+    fn index_limit_is_einval_and_leaves_no_trace() {
+        let c = FeatureCollector::new();
+        let max = crate::limits::MAX_FRAMES;
+        let e = c.append("x", 1.0, max).unwrap_err();
+        assert_eq!(e.errno(), -libc::EINVAL);
+        let e = c.append("x", 1.0, u32::MAX as usize).unwrap_err();
+        assert_eq!(e.errno(), -libc::EINVAL);
+        // The failed appends created no feature and set no timestamps.
+        assert!(c.snapshot().is_empty());
+        assert_eq!(c.elapsed_secs(), 0.0);
+        c.append("x", 2.5, 3).unwrap();
+        assert_eq!(
+            c.vector("x").unwrap().scores,
+            vec![None, None, None, Some(2.5)]
+        );
     }
 }

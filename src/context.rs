@@ -154,6 +154,13 @@ impl Context {
     /// Creates a context (`vmaf_init`).
     pub fn new(cfg: Config) -> Result<Self> {
         crate::log::set_level(cfg.log_level);
+        if cfg.n_threads as usize > crate::limits::MAX_THREADS {
+            return Err(Error::inval(format!(
+                "n_threads {} exceeds the limit of {}",
+                cfg.n_threads,
+                crate::limits::MAX_THREADS
+            )));
+        }
         let workers: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
         let pool = if cfg.n_threads > 0 {
             let ids = workers.clone();
@@ -167,7 +174,12 @@ impl Context {
                             .push(std::thread::current().id())
                     })
                     .build()
-                    .map_err(|e| Error::NoMem(format!("thread pool: {e}")))?,
+                    .map_err(|e| {
+                        Error::NoMem(format!(
+                            "cannot start {} worker threads: {e}",
+                            cfg.n_threads
+                        ))
+                    })?,
             )
         } else {
             None
@@ -358,6 +370,12 @@ impl Context {
     ) -> Result<()> {
         if self.flushed {
             return Err(Error::inval("context already flushed"));
+        }
+        if index >= crate::limits::MAX_FRAMES {
+            return Err(Error::inval(format!(
+                "frame index {index} is not below the limit of {}",
+                crate::limits::MAX_FRAMES
+            )));
         }
         self.validate(&reference, &distorted)?;
         self.pic_cnt += 1;
@@ -596,14 +614,10 @@ impl Context {
     }
 
     /// Writes every score in `fmt` to `path` (`vmaf_write_output`).
+    /// Like the CLI's `-o`, the file appears only complete: it is written beside `path` and
+    /// renamed over it on success (an existing file is untouched on failure).
     pub fn write_output(&self, path: &Path, fmt: OutputFormat) -> Result<()> {
-        let file = std::fs::File::create(path)
-            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
-        let mut w = std::io::BufWriter::new(file);
-        self.write_output_to(&mut w, fmt)?;
-        use std::io::Write;
-        w.flush()
-            .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+        crate::output::write_atomic(path, |w| self.write_output_to(w, fmt))
     }
 
     /// Writes every score in `fmt` to `w`.

@@ -12,6 +12,7 @@ pub mod feature;
 pub mod ffi;
 pub mod gpu;
 pub mod io;
+pub mod limits;
 pub mod log;
 pub mod model;
 pub mod output;

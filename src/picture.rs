@@ -224,6 +224,12 @@ impl PictureData {
         if w == 0 || h == 0 {
             return Err(Error::inval("zero picture size"));
         }
+        let max = crate::limits::MAX_PICTURE_SIDE;
+        if w > max || h > max {
+            return Err(Error::inval(format!(
+                "picture size {w}x{h} exceeds the limit of {max} samples per side"
+            )));
+        }
         let dims = plane_dims(pix_fmt, w, h);
         let mut stride = [0usize; 3];
         let mut offset = [0usize; 3];
@@ -236,10 +242,11 @@ impl PictureData {
                 .and_then(|n| n.checked_add(total))
                 .ok_or_else(|| Error::inval("picture too large"))?;
         }
+        let what = format!("{w}x{h} {pix_fmt:?} {bpc}-bit picture");
         let samples = if bpc == 8 {
-            Samples::U8(vec![0; total])
+            Samples::U8(crate::limits::try_filled(total, 0, &what)?)
         } else {
-            Samples::U16(vec![0; total])
+            Samples::U16(crate::limits::try_filled(total, 0, &what)?)
         };
         Ok(PictureData {
             pix_fmt,

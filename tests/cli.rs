@@ -381,6 +381,59 @@ fn bad_flag_values() {
     assert_one_line_error(&["-d", "x.y4m"], "reference");
 }
 
+/// Runs `vmaf args` under an address-space limit of `kib` KiB (`ulimit -v`).
+fn vmaf_under_ulimit(kib: u32, args: &[String]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_vmaf"))
+        .args(args)
+        .output()
+        .expect("run vmaf under ulimit")
+}
+
+fn one_error_line(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got:\n{stderr}");
+    lines[0].to_string()
+}
+
+/// `--threads` past the 1024 limit is refused before anything starts, naming the flag, with
+/// exit status 1; also under a 4 GiB address-space limit, where 100000 threads used to abort.
+#[test]
+fn too_many_threads() {
+    for t in ["1025", "100000", "4294967296"] {
+        let mut args = clip_args(G8);
+        args.extend(["--threads", t].map(String::from));
+        for out in [vmaf(&args), vmaf_under_ulimit(4 << 20, &args)] {
+            assert_eq!(out.status.code(), Some(1), "--threads {t}");
+            assert_eq!(
+                one_error_line(&out),
+                format!(
+                    "error: invalid value '{t}' for '--threads <N>': at most 1024 worker \
+                     threads are supported (see --help)"
+                )
+            );
+        }
+    }
+}
+
+/// Worker threads that cannot all be started (1024 stacks do not fit in 1 GiB of address
+/// space) end the run with one line and exit status 1, not an abort.
+#[test]
+fn threads_that_cannot_start_fail_cleanly() {
+    let mut args = clip_args(G8);
+    args.extend(["--threads", "1024", "--frame_cnt", "2"].map(String::from));
+    let out = vmaf_under_ulimit(1 << 20, &args);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_error_line(&out);
+    assert!(
+        line.starts_with("error: out of memory: cannot start 1024 worker threads: "),
+        "{line}"
+    );
+}
+
 #[test]
 fn unknown_model() {
     let mut args = clip_args(G8);

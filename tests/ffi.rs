@@ -348,6 +348,42 @@ fn c_errors_valgrind() {
     );
 }
 
+/// Sizes past the documented limits give -EINVAL and allocations that do not fit -ENOMEM, with
+/// the process and the context still working. Run under a 4 GiB address-space limit so the
+/// out-of-memory cases are deterministic (and therefore not under valgrind, which needs more).
+#[test]
+fn c_limits_under_ulimit() {
+    let exe = compile_c(&root().join("ffi-tests/test_limits.c"), "test_limits");
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("ulimit -v 4194304 && exec \"$0\"")
+        .arg(&exe);
+    let out = run_ok(cmd, "test_limits under ulimit -v 4194304");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("psnr_y 42.110204") && stdout.contains("psnr_cb 60.000000"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("test_limits: all checks passed"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Each refusal logs one line naming the function and what failed.
+    for needle in [
+        "libvmaf ERROR vmaf_picture_alloc: out of memory: 65535x65535",
+        "libvmaf ERROR vmaf_picture_alloc: invalid argument: picture size 1x4294967295 exceeds",
+        "libvmaf ERROR vmaf_import_feature_score: invalid argument: frame index 4294967295",
+        "libvmaf ERROR vmaf_import_feature_score: out of memory: cannot grow the scores",
+        "libvmaf ERROR vmaf_read_pictures: invalid argument: frame index 4000000000",
+        "libvmaf ERROR vmaf_preallocate_pictures: invalid argument: a pool of 100000 pictures",
+        "libvmaf ERROR vmaf_preallocate_pictures: out of memory: picture ",
+        "libvmaf ERROR vmaf_init: invalid argument: n_threads 100000 exceeds the limit of 1024",
+    ] {
+        assert!(stderr.contains(needle), "no {needle:?} in:\n{stderr}");
+    }
+}
+
 #[test]
 fn c_pool() {
     run_c_test("test_pool", &[]);

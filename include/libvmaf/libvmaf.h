@@ -119,7 +119,8 @@ extern "C" {
 
 /**
  * Creates a context in `*vmaf` with settings `cfg` (which also set the process-wide log
- * level). Returns 0, -EINVAL when `vmaf` is NULL, or -ENOMEM.
+ * level). Returns 0, -EINVAL when `vmaf` is NULL or `cfg.n_threads` exceeds 1024, or -ENOMEM
+ * when the worker threads cannot be started.
  *
  * # Safety
  * `vmaf` is NULL or writable.
@@ -157,7 +158,8 @@ int vmaf_use_feature(VmafContext *vmaf, const char *feature_name, VmafFeatureDic
 
 /**
  * Stores an externally computed score `value` of feature `feature_name` for frame `index`.
- * Returns 0 or -EINVAL (NULL arguments, or a score already stored there).
+ * Returns 0, -EINVAL (NULL arguments, a score already stored there, or `index` not below
+ * 2^26), or -ENOMEM when the feature's score vector cannot grow to `index`.
  *
  * # Safety
  * `vmaf` is NULL or live; `feature_name` is NULL or a C string.
@@ -175,9 +177,10 @@ int vmaf_import_feature_score(VmafContext *vmaf,
  * flushes (end of stream; needed before model scores are available); afterwards every call
  * returns -EINVAL. Returns 0; -EINVAL for exactly one NULL picture, released pictures, changed
  * size/format/depth fields, NULL plane pointers or strides below a row, pictures that differ
- * from each other or from the first pair, or a call after the flush; -EBUSY (pictures left
- * untouched) while another thread is inside a call on the same context; -ENOMEM; or a
- * negative errno from the GPU (-EIO, -ENODEV, -ENOMEM) for this or an earlier queued frame.
+ * from each other or from the first pair, an `index` not below 2^26, or a call after the
+ * flush; -EBUSY (pictures left untouched) while another thread is inside a call on the same
+ * context; -ENOMEM when pictures or scores cannot be stored; or a negative errno from the GPU
+ * (-EIO, -ENODEV, -ENOMEM) for this or an earlier queued frame.
  *
  * # Safety
  * `vmaf` is NULL or live; `ref` and `dist` are NULL or pictures filled by this library.
@@ -263,8 +266,9 @@ int vmaf_feature_score_pooled(VmafContext *vmaf,
 
 /**
  * Allocates `cfg.pic_cnt` pictures for `vmaf_fetch_preallocated_picture()` (replacing an
- * earlier pool). Returns 0, or -EINVAL for a zero count or size, an unknown format or a depth
- * outside 8..16.
+ * earlier pool). Returns 0, -EINVAL for a zero count or size, a count above 1024, a side above
+ * 65536, an unknown format or a depth outside 8..16, or -ENOMEM when the pictures cannot be
+ * allocated (those already allocated are freed and an earlier pool stays in place).
  *
  * # Safety
  * `vmaf` is NULL or live.

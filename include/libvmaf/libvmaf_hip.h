@@ -93,14 +93,14 @@ enum VmafHipPicturePreallocationMethod {
 typedef struct VmafHipPictureConfiguration {
     VmafPictureParams pic_params;
     enum VmafHipPicturePreallocationMethod pic_prealloc_method;
-    /* Pictures in the pool; 0 picks 2 per worker thread plus 4. */
+    /* Pictures in the pool (at most 1024); 0 picks 2 per worker thread plus 4, at most 1024. */
     unsigned pic_cnt;
 } VmafHipPictureConfiguration;
 
 /* Allocates the context's picture pool (replacing an earlier one, also one
  * from vmaf_preallocate_pictures()). HOST_PINNED needs vmaf_hip_import_state()
  * first and page-locks the pictures for every device.
- * -EINVAL: vmaf is NULL, bad size, format or depth, unknown method, or
+ * -EINVAL: vmaf is NULL, bad size, format or depth, a count above 1024, unknown method, or
  *          HOST_PINNED without an imported state.
  * -ENOSYS: DEVICE (not implemented yet).
  * -ENOMEM: memory could not be allocated or page-locked. */

@@ -121,7 +121,7 @@ struct Cli {
     #[arg(long, overrides_with_all = ["xml", "json", "csv", "sub"])]
     sub: bool,
     /// Worker threads (0 = extract on the reading thread)
-    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_u32)]
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_threads)]
     threads: u32,
     /// Score only every N-th frame
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_u32)]
@@ -176,6 +176,15 @@ fn parse_uint(s: &str) -> Result<u64, String> {
 
 fn parse_u32(s: &str) -> Result<u32, String> {
     u32::try_from(parse_uint(s)?).map_err(|_| "too large".to_string())
+}
+
+fn parse_threads(s: &str) -> Result<u32, String> {
+    let n = parse_u64(s)?;
+    let max = vmaf_hip::limits::MAX_THREADS;
+    match u32::try_from(n) {
+        Ok(t) if t as usize <= max => Ok(t),
+        _ => Err(format!("at most {max} worker threads are supported")),
+    }
 }
 
 fn parse_u64(s: &str) -> Result<u64, String> {
@@ -341,6 +350,14 @@ fn describe(e: &Error) -> String {
         Error::Invalid(m) => m.clone(),
         Error::Io { context, source } => format!("{context}: {source}"),
         other => other.to_string(),
+    }
+}
+
+/// A failure reading `input`: allocation failures name the input (other errors already do).
+fn reading(input: &Path) -> impl FnOnce(Error) -> CliError + '_ {
+    move |e| match e {
+        Error::NoMem(_) => CliError(format!("{}: {e}", input.display())),
+        e => CliError(describe(&e)),
     }
 }
 
@@ -556,8 +573,8 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         Backend::Hip => hip_states(cli.hip_device)?,
     };
 
-    let mut vref = io::open(&ref_path, raw)?;
-    let mut vdist = io::open(&dist_path, raw)?;
+    let mut vref = io::open(&ref_path, raw).map_err(reading(&ref_path))?;
+    let mut vdist = io::open(&dist_path, raw).map_err(reading(&dist_path))?;
     check_compatible(&vref.info(), &vdist.info(), &ref_path, &dist_path)?;
 
     let mut ctx = Context::new(Config {
@@ -590,12 +607,12 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     }
 
     for _ in 0..cli.frame_skip_ref {
-        if vref.read_frame()?.is_none() {
+        if vref.read_frame().map_err(reading(&ref_path))?.is_none() {
             break;
         }
     }
     for _ in 0..cli.frame_skip_dist {
-        if vdist.read_frame()?.is_none() {
+        if vdist.read_frame().map_err(reading(&dist_path))?.is_none() {
             break;
         }
     }
@@ -612,8 +629,8 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
 
     let mut n = 0usize;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
-        let r = vref.read_frame()?;
-        let d = vdist.read_frame()?;
+        let r = vref.read_frame().map_err(reading(&ref_path))?;
+        let d = vdist.read_frame().map_err(reading(&dist_path))?;
         let (r, d) = match (r, d) {
             (Some(r), Some(d)) => (r, d),
             (None, None) => break,

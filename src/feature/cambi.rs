@@ -929,16 +929,17 @@ struct Work {
 }
 
 impl Work {
-    fn new(s: &Setup) -> Self {
+    fn new(s: &Setup) -> Result<Self> {
         let n = s.alloc_w * s.alloc_h;
-        Work {
+        let what = "cambi: work buffers";
+        Ok(Work {
             stride: s.alloc_w,
-            image: vec![0; n],
-            mask: vec![0; n],
-            c_values: vec![0.0; n],
+            image: crate::limits::try_filled(n, 0, what)?,
+            mask: crate::limits::try_filled(n, 0, what)?,
+            c_values: crate::limits::try_filled(n, 0.0, what)?,
             hist: vec![0; s.alloc_w * usize::from(s.band_size)],
             ring: vec![0; 3 * s.alloc_w],
-        }
+        })
     }
 
     /// cambi score of `pic` at the encoding (or, for the source, the source) resolution.
@@ -991,6 +992,7 @@ impl Work {
 pub(super) fn cpu_c_value_maps(s: &Setup, pic: &PictureData, is_src: bool) -> Vec<Vec<f32>> {
     let mut maps = Vec::new();
     Work::new(s)
+        .unwrap()
         .score_with(s, pic, is_src, &mut |_, cv| maps.push(cv.to_vec()))
         .unwrap();
     maps
@@ -1035,9 +1037,15 @@ impl Extractor for Cambi {
         let mut work = None;
         let mut score = |pic: &Picture, is_src: bool| match gpu {
             Some(state) => cambi_gpu::score(state, setup, pic, is_src),
-            None => work
-                .get_or_insert_with(|| Work::new(setup))
-                .score(setup, pic, is_src),
+            None => {
+                let mut w = match work.take() {
+                    Some(w) => w,
+                    None => Work::new(setup)?,
+                };
+                let r = w.score(setup, pic, is_src);
+                work = Some(w);
+                r
+            }
         };
         let dist_score = score(input.distorted, false)?;
         out.push((self.score_name.clone(), c_min(dist_score, self.max_val)));

@@ -275,7 +275,7 @@ fn plane_to_float(pic: &PictureData, c: usize, d: &Dims) -> Result<Vec<f32>> {
         return Err(Error::inval("speed: plane smaller than expected"));
     }
     let stride = pic.stride[c];
-    let mut buf = d.buffer();
+    let mut buf = crate::limits::try_filled(d.stride * d.rows, 0.0, "speed: float plane")?;
     match pic.plane(c) {
         PlaneRef::U8(p) => {
             for (dst, src) in buf.chunks_mut(d.stride).zip(p.chunks(stride)).take(d.h) {

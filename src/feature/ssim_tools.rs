@@ -77,7 +77,9 @@ pub fn luma_scaler(bpc: u32) -> Result<f32> {
 /// (a float division, exact for these powers of two).
 pub fn luma_to_float(pic: &PictureData) -> Result<FloatImage> {
     let (w, h, stride) = (pic.w[0], pic.h[0], pic.stride[0]);
-    let mut data = Vec::with_capacity(w * h);
+    let mut data = Vec::new();
+    data.try_reserve_exact(w * h)
+        .map_err(|_| Error::NoMem(format!("ssim: {w}x{h} float luma plane")))?;
     match pic.plane(0) {
         PlaneRef::U8(p) => {
             for row in p.chunks(stride).take(h) {
@@ -261,11 +263,12 @@ pub fn ssim_means(r: &FloatImage, d: &FloatImage) -> Result<SsimMeans> {
     let (dw, dh) = (w + 1 - GAUSSIAN_LEN, h + 1 - GAUSSIAN_LEN);
     let n = dw * dh;
     let mut conv = Convolver::default();
-    let mut mu_r = vec![0.0f32; n];
-    let mut mu_d = vec![0.0f32; n];
-    let mut var_r = vec![0.0f32; n];
-    let mut var_d = vec![0.0f32; n];
-    let mut cov = vec![0.0f32; n];
+    let scratch = || crate::limits::try_filled(n, 0.0f32, "ssim: statistics maps");
+    let mut mu_r = scratch()?;
+    let mut mu_d = scratch()?;
+    let mut var_r = scratch()?;
+    let mut var_d = scratch()?;
+    let mut cov = scratch()?;
     conv.convolve(w, h, &r.data, &mut mu_r);
     conv.convolve(w, h, &d.data, &mut mu_d);
     let mut prod: Vec<f32> = r.data.iter().map(|&a| a * a).collect();

@@ -146,14 +146,14 @@ pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED: c_int = 3;
 pub struct VmafHipPictureConfiguration {
     pub pic_params: crate::ffi::libvmaf::VmafPictureParams,
     pub pic_prealloc_method: VmafHipPicturePreallocationMethod,
-    /// Pictures in the pool; 0 picks 2 per worker thread plus 4.
+    /// Pictures in the pool (at most 1024); 0 picks 2 per worker thread plus 4, at most 1024.
     pub pic_cnt: std::ffi::c_uint,
 }
 
 /// Extension: allocates the context's picture pool for `vmaf_hip_fetch_preallocated_picture`
 /// (replacing an earlier pool). HOST_PINNED page-locks every picture for the devices of the
 /// imported GPU states, so their luma uploads need no staging copy. Returns 0; -EINVAL for NULL,
-/// a bad size/format/depth, an unknown method, or HOST_PINNED before `vmaf_hip_import_state`;
+/// a bad size/format/depth, a count above 1024, an unknown method, or HOST_PINNED before `vmaf_hip_import_state`;
 /// -ENOSYS for DEVICE; -ENOMEM when memory cannot be allocated or page-locked.
 ///
 /// # Safety
@@ -171,7 +171,7 @@ pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
         let c = unsafe { context(ctx) }?;
         let p = cfg.pic_params;
         let cnt = match cfg.pic_cnt {
-            0 => 2 * c.config().n_threads as usize + 4,
+            0 => (2 * c.config().n_threads as usize + 4).min(crate::limits::MAX_POOL_PICTURES),
             n => n as usize,
         };
         let make = || crate::ffi::picture::new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);

@@ -225,7 +225,8 @@ pub(crate) unsafe fn release_picture(pic: &mut VmafPicture) -> Result<()> {
 
 /// Allocates a zeroed picture of `w`x`h` luma samples in `pix_fmt` at `bpc` bits into `*pic`
 /// (its previous content is overwritten, not released). Rows are padded to 32 samples.
-/// Returns 0, or -EINVAL for a NULL `pic`, an unknown format, `bpc` outside 8..16 or a zero size.
+/// Returns 0, -EINVAL for a NULL `pic`, an unknown format, `bpc` outside 8..16, a zero size or a
+/// side above 65536, or -ENOMEM when the samples cannot be allocated.
 ///
 /// # Safety
 /// `pic` is NULL or points to writable memory for one `VmafPicture`.

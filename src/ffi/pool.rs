@@ -73,13 +73,31 @@ fn registry() -> MutexGuard<'static, Vec<(usize, Arc<Pool>)>> {
     POOLS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Allocates `cnt` pictures for context `ctx`, replacing (closing) a previous pool.
+/// Allocates `cnt` pictures (at most [`crate::limits::MAX_POOL_PICTURES`]) for context `ctx`,
+/// replacing (closing) a previous pool.
 pub(crate) fn preallocate(
     ctx: usize,
     cnt: usize,
     make: impl Fn() -> Result<PictureData>,
 ) -> Result<()> {
-    let free = (0..cnt).map(|_| make()).collect::<Result<Vec<_>>>()?;
+    let max = crate::limits::MAX_POOL_PICTURES;
+    if cnt > max {
+        return Err(Error::inval(format!(
+            "a pool of {cnt} pictures exceeds the limit of {max}"
+        )));
+    }
+    let mut free = Vec::new();
+    free.try_reserve_exact(cnt)
+        .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
+    for i in 0..cnt {
+        // On failure `free` drops here: the pictures made so far are freed, and an earlier pool
+        // stays registered.
+        let pic = make().map_err(|e| match e {
+            Error::NoMem(m) => Error::NoMem(format!("picture {} of a pool of {cnt}: {m}", i + 1)),
+            e => e,
+        })?;
+        free.push(pic);
+    }
     let pool = Arc::new(Pool {
         state: Mutex::new(State {
             free,
@@ -121,4 +139,63 @@ pub(crate) fn close(ctx: usize) -> usize {
             .map(|i| reg.remove(i).1)
     };
     pool.map_or(0, |p| p.close())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::picture::PixelFormat;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn small() -> Result<PictureData> {
+        PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
+    }
+
+    #[test]
+    fn pool_size_limit_is_einval() {
+        let made = AtomicUsize::new(0);
+        let key = 0x5eed_0001;
+        let e = preallocate(key, crate::limits::MAX_POOL_PICTURES + 1, || {
+            made.fetch_add(1, Ordering::SeqCst);
+            small()
+        })
+        .unwrap_err();
+        assert_eq!(e.errno(), -libc::EINVAL);
+        assert!(e.to_string().contains("a pool of 1025 pictures"), "{e}");
+        // Refused before allocating anything.
+        assert_eq!(made.load(Ordering::SeqCst), 0);
+        assert!(get(key).is_err());
+    }
+
+    #[test]
+    fn failed_preallocation_frees_its_pictures_and_keeps_the_old_pool() {
+        let key = 0x5eed_0002;
+        preallocate(key, 2, small).unwrap();
+        let freed = Arc::new(AtomicUsize::new(0));
+        let made = AtomicUsize::new(0);
+        let e = preallocate(key, 5, || {
+            if made.fetch_add(1, Ordering::SeqCst) == 3 {
+                return Err(Error::NoMem("test".into()));
+            }
+            let mut p = small()?;
+            let freed = freed.clone();
+            p.set_release(move |_| {
+                freed.fetch_add(1, Ordering::SeqCst);
+            });
+            Ok(p)
+        })
+        .unwrap_err();
+        assert_eq!(e.errno(), -libc::ENOMEM);
+        assert_eq!(
+            e.to_string(),
+            "out of memory: picture 4 of a pool of 5: test"
+        );
+        // The three pictures made before the failure are gone.
+        assert_eq!(freed.load(Ordering::SeqCst), 3);
+        // The earlier pool of two still serves.
+        let pool = get(key).unwrap();
+        let (a, b) = (pool.fetch().unwrap(), pool.fetch().unwrap());
+        assert_eq!((a.w[0], b.h[0]), (8, 8));
+        assert_eq!(close(key), 2);
+    }
 }

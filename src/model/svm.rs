@@ -166,7 +166,8 @@ impl Svm {
             dim = dim.max(last);
             rows.push(row);
         }
-        let mut svs = vec![0.0; dim * rows.len()];
+        // Dense rows cost up to 8 KiB per (possibly 9-byte) line of the file: fallible.
+        let mut svs = crate::limits::try_filled(dim * rows.len(), 0.0, "svm: support vectors")?;
         for (r, row) in rows.iter().enumerate() {
             for &(idx, val) in row {
                 svs[r * dim + idx - 1] = val;
