@@ -490,13 +490,19 @@ fn gpu_faults_fail_cleanly() {
         common::skip_no_device(&String::from_utf8_lossy(&probe.stderr));
         return;
     }
-    for (fault, needle) in [
-        ("oom", "out-of-memory"),
-        ("launch", "launch failure"),
-        ("lost", "device loss"),
+    // Without a delay the fault strikes at once; `@N` lets N calls pass, so it strikes in the
+    // middle of the stream (the clip has 48 frames; a frame takes about 20 launches).
+    let mut long = clip_args(G8);
+    long.extend(["-q", "--backend", "hip", "--threads", "2"].map(String::from));
+    for (fault, needle, args) in [
+        ("oom", "out-of-memory", &args),
+        ("launch", "launch failure", &args),
+        ("lost", "device loss", &args),
+        ("launch@300", "launch failure", &long),
+        ("lost@600", "device loss", &long),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
-            .args(&args)
+            .args(args)
             .env("VMAF_HIP_INJECT_FAULT", fault)
             .output()
             .expect("run vmaf");

@@ -87,8 +87,8 @@ impl GpuState {
         let api = safe::Api::load(info.vendor).map_err(|e| Error::NoDevice(e.to_string()))?;
         let device = safe::Device::open(api, info)?;
         let stream = Stream::new(&device)?;
-        if let Some(f) = Fault::from_env() {
-            device.inject_fault(f);
+        if let Some((f, after)) = Fault::from_env() {
+            device.inject_fault_after(f, after);
         }
         Ok(Arc::new(GpuState {
             device,

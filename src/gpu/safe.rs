@@ -233,6 +233,8 @@ pub struct Device {
     info: DeviceInfo,
     /// Injected failure (`Fault` as u8) for error-path tests.
     fault: std::sync::atomic::AtomicU8,
+    /// Calls the fault applies to that still succeed before it strikes (mid-stream faults).
+    fault_delay: std::sync::atomic::AtomicU64,
     /// Bytes of device memory our buffers hold now, and the most they have held.
     mem_in_use: std::sync::atomic::AtomicUsize,
     mem_peak: std::sync::atomic::AtomicUsize,
@@ -277,6 +279,7 @@ impl Device {
             ctx,
             info,
             fault: std::sync::atomic::AtomicU8::new(Fault::None as u8),
+            fault_delay: std::sync::atomic::AtomicU64::new(0),
             mem_in_use: std::sync::atomic::AtomicUsize::new(0),
             mem_peak: std::sync::atomic::AtomicUsize::new(0),
         };
@@ -324,11 +327,19 @@ impl Device {
         }
     }
 
-    /// Binds, then runs `f` with the tables of this vendor.
     /// Makes this device's following runtime calls fail as `fault` describes.
     pub fn inject_fault(&self, fault: Fault) {
-        self.fault
-            .store(fault as u8, std::sync::atomic::Ordering::SeqCst);
+        self.inject_fault_after(fault, 0);
+    }
+
+    /// Like [`Self::inject_fault`], but the first `calls` calls the fault applies to (device
+    /// allocations for out-of-memory, launches for a launch failure, any call for device loss)
+    /// still succeed: the fault strikes in the middle of a stream.
+    pub fn inject_fault_after(&self, fault: Fault, calls: u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.fault.store(Fault::None as u8, SeqCst);
+        self.fault_delay.store(calls, SeqCst);
+        self.fault.store(fault as u8, SeqCst);
     }
 
     fn injected_fault(&self, call: &str) -> Result<()> {
@@ -339,16 +350,30 @@ impl Device {
         {
             return Ok(());
         }
-        match self.fault.load(std::sync::atomic::Ordering::Relaxed) {
-            1 if call.starts_with("device alloc") || call.starts_with("pinned host alloc") => {
-                Err(Error::NoMem(format!("{call}: injected out-of-memory")))
-            }
-            2 if call.starts_with("launch") => {
-                Err(Error::Gpu(format!("{call}: injected launch failure")))
-            }
-            3 => Err(Error::NoDevice(format!("{call}: injected device loss"))),
-            _ => Ok(()),
+        use std::sync::atomic::Ordering::SeqCst;
+        let fault = self.fault.load(std::sync::atomic::Ordering::Relaxed);
+        let applies = match fault {
+            1 => call.starts_with("device alloc") || call.starts_with("pinned host alloc"),
+            2 => call.starts_with("launch"),
+            3 => true,
+            _ => false,
+        };
+        if !applies {
+            return Ok(());
         }
+        // Count down the calls that still succeed; once at zero, every such call fails.
+        if self
+            .fault_delay
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Ok(());
+        }
+        Err(match fault {
+            1 => Error::NoMem(format!("{call}: injected out-of-memory")),
+            2 => Error::Gpu(format!("{call}: injected launch failure")),
+            _ => Error::NoDevice(format!("{call}: injected device loss")),
+        })
     }
 
     fn call(&self, call: &str, f: impl FnOnce(Api) -> Status) -> Result<()> {
@@ -1208,7 +1233,8 @@ mod tests {
 
 /// A runtime failure a device can be told to report, to check that errors reach the caller as
 /// error codes (never a crash): [`Device::inject_fault`], or for whole programs
-/// `VMAF_HIP_INJECT_FAULT=oom|launch|lost`, read when a state is created.
+/// `VMAF_HIP_INJECT_FAULT=oom|launch|lost[@N]`, read when a state is created (`@N`: the first N
+/// calls it applies to succeed, so it strikes mid-stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// No injected failure.
@@ -1222,15 +1248,19 @@ pub enum Fault {
 }
 
 impl Fault {
-    /// The fault named by `VMAF_HIP_INJECT_FAULT`, if any.
-    pub fn from_env() -> Option<Fault> {
-        Some(
-            match std::env::var("VMAF_HIP_INJECT_FAULT").ok()?.as_str() {
-                "oom" => Fault::OutOfMemory,
-                "launch" => Fault::LaunchFailure,
-                "lost" => Fault::DeviceLost,
-                _ => return None,
-            },
-        )
+    /// The fault named by `VMAF_HIP_INJECT_FAULT` and the calls it lets pass first, if any.
+    pub fn from_env() -> Option<(Fault, u64)> {
+        let v = std::env::var("VMAF_HIP_INJECT_FAULT").ok()?;
+        let (name, after) = match v.split_once('@') {
+            Some((n, a)) => (n.to_string(), a.parse().ok()?),
+            None => (v, 0),
+        };
+        let fault = match name.as_str() {
+            "oom" => Fault::OutOfMemory,
+            "launch" => Fault::LaunchFailure,
+            "lost" => Fault::DeviceLost,
+            _ => return None,
+        };
+        Some((fault, after))
     }
 }

@@ -421,3 +421,70 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
         "device memory grows with each context: {held:?}"
     );
 }
+
+/// Faults that strike in the middle of a stream of pooled pictures (the N-th launch, device
+/// allocation or runtime call fails) reach the caller as the fault's errno from
+/// `read_pictures` or the flush, with 0 and 3 worker threads; nothing hangs, and every pooled
+/// picture is given back once the context is gone.
+#[test]
+fn mid_stream_faults_return_errors_and_every_picture() {
+    use crate::context::{Config, Context};
+    use crate::gpu::Fault;
+    use crate::model::{Model, ModelConfig};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    if test_state().is_none() {
+        return;
+    }
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).unwrap();
+    let cases = [
+        (Fault::LaunchFailure, 150, -libc::EIO),
+        (Fault::OutOfMemory, 12, -libc::ENOMEM),
+        (Fault::DeviceLost, 400, -libc::ENODEV),
+    ];
+    for (fault, after, errno) in cases {
+        for threads in [0, 3] {
+            let state = GpuState::new(None).unwrap();
+            let device = state.device().clone();
+            let mut ctx = Context::new(Config {
+                n_threads: threads,
+                ..Config::default()
+            })
+            .unwrap();
+            ctx.import_gpu_state(state).unwrap();
+            ctx.use_features_from_model(&model).unwrap();
+            device.inject_fault_after(fault, after);
+            let returned = Arc::new(AtomicUsize::new(0));
+            let pooled = |p: &crate::picture::Picture| {
+                let mut d = p.duplicate();
+                let r = returned.clone();
+                d.set_release(move |_| {
+                    r.fetch_add(1, Ordering::SeqCst);
+                });
+                Arc::new(d)
+            };
+            let mut err = None;
+            let mut sent = 0;
+            for i in 0..refs.len() {
+                sent += 2;
+                if let Err(e) = ctx.read_pictures(pooled(&refs[i]), pooled(&dists[i]), i) {
+                    err = Some((i, e));
+                    break;
+                }
+            }
+            let err = err.or_else(|| ctx.flush().err().map(|e| (refs.len(), e)));
+            drop(ctx);
+            device.inject_fault(Fault::None);
+            let (at, err) =
+                err.unwrap_or_else(|| panic!("{fault:?} after {after}, {threads} threads: no error"));
+            assert!(at > 0, "{fault:?} struck at frame 0: not mid-stream");
+            assert_eq!(err.errno(), errno, "{fault:?}, {threads} threads: {err}");
+            assert_eq!(
+                returned.load(Ordering::SeqCst),
+                sent,
+                "{fault:?}, {threads} threads: pooled pictures not given back"
+            );
+        }
+    }
+}
