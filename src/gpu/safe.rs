@@ -235,6 +235,8 @@ pub struct Device {
     fault: std::sync::atomic::AtomicU8,
     /// Calls the fault applies to that still succeed before it strikes (mid-stream faults).
     fault_delay: std::sync::atomic::AtomicU64,
+    /// Set once any runtime call has failed (see [`Self::teardown_warn`]).
+    failed: std::sync::atomic::AtomicBool,
     /// Bytes of device memory our buffers hold now, and the most they have held.
     mem_in_use: std::sync::atomic::AtomicUsize,
     mem_peak: std::sync::atomic::AtomicUsize,
@@ -280,6 +282,7 @@ impl Device {
             info,
             fault: std::sync::atomic::AtomicU8::new(Fault::None as u8),
             fault_delay: std::sync::atomic::AtomicU64::new(0),
+            failed: std::sync::atomic::AtomicBool::new(false),
             mem_in_use: std::sync::atomic::AtomicUsize::new(0),
             mem_peak: std::sync::atomic::AtomicUsize::new(0),
         };
@@ -377,9 +380,25 @@ impl Device {
     }
 
     fn call(&self, call: &str, f: impl FnOnce(Api) -> Status) -> Result<()> {
-        self.injected_fault(call)?;
-        self.bind()?;
-        self.api.check(f(self.api), call)
+        let r = self
+            .injected_fault(call)
+            .and_then(|()| self.bind())
+            .and_then(|()| self.api.check(f(self.api), call));
+        if r.is_err() {
+            self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// Reports a failure while releasing a resource: a warning the first time, and only at
+    /// debug level once the device has failed (a lost device fails every release, and the
+    /// caller already got the error that matters).
+    pub(crate) fn teardown_warn(&self, msg: std::fmt::Arguments<'_>) {
+        if self.failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            crate::log_debug!("{msg}");
+        } else {
+            crate::log_warn!("{msg}");
+        }
     }
 }
 
@@ -458,7 +477,7 @@ impl Drop for Stream {
             Api::Cuda(c) => unsafe { (c.fns.stream_destroy)(raw) },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
     }
 }
@@ -520,7 +539,7 @@ impl Drop for Event {
             Api::Cuda(c) => unsafe { (c.fns.event_destroy)(raw) },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
     }
 }
@@ -725,7 +744,7 @@ impl Drop for HostRegistration {
         let copies = std::mem::take(self.copies.get_mut().unwrap_or_else(|e| e.into_inner()));
         for ev in &copies {
             if let Err(e) = ev.synchronize() {
-                crate::log_warn!("page-locked picture: {e}");
+                self.dev.teardown_warn(format_args!("page-locked picture: {e}"));
             }
         }
         let p = self.ptr;
@@ -736,7 +755,7 @@ impl Drop for HostRegistration {
             Api::Cuda(c) => unsafe { (c.fns.mem_host_unregister)(p) },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
     }
 }
@@ -745,7 +764,7 @@ impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
     fn drop(&mut self) {
         // A DMA still reading or writing this memory must finish before it is freed.
         if let Err(e) = self.settle() {
-            crate::log_warn!("pinned buffer: {e}");
+            self.dev.teardown_warn(format_args!("pinned buffer: {e}"));
         }
         let p = self.ptr.cast::<c_void>();
         let r = self.dev.call("pinned host free", |api| match api {
@@ -755,7 +774,7 @@ impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
             Api::Cuda(c) => unsafe { (c.fns.mem_free_host)(p) },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
     }
 }
@@ -974,7 +993,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
             Api::Cuda(c) => unsafe { (c.fns.ctx_synchronize)() },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
         self.dev.account(self.len * std::mem::size_of::<T>(), false);
         let r = self.dev.call("device free", |api| match api {
@@ -984,7 +1003,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
             Api::Cuda(c) => unsafe { (c.fns.mem_free)(p) },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
     }
 }
@@ -1061,7 +1080,7 @@ impl Drop for Module {
             Api::Cuda(c) => unsafe { (c.fns.module_unload)(raw) },
         });
         if let Err(e) = r {
-            crate::log_warn!("{e}");
+            self.dev.teardown_warn(format_args!("{e}"));
         }
     }
 }

@@ -438,12 +438,15 @@ fn mid_stream_faults_return_errors_and_every_picture() {
     }
     let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
     let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).unwrap();
+    // (fault, frame at which it is set, calls it lets pass, errno). Out-of-memory is set after
+    // two frames: later frames still allocate (new plane-cache entries), the first frame's own
+    // allocation count depends on the thread count.
     let cases = [
-        (Fault::LaunchFailure, 150, -libc::EIO),
-        (Fault::OutOfMemory, 12, -libc::ENOMEM),
-        (Fault::DeviceLost, 400, -libc::ENODEV),
+        (Fault::LaunchFailure, 0, 150, -libc::EIO),
+        (Fault::OutOfMemory, 2, 0, -libc::ENOMEM),
+        (Fault::DeviceLost, 0, 400, -libc::ENODEV),
     ];
-    for (fault, after, errno) in cases {
+    for (fault, set_at, after, errno) in cases {
         for threads in [0, 3] {
             let state = GpuState::new(None).unwrap();
             let device = state.device().clone();
@@ -454,7 +457,6 @@ fn mid_stream_faults_return_errors_and_every_picture() {
             .unwrap();
             ctx.import_gpu_state(state).unwrap();
             ctx.use_features_from_model(&model).unwrap();
-            device.inject_fault_after(fault, after);
             let returned = Arc::new(AtomicUsize::new(0));
             let pooled = |p: &crate::picture::Picture| {
                 let mut d = p.duplicate();
@@ -467,6 +469,9 @@ fn mid_stream_faults_return_errors_and_every_picture() {
             let mut err = None;
             let mut sent = 0;
             for i in 0..refs.len() {
+                if i == set_at {
+                    device.inject_fault_after(fault, after);
+                }
                 sent += 2;
                 if let Err(e) = ctx.read_pictures(pooled(&refs[i]), pooled(&dists[i]), i) {
                     err = Some((i, e));
