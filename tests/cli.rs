@@ -922,3 +922,114 @@ fn raw_size_larger_than_file_fails_before_allocating() {
         )],
     );
 }
+
+/// On a terminal the progress bar ends with a line of its own, so the scores (and the shell
+/// prompt) start on a fresh line. `script` gives the run a pseudo-terminal.
+#[test]
+fn progress_bar_ends_its_line() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipped: `script` (util-linux) not installed");
+        return;
+    }
+    let cmd = format!(
+        "{} -r {} -d {}",
+        env!("CARGO_BIN_EXE_vmaf"),
+        clip_path("ref_testsrc_321x241_420p8.y4m").display(),
+        clip_path("dist_testsrc_321x241_420p8.y4m").display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .expect("run script");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    // The pty turns "\n" into "\r\n"; the score must follow a line end, never the bar.
+    let at = text.find("vmaf_v0.6.1: 94.284861").expect("score printed");
+    assert!(
+        text[..at].ends_with('\n'),
+        "score lands on the bar: {text:?}"
+    );
+    // The final line (after the bar is cleared with an erase-line sequence) gives the count.
+    let last_line = text[..at]
+        .trim_end()
+        .rsplit(['\n', '\r'])
+        .next()
+        .unwrap_or("");
+    let last_line = last_line.trim_start_matches("\u{1b}[2K");
+    assert!(
+        last_line.starts_with("12 frames, ") && last_line.ends_with(" fps"),
+        "{last_line:?}"
+    );
+}
+
+/// An unknown `--backend` value names the accepted ones.
+#[test]
+fn bad_backend_lists_values() {
+    let mut args = clip_args("testsrc_321x241_420p8");
+    args.extend(["--backend", "cuda"].map(String::from));
+    assert_one_line_error(
+        &args,
+        "'cuda' for '--backend <BACKEND>' (expected one of: cpu, hip)",
+    );
+}
+
+/// A y4m file given with -w/-h/-p/-b is read as y4m (with a warning) when they agree, and
+/// refused with both descriptions when they do not.
+#[test]
+fn y4m_with_raw_flags() {
+    let r = clip_path("ref_testsrc_321x241_420p8.y4m")
+        .display()
+        .to_string();
+    let d = clip_path("dist_testsrc_321x241_420p8.y4m")
+        .display()
+        .to_string();
+    let plain = vmaf_ok(&["-r", &r, "-d", &d]);
+    let flags = [
+        "-r", &r, "-d", &d, "-w", "320", "-h", "240", "-p", "420", "-b", "8",
+    ];
+    let with = vmaf_ok(&flags);
+    assert_eq!(with.stdout, plain.stdout);
+    let stderr = String::from_utf8_lossy(&with.stderr);
+    assert!(
+        stderr.contains("is a y4m file: read with its own header"),
+        "{stderr}"
+    );
+    let mut wrong = flags.map(String::from).to_vec();
+    wrong[5] = "321".into();
+    assert_one_line_error(
+        &wrong,
+        "a y4m file of 320x240 Yuv420p 8-bit, but -w/-h/-p/-b say 321x240",
+    );
+}
+
+/// A raw file that is not a whole number of frames: a warning names the ignored bytes and the
+/// whole frames are scored (as upstream does), equal to scoring the file cut to them.
+#[test]
+fn raw_file_with_a_partial_frame_warns() {
+    let dir = work_dir("raw_tail");
+    let src = std::fs::read(clip_path("ref_mandel_352x288_422p8.yuv")).unwrap();
+    let frame = 352 * 288 * 2;
+    let whole = arg(&dir, "whole.yuv");
+    let tail = arg(&dir, "tail.yuv");
+    std::fs::write(&whole, &src[..3 * frame]).unwrap();
+    std::fs::write(&tail, &src[..3 * frame + 1000]).unwrap();
+    let raw = ["-w", "352", "-h", "288", "-p", "422", "-b", "8", "-q"];
+    let run = |f: &str| {
+        let mut a = vec!["-r", f, "-d", f];
+        a.extend(raw);
+        vmaf_ok(&a)
+    };
+    let (w, t) = (run(&whole), run(&tail));
+    assert_eq!(t.stdout, w.stdout);
+    assert!(String::from_utf8_lossy(&w.stderr).trim().is_empty());
+    let stderr = String::from_utf8_lossy(&t.stderr);
+    assert!(
+        stderr.contains("tail.yuv: the file is not a whole number of frames")
+            && stderr.contains("202752 bytes a frame); its last 1000 bytes are ignored"),
+        "{stderr}"
+    );
+}

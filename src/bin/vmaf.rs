@@ -576,6 +576,9 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     let mut vref = io::open(&ref_path, raw).map_err(reading(&ref_path))?;
     let mut vdist = io::open(&dist_path, raw).map_err(reading(&dist_path))?;
     check_compatible(&vref.info(), &vdist.info(), &ref_path, &dist_path)?;
+    for w in vref.warnings().iter().chain(&vdist.warnings()) {
+        say!("warning: {w}");
+    }
 
     let mut ctx = Context::new(Config {
         log_level: LogLevel::Info,
@@ -655,7 +658,13 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         n += 1;
         pb.inc(1);
     }
-    pb.finish();
+    // The bar is redrawn in place without a line end: replace it with a final line, so
+    // nothing printed afterwards (scores, the shell prompt) lands on it.
+    if show_progress {
+        let secs = pb.elapsed().as_secs_f64();
+        pb.finish_and_clear();
+        say!("{n} frames, {:.2} fps", n as f64 / secs.max(1e-9));
+    }
     if n == 0 {
         return Err(CliError(format!(
             "no frames to score in {}",
@@ -747,7 +756,14 @@ fn main() -> ExitCode {
             }
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            say!("{first} (see --help)");
+            // clap lists the accepted values on a later line: keep them on the one we print.
+            let values = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("[possible values: "))
+                .and_then(|v| v.strip_suffix(']'))
+                .map(|v| format!(" (expected one of: {v})"))
+                .unwrap_or_default();
+            say!("{first}{values} (see --help)");
             return ExitCode::FAILURE;
         }
     };

@@ -385,7 +385,8 @@ impl Device {
             .and_then(|()| self.bind())
             .and_then(|()| self.api.check(f(self.api), call));
         if r.is_err() {
-            self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         r
     }
@@ -744,7 +745,8 @@ impl Drop for HostRegistration {
         let copies = std::mem::take(self.copies.get_mut().unwrap_or_else(|e| e.into_inner()));
         for ev in &copies {
             if let Err(e) = ev.synchronize() {
-                self.dev.teardown_warn(format_args!("page-locked picture: {e}"));
+                self.dev
+                    .teardown_warn(format_args!("page-locked picture: {e}"));
             }
         }
         let p = self.ptr;

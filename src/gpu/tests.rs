@@ -481,8 +481,8 @@ fn mid_stream_faults_return_errors_and_every_picture() {
             let err = err.or_else(|| ctx.flush().err().map(|e| (refs.len(), e)));
             drop(ctx);
             device.inject_fault(Fault::None);
-            let (at, err) =
-                err.unwrap_or_else(|| panic!("{fault:?} after {after}, {threads} threads: no error"));
+            let (at, err) = err
+                .unwrap_or_else(|| panic!("{fault:?} after {after}, {threads} threads: no error"));
             assert!(at > 0, "{fault:?} struck at frame 0: not mid-stream");
             assert_eq!(err.errno(), errno, "{fault:?}, {threads} threads: {err}");
             assert_eq!(

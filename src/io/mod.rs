@@ -59,6 +59,11 @@ pub trait VideoReader {
     fn frames_left_hint(&self) -> Option<u64> {
         None
     }
+
+    /// Things about the input a user should hear of (e.g. bytes that will be ignored).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Largest picture accepted (luma samples), so a corrupt header cannot request a huge buffer.
@@ -132,12 +137,47 @@ pub fn file_plane_dims(pix_fmt: PixelFormat, w: usize, h: usize) -> Vec<(usize, 
     }
 }
 
-/// Opens `path` as y4m, or as raw planar video when `raw` gives its parameters.
+/// Opens `path` as y4m, or as raw planar video when `raw` gives its parameters. A file that
+/// starts with the y4m signature is read as y4m even when `raw` is given (raw parameters would
+/// read its headers as samples): it must then agree with them, and a warning says they were
+/// not needed.
 pub fn open(path: &Path, raw: Option<VideoInfo>) -> Result<Box<dyn VideoReader>> {
-    Ok(match raw {
-        Some(info) => Box::new(YuvReader::open(path, info)?),
-        None => Box::new(Y4mReader::open(path)?),
-    })
+    let Some(info) = raw else {
+        return Ok(Box::new(Y4mReader::open(path)?));
+    };
+    if !starts_like_y4m(path) {
+        return Ok(Box::new(YuvReader::open(path, info)?));
+    }
+    let mut r = Y4mReader::open(path)?;
+    let have = r.info();
+    if have != info {
+        return Err(Error::inval(format!(
+            "{}: a y4m file of {}x{} {:?} {}-bit, but -w/-h/-p/-b say {}x{} {:?} {}-bit (y4m inputs need no -w/-h/-p/-b)",
+            path.display(),
+            have.width,
+            have.height,
+            have.pix_fmt,
+            have.bpc,
+            info.width,
+            info.height,
+            info.pix_fmt,
+            info.bpc
+        )));
+    }
+    r.add_warning(format!(
+        "{} is a y4m file: read with its own header (-w/-h/-p/-b agree and are not needed)",
+        path.display()
+    ));
+    Ok(Box::new(r))
+}
+
+/// Whether the file at `path` begins with the y4m signature (false when unreadable: the
+/// reader that opens it reports why).
+fn starts_like_y4m(path: &Path) -> bool {
+    let mut head = [0u8; 10];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"YUV4MPEG2 ")
 }
 
 /// Fills `buf` from `r`. Returns how many bytes were read: less than `buf.len()` only at end of

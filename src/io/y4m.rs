@@ -30,9 +30,16 @@ pub struct Y4mReader<R = BufReader<File>> {
     /// Input length and bytes consumed so far, for the frame-count hint.
     total: Option<u64>,
     consumed: u64,
+    /// Notes for the user (see [`VideoReader::warnings`]).
+    notes: Vec<String>,
 }
 
 impl Y4mReader {
+    /// Adds a note for [`VideoReader::warnings`].
+    pub fn add_warning(&mut self, note: String) {
+        self.notes.push(note);
+    }
+
     /// Opens a y4m file.
     pub fn open(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
@@ -216,6 +223,7 @@ impl<R: BufRead> Y4mReader<R> {
             buf: Vec::new(),
             total: None,
             consumed: header_len as u64 + 1,
+            notes: Vec::new(),
         })
     }
 
@@ -276,6 +284,10 @@ impl<R: BufRead> VideoReader for Y4mReader<R> {
         let pic = res?;
         self.frame += 1;
         Ok(Some(pic))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.notes.clone()
     }
 
     fn frames_left_hint(&self) -> Option<u64> {

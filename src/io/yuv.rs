@@ -23,6 +23,8 @@ pub struct YuvReader<R = BufReader<File>> {
     buf: Vec<u8>,
     /// Frames left according to the file size, when known.
     left: Option<u64>,
+    /// Bytes after the last whole frame of a regular file (ignored, with a warning).
+    tail: u64,
 }
 
 impl YuvReader {
@@ -43,6 +45,7 @@ impl YuvReader {
         }
         let mut r = YuvReader::new(BufReader::with_capacity(1 << 20, file), &name, info)?;
         r.left = len.map(|l| l / r.frame_len as u64);
+        r.tail = len.map_or(0, |l| l % r.frame_len as u64);
         Ok(r)
     }
 }
@@ -66,6 +69,7 @@ impl<R: Read> YuvReader<R> {
             frame_len: info.frame_bytes(),
             buf: Vec::new(),
             left: None,
+            tail: 0,
         })
     }
 }
@@ -76,6 +80,10 @@ impl<R: Read> VideoReader for YuvReader<R> {
     }
 
     fn read_frame(&mut self) -> Result<Option<Picture>> {
+        // A regular file's whole frames are all read: what follows is the tail warned about.
+        if self.tail > 0 && self.left == Some(0) {
+            return Ok(None);
+        }
         if self.buf.len() != self.frame_len {
             self.buf = alloc_frame(&self.name, self.frame_len)?;
         }
@@ -102,6 +110,22 @@ impl<R: Read> VideoReader for YuvReader<R> {
 
     fn frames_left_hint(&self) -> Option<u64> {
         self.left
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        if self.tail == 0 {
+            return Vec::new();
+        }
+        vec![format!(
+            "{}: the file is not a whole number of frames for -w/-h/-p/-b ({} x {} {:?} {}-bit is {} bytes a frame); its last {} bytes are ignored",
+            self.name,
+            self.info.width,
+            self.info.height,
+            self.info.pix_fmt,
+            self.info.bpc,
+            self.frame_len,
+            self.tail
+        )]
     }
 }
 
