@@ -1,6 +1,6 @@
-/* Float SSIM and MS-SSIM on the GPU (src/feature/float_ssim_gpu.rs).
+/* Float SSIM and MS-SSIM on the GPU (src/feature/ssim/gpu.rs).
  *
- * Every float step of the CPU code (src/feature/ssim_tools.rs) is repeated per
+ * Every float step of the CPU code (src/feature/ssim/tools.rs) is repeated per
  * pixel in the same order and precision: samples to float, mirrored
  * decimation, the separable 11-tap Gaussian (each tap a float product added to
  * a double) and the SSIM terms. Only the final sums over the map run in a

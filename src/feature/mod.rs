@@ -13,22 +13,15 @@ use crate::picture::Picture;
 pub mod adm;
 pub mod alias;
 pub mod cambi;
-pub mod cambi_gpu;
 pub mod ciede;
-pub mod float_ms_ssim;
-pub mod float_ssim;
-pub mod float_ssim_gpu;
-pub mod gpu_frames;
 pub mod motion;
-pub mod motion_gpu;
 pub mod options;
 pub mod psnr;
-pub mod psnr_gpu;
 pub mod psnr_hvs;
 pub mod speed;
-pub mod ssim_tools;
+pub mod ssim;
+use ssim::{float_ms_ssim, float_ssim};
 pub mod vif;
-pub mod vif_gpu;
 
 pub use options::{Dict, OptSpec, OptValue, Opts};
 

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 
 pub mod code;
 pub mod kernels;
+pub mod planes;
 pub mod safe;
 pub mod sys;
 #[cfg(test)]

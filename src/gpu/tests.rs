@@ -345,7 +345,8 @@ fn frames_spread_over_states_match_cpu() {
 /// and VIF/ADM/motion computed from them equal the CPU's.
 #[test]
 fn page_locked_pictures_score_like_the_cpu() {
-    use crate::feature::{motion, motion_gpu, vif, vif_gpu};
+    use crate::feature::motion::{self, gpu as motion_gpu};
+    use crate::feature::vif::{self, gpu as vif_gpu};
     let Some(state) = test_state() else { return };
     let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
     let pin =

@@ -12,9 +12,9 @@ use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-use crate::feature::gpu_frames::{dense, PlaneAs};
-use crate::feature::gpu_frames::{with_luma, Queued};
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
+use crate::gpu::planes::{dense, PlaneAs};
+use crate::gpu::planes::{with_luma, Queued};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 

@@ -6,7 +6,7 @@
 //! are order independent), and [`vif_scores`] / [`vif_num_den`] turn those into scores with the
 //! same float/double evaluation order as upstream.
 
-use crate::feature::vif_gpu;
+pub mod gpu;
 use crate::gpu::GpuSet;
 use std::sync::OnceLock;
 
@@ -719,15 +719,13 @@ impl Extractor for Vif {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         let acc = match &self.gpu {
-            Some(g) if r.w[0] >= vif_gpu::MIN_SIDE && r.h[0] >= vif_gpu::MIN_SIDE => {
-                vif_gpu::compute_accums(
-                    g.for_frame(input.index),
-                    input.reference,
-                    input.distorted,
-                    self.egl,
-                    self.skip_scale0,
-                )?
-            }
+            Some(g) if r.w[0] >= gpu::MIN_SIDE && r.h[0] >= gpu::MIN_SIDE => gpu::compute_accums(
+                g.for_frame(input.index),
+                input.reference,
+                input.distorted,
+                self.egl,
+                self.skip_scale0,
+            )?,
             _ => compute_accums(r, d, self.egl, self.skip_scale0)?,
         };
         self.emit(&acc, out);
@@ -737,10 +735,10 @@ impl Extractor for Vif {
     fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
         let r = &**input.reference;
         let Some(g) = &self.gpu else { return Ok(None) };
-        if r.w[0] < vif_gpu::MIN_SIDE || r.h[0] < vif_gpu::MIN_SIDE {
+        if r.w[0] < gpu::MIN_SIDE || r.h[0] < gpu::MIN_SIDE {
             return Ok(None);
         }
-        let q = vif_gpu::queue_accums(
+        let q = gpu::queue_accums(
             g.for_frame(input.index),
             input.reference,
             input.distorted,

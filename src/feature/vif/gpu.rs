@@ -2,13 +2,13 @@
 //! [`super::vif::compute_accums`], and the CPU's [`super::vif::vif_scores`] finishes them, so the
 //! scores are identical to the CPU path.
 
-use super::gpu_frames::{dense, PlaneAs};
-use super::vif::{log2_table, VifAccums};
+use super::{log2_table, VifAccums};
 use crate::error::{Error, Result};
+use crate::gpu::planes::{dense, PlaneAs};
 use std::sync::Arc;
 
-use crate::feature::gpu_frames::{with_luma, Queued};
 use crate::gpu::kernels::{self, Sample};
+use crate::gpu::planes::{with_luma, Queued};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
@@ -212,7 +212,7 @@ mod tests {
                 // Scale 0 computed (decimation fused into its statistics) and skipped
                 // (decimation on its own).
                 for (egl, skip) in [(100.0, false), (1.0, false), (100.0, true)] {
-                    let cpu = super::super::vif::compute_accums(r, d, egl, skip).unwrap();
+                    let cpu = super::super::compute_accums(r, d, egl, skip).unwrap();
                     let gpu = compute_accums(&state, r, d, egl, skip).unwrap();
                     assert_eq!(gpu, cpu, "{clip} frame {i} egl {egl} skip_scale0 {skip}");
                 }

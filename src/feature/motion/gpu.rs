@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use super::gpu_frames::{dense, PlaneAs};
-use super::gpu_frames::{with_luma, Queued};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, Sample};
+use crate::gpu::planes::{dense, PlaneAs};
+use crate::gpu::planes::{with_luma, Queued};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
@@ -104,7 +104,7 @@ mod tests {
         for clip in PARITY_CLIPS {
             let (refs, _) = load_parity_clip(clip);
             for (i, pair) in refs.windows(2).enumerate().take(5) {
-                let cpu = super::super::motion::motion_sad(&pair[0], &pair[1]).unwrap();
+                let cpu = super::super::motion_sad(&pair[0], &pair[1]).unwrap();
                 let gpu = motion_sad(&state, &pair[0], &pair[1]).unwrap();
                 assert_eq!(gpu, cpu, "{clip} frames {i}..{}", i + 1);
             }

@@ -4,7 +4,7 @@
 //! maximum. With `enable_apsnr` the SSEs and pixel counts of all frames are summed for an
 //! aggregate PSNR, which is why upstream registers the extractor as TEMPORAL.
 
-use crate::feature::psnr_gpu;
+pub mod gpu;
 use crate::gpu::GpuSet;
 use std::sync::Mutex;
 
@@ -279,11 +279,9 @@ impl Extractor for Psnr {
         Self::check_pair(r, d)?;
         let n = self.plane_count(r.pix_fmt);
         let sse: Vec<u64> = match &self.gpu {
-            Some(g) => {
-                psnr_gpu::sse_planes(g.for_frame(input.index), input.reference, input.distorted)?
-                    [..n]
-                    .to_vec()
-            }
+            Some(g) => gpu::sse_planes(g.for_frame(input.index), input.reference, input.distorted)?
+                [..n]
+                .to_vec(),
             None => (0..n).map(|p| sse_plane(r, d, p)).collect(),
         };
         self.finish(r, &sse, out)

@@ -8,15 +8,15 @@
 //! and pooled with the CPU's own code. The input range check (9..15-bit pictures) and the
 //! 16:8:4:2:1 weighting also stay on the host. Every picture size the CPU accepts works here.
 
-use super::cambi::{
+use super::{
     decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, validate,
     weighted_score, Setup, NUM_SCALES,
 };
-use super::gpu_frames::{dense, with_luma, PlaneAs};
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{
     self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
 };
+use crate::gpu::planes::{dense, with_luma, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
 
@@ -358,7 +358,7 @@ fn pooled_from_stats(stats: &[u64], n: usize, topk: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cambi::{cpu_c_value_maps, spatial_pooling, Cambi, Setup};
+    use super::super::{cpu_c_value_maps, spatial_pooling, Cambi, Setup};
     use super::{pooled_from_stats, with_c_values, ScaleData, CAMBI_STATS_LEN};
     use crate::feature::{Dict, Extractor, FrameInput, Scores};
     use crate::gpu::GpuSet;

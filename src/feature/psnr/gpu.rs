@@ -5,9 +5,9 @@
 //! reads back three `u64`s. Staging and device buffers live in the [`GpuState`]'s scratch and
 //! are reused while the picture size stays the same.
 
-use super::gpu_frames::PlaneAs;
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, DevicePlane, Sample};
+use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::{Picture, PictureData};
 

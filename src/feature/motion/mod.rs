@@ -8,7 +8,7 @@
 
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
-use crate::feature::motion_gpu;
+pub mod gpu;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Pending, Scores};
 use crate::gpu::GpuSet;
 use crate::picture::{Picture, PictureData, PlaneRef};
@@ -260,7 +260,7 @@ impl Extractor for Motion {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let sad = match self.sad_pair(input)? {
             Some((prev, cur)) => Some(match &self.gpu {
-                Some(g) => motion_gpu::motion_sad(g.for_frame(input.index), prev, cur)?,
+                Some(g) => gpu::motion_sad(g.for_frame(input.index), prev, cur)?,
                 None => motion_sad(prev, cur)?,
             }),
             None => None,
@@ -275,7 +275,7 @@ impl Extractor for Motion {
         let Some((prev, cur)) = self.sad_pair(input)? else {
             return Ok(None);
         };
-        let q = motion_gpu::queue_motion_sad(g.for_frame(input.index), prev, cur)?;
+        let q = gpu::queue_motion_sad(g.for_frame(input.index), prev, cur)?;
         let (w, h) = (input.reference.w[0], input.reference.h[0]);
         Ok(Some(Box::new(move |out: &mut Scores| {
             self.finish(Some(q()?), w, h, out);

@@ -5,9 +5,9 @@
 //! `enable_db` (store `-10·log10(1 - ms_ssim)`) and `clip_db` (cap that at a size-dependent
 //! maximum).
 
+use super::gpu;
 use crate::error::{Error, Result};
-use crate::feature::float_ssim_gpu;
-use crate::feature::ssim_tools::{
+use crate::feature::ssim::tools::{
     check_pair, decimate, luma_to_float, max_db, ssim_means, to_db, SsimMeans, GAUSSIAN_LEN,
     LPF_9X9,
 };
@@ -171,11 +171,9 @@ impl Extractor for FloatMsSsim {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair("float_ms_ssim", r, d)?;
         let m = match &self.gpu {
-            Some(g) => float_ssim_gpu::float_ms_ssim(
-                g.for_frame(input.index),
-                input.reference,
-                input.distorted,
-            )?,
+            Some(g) => {
+                gpu::float_ms_ssim(g.for_frame(input.index), input.reference, input.distorted)?
+            }
             None => compute(r, d)?,
         };
         let mut score = m.score;

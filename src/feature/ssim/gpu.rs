@@ -1,5 +1,5 @@
 //! Float SSIM and MS-SSIM on the GPU. kernels/float_ssim.hip repeats every float operation of
-//! [`super::ssim_tools`] per pixel, in the same order and precision (luma to float, mirrored
+//! [`super::tools`] per pixel, in the same order and precision (luma to float, mirrored
 //! decimation, the separable Gaussian, the SSIM terms); each row of the SSIM map is summed on
 //! the device in a fixed order and the host adds the rows in order and finishes with the CPU's
 //! own [`means_from_sums`] and [`float_ms_ssim::finish`]. Only the order of those double sums
@@ -10,13 +10,13 @@
 
 use super::float_ms_ssim::{self, MsSsim, SCALES};
 use super::float_ssim::{box_taps, checked_scale};
-use super::gpu_frames::{dense, with_luma, PlaneAs};
-use super::ssim_tools::{
+use super::tools::{
     check_pair, decimated_len, luma_scaler, means_from_sums, ssim_constants, SsimMeans, GAUSSIAN,
     GAUSSIAN_LEN, LPF_9X9,
 };
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{self, DeviceImage, SsimSample};
+use crate::gpu::planes::{dense, with_luma, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 

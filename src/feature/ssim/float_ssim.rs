@@ -5,9 +5,9 @@
 //! `enable_db` (store `-10·log10(1 - ssim)`), `clip_db` (cap that at a size-dependent maximum)
 //! and `scale` (decimation factor; 0 picks `round(min(w, h) / 256)`, at least 1).
 
+use super::gpu;
 use crate::error::{Error, Result};
-use crate::feature::float_ssim_gpu;
-use crate::feature::ssim_tools::{
+use crate::feature::ssim::tools::{
     check_pair, decimate, decimated_len, luma_to_float, max_db, ssim_means, to_db, SsimMeans,
     GAUSSIAN_LEN,
 };
@@ -130,7 +130,7 @@ impl Extractor for FloatSsim {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair("float_ssim", r, d)?;
         let m = match &self.gpu {
-            Some(g) => float_ssim_gpu::float_ssim(
+            Some(g) => gpu::float_ssim(
                 g.for_frame(input.index),
                 input.reference,
                 input.distorted,

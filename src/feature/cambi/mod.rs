@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::feature::alias::alias;
-use crate::feature::cambi_gpu;
+pub mod gpu;
 use crate::feature::options::{fmt_g, normalize_value};
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::GpuSet;
@@ -1036,7 +1036,7 @@ impl Extractor for Cambi {
         let gpu = self.gpu.as_ref().map(|g| g.for_frame(input.index));
         let mut work = None;
         let mut score = |pic: &Picture, is_src: bool| match gpu {
-            Some(state) => cambi_gpu::score(state, setup, pic, is_src),
+            Some(state) => gpu::score(state, setup, pic, is_src),
             None => {
                 let mut w = match work.take() {
                     Some(w) => w,

@@ -1,0 +1,8 @@
+//! SSIM and MS-SSIM on float samples (`float_ssim`, `float_ms_ssim`): the shared float steps
+//! in [`tools`], each extractor in its own file, the GPU dispatch of both in [`gpu`]
+//! (kernels/float_ssim.hip).
+
+pub mod float_ms_ssim;
+pub mod float_ssim;
+pub mod gpu;
+pub mod tools;
