@@ -1,5 +1,7 @@
 //! The feature collector: every score of every frame, by feature name, in first-append order.
 
+#![forbid(unsafe_code)]
+
 use std::sync::Mutex;
 use std::time::Instant;
 

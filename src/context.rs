@@ -1,6 +1,8 @@
 //! The scoring context (libvmaf's `VmafContext`): registers extractors, schedules frames (in order
 //! on the caller's thread or in parallel on a worker pool), flushes, predicts and pools.
 
+#![forbid(unsafe_code)]
+
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 

@@ -1,5 +1,7 @@
 //! One error type for the whole crate; the C boundary maps it to a negative errno.
 
+#![forbid(unsafe_code)]
+
 use thiserror::Error;
 
 /// Every failure the library can report. `errno()` gives the negative value the C API returns.

@@ -4,6 +4,12 @@
 //! Data path: [`picture`] → [`feature`] extractors → [`collector`] → [`model`] → [`pooling`] /
 //! [`output`]. [`context`] drives it; [`ffi`] exposes the libvmaf C API; [`gpu`] is the
 //! vendor-neutral GPU runtime; [`io`] holds the CLI's video readers.
+//!
+//! `unsafe` lives only in [`ffi`] and [`gpu`]: every other module forbids it, and each unsafe
+//! block there carries a `// SAFETY:` comment (enforced by clippy).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod collector;
 pub mod context;

@@ -6,6 +6,8 @@
 //! the bound are allocated with [`try_filled`] (failure: [`Error::NoMem`], `-ENOMEM`, with the
 //! process and the context still usable).
 
+#![forbid(unsafe_code)]
+
 use crate::error::{Error, Result};
 
 /// Largest picture width or height, in luma samples (`vmaf_picture_alloc`,

@@ -1,5 +1,7 @@
 //! Process-global logging in libvmaf's format: `libvmaf <LEVEL> <message>` on stderr.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// libvmaf's `enum VmafLogLevel`.

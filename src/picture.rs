@@ -1,5 +1,7 @@
 //! Pictures: planar YUV frames at 8..16 bits, the input of every feature extractor.
 
+#![forbid(unsafe_code)]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 

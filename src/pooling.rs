@@ -1,5 +1,7 @@
 //! Pooling of per-frame scores (min, max, mean, harmonic mean), as libvmaf does it.
 
+#![forbid(unsafe_code)]
+
 use crate::collector::FeatureVector;
 use crate::error::{Error, Result};
 

@@ -1,6 +1,8 @@
 //! Test helpers: parity clips from `tests/data` (decompressed once with `xz` into
 //! `target/testdata`) loaded as pictures, and upstream's expected JSON logs.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};

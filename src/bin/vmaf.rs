@@ -1,6 +1,8 @@
 //! `vmaf`: command-line scorer compatible with libvmaf's `vmaf` tool (same flags, same flow, same
 //! output files), plus a score summary on stdout, a progress bar and a `--backend` switch.
 
+#![forbid(unsafe_code)]
+
 use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;

@@ -3,6 +3,8 @@
 //! An extractor is created from an options dictionary, computes per-frame scores from a
 //! reference/distorted picture pair, and may finish scores at flush time (motion2).
 
+#![forbid(unsafe_code)]
+
 use bitflags::bitflags;
 
 use crate::collector::FeatureCollector;

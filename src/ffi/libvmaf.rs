@@ -716,10 +716,8 @@ mod tests {
     fn psnr_y(ctx: *mut VmafContext) -> f64 {
         let mut v = 0.0;
         // SAFETY: live context, valid out-pointer.
-        assert_eq!(
-            unsafe { vmaf_feature_score_at_index(ctx, c"psnr_y".as_ptr(), &mut v, 0) },
-            0
-        );
+        let rc = unsafe { vmaf_feature_score_at_index(ctx, c"psnr_y".as_ptr(), &mut v, 0) };
+        assert_eq!(rc, 0);
         v
     }
 
@@ -826,17 +824,13 @@ mod tests {
         let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
         r.data[1] = std::ptr::null_mut();
         // SAFETY: live context and pictures.
-        assert_eq!(
-            unsafe { vmaf_read_pictures(ctx, &mut r, &mut d, 0) },
-            -libc::EINVAL
-        );
+        let rc = unsafe { vmaf_read_pictures(ctx, &mut r, &mut d, 0) };
+        assert_eq!(rc, -libc::EINVAL);
         let (mut r, mut d) = (alloc(64, 48), alloc(64, 48));
         d.stride[0] = 10;
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { vmaf_read_pictures(ctx, &mut r, &mut d, 0) },
-            -libc::EINVAL
-        );
+        let rc = unsafe { vmaf_read_pictures(ctx, &mut r, &mut d, 0) };
+        assert_eq!(rc, -libc::EINVAL);
         // SAFETY: live context; pictures are released (already zeroed ones give -EINVAL).
         unsafe {
             let _ = vmaf_picture_unref(&mut r);

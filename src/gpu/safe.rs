@@ -151,15 +151,11 @@ impl Api {
             Api::Hip(h) => {
                 let f = &h.fns;
                 // SAFETY: the buffer holds 256 chars and we pass that length.
-                self.check(
-                    unsafe { (f.device_get_name)(name.as_mut_ptr(), 256, vendor_ordinal) },
-                    "hipDeviceGetName",
-                )?;
+                let st = unsafe { (f.device_get_name)(name.as_mut_ptr(), 256, vendor_ordinal) };
+                self.check(st, "hipDeviceGetName")?;
                 // SAFETY: writes one size_t to a live local.
-                self.check(
-                    unsafe { (f.device_total_mem)(&mut total_mem, vendor_ordinal) },
-                    "hipDeviceTotalMem",
-                )?;
+                let st = unsafe { (f.device_total_mem)(&mut total_mem, vendor_ordinal) };
+                self.check(st, "hipDeviceTotalMem")?;
                 let arch = match h.get_props {
                     Some(get) => {
                         // Far larger than any hipDeviceProp_t so far (about 1.5 KiB in ROCm 6).
@@ -185,27 +181,19 @@ impl Api {
                 let f = &c.fns;
                 let mut dev = 0;
                 // SAFETY: writes one CUdevice to a live local.
-                self.check(
-                    unsafe { (f.device_get)(&mut dev, vendor_ordinal) },
-                    "cuDeviceGet",
-                )?;
+                let st = unsafe { (f.device_get)(&mut dev, vendor_ordinal) };
+                self.check(st, "cuDeviceGet")?;
                 // SAFETY: the buffer holds 256 chars and we pass that length.
-                self.check(
-                    unsafe { (f.device_get_name)(name.as_mut_ptr(), 256, dev) },
-                    "cuDeviceGetName",
-                )?;
+                let st = unsafe { (f.device_get_name)(name.as_mut_ptr(), 256, dev) };
+                self.check(st, "cuDeviceGetName")?;
                 // SAFETY: writes one size_t to a live local.
-                self.check(
-                    unsafe { (f.device_total_mem)(&mut total_mem, dev) },
-                    "cuDeviceTotalMem",
-                )?;
+                let st = unsafe { (f.device_total_mem)(&mut total_mem, dev) };
+                self.check(st, "cuDeviceTotalMem")?;
                 let attr = |a: c_int| -> Result<c_int> {
                     let mut v = 0;
                     // SAFETY: writes one int to a live local.
-                    self.check(
-                        unsafe { (f.device_get_attribute)(&mut v, a, dev) },
-                        "cuDeviceGetAttribute",
-                    )?;
+                    let st = unsafe { (f.device_get_attribute)(&mut v, a, dev) };
+                    self.check(st, "cuDeviceGetAttribute")?;
                     Ok(v)
                 };
                 let (major, minor) = (attr(sys::CU_ATTR_CC_MAJOR)?, attr(sys::CU_ATTR_CC_MINOR)?);
@@ -262,16 +250,12 @@ impl Device {
             Api::Cuda(c) => {
                 let mut dev = 0;
                 // SAFETY: writes one CUdevice to a live local.
-                api.check(
-                    unsafe { (c.fns.device_get)(&mut dev, info.vendor_ordinal) },
-                    "cuDeviceGet",
-                )?;
+                let st = unsafe { (c.fns.device_get)(&mut dev, info.vendor_ordinal) };
+                api.check(st, "cuDeviceGet")?;
                 let mut ctx: RawContext = std::ptr::null_mut();
                 // SAFETY: writes one CUcontext; balanced by the release in Drop.
-                api.check(
-                    unsafe { (c.fns.primary_ctx_retain)(&mut ctx, dev) },
-                    "cuDevicePrimaryCtxRetain",
-                )?;
+                let st = unsafe { (c.fns.primary_ctx_retain)(&mut ctx, dev) };
+                api.check(st, "cuDevicePrimaryCtxRetain")?;
                 (dev, ctx)
             }
         };

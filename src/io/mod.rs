@@ -4,6 +4,8 @@
 //! (`(w + 1) / 2` for an odd 4:2:0 width). Pictures use libvmaf's rounded-down chroma size, so a
 //! reader consumes the file's planes in full and keeps the part the picture has room for.
 
+#![forbid(unsafe_code)]
+
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;

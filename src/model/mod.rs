@@ -1,6 +1,8 @@
 //! VMAF models: JSON parsing, the libsvm nu-SVR predictor, normalisation, transform, clipping and
 //! bootstrap model collections. Built-in models are the JSON files under `models/`.
 
+#![forbid(unsafe_code)]
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -6,6 +6,8 @@
 //! that any name gives a parseable file (normal names are unchanged). Numbers follow
 //! [`num::value`].
 
+#![forbid(unsafe_code)]
+
 mod csv;
 pub mod escape;
 mod file;
