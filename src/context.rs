@@ -102,6 +102,8 @@ pub struct Context {
     gpu: Option<crate::gpu::GpuSet>,
     /// The worker pool's threads, whose GPU buffers are released when the context drops.
     workers: Arc<Mutex<Vec<std::thread::ThreadId>>>,
+    /// Stored feature names of model features, by name and options (see `stored_name`).
+    stored_names: Mutex<std::collections::HashMap<String, String>>,
 }
 
 fn run_extractors(
@@ -200,6 +202,7 @@ impl Context {
             in_flight: Arc::new(InFlight::default()),
             gpu: None,
             workers,
+            stored_names: Mutex::default(),
         })
     }
 
@@ -476,10 +479,22 @@ impl Context {
     }
 
     fn feature_value(&self, f: &ModelFeature, index: usize) -> Result<f64> {
-        let stored = extractor_for_model_feature(f)?.feature_name(&f.name);
+        let stored = self.stored_name(f)?;
         self.collector
             .get(&stored, index)
             .ok_or_else(|| Error::inval(format!("no score for feature {stored} at index {index}")))
+    }
+
+    /// [`stored_name_of`], remembered per feature name and options.
+    fn stored_name(&self, f: &ModelFeature) -> Result<String> {
+        let key = format!("{}{:?}", f.name, f.opts);
+        let mut names = self.stored_names.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = names.get(&key) {
+            return Ok(n.clone());
+        }
+        let n = stored_name_of(f)?;
+        names.insert(key, n.clone());
+        Ok(n)
     }
 
     /// The model score of frame `index`, predicting and storing it if needed.
@@ -654,9 +669,10 @@ impl Drop for Context {
     }
 }
 
-/// Creates the extractor instance that computes model feature `f` with its options.
-fn extractor_for_model_feature(f: &ModelFeature) -> Result<Box<dyn Extractor>> {
+/// The stored name of model feature `f` with its options (e.g. `integer_adm2_egl_1`), which
+/// only its extractor knows: built once to ask, never per frame.
+fn stored_name_of(f: &ModelFeature) -> Result<String> {
     let ext = feature::extractor_for_feature(&f.name)
         .ok_or_else(|| Error::inval(format!("no feature extractor provides {}", f.name)))?;
-    feature::create(ext, &f.opts)
+    Ok(feature::create(ext, &f.opts)?.feature_name(&f.name))
 }

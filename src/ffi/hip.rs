@@ -2,14 +2,14 @@
 //!
 //! `VmafHipState*` is a `Box<HipStateHandle>` holding an `Arc<GpuState>`; importing clones the
 //! `Arc` into the context, so the context keeps the device alive even if the caller frees the
-//! state first. Every body runs under `catch_unwind`: a panic becomes `-EINVAL` (or nothing for
-//! `void` functions), never an unwind into C.
+//! state first. Every body runs in [`ffi_boundary!`], as in the other C API files: a panic becomes
+//! `-EINVAL` (or nothing for `void` functions), never an unwind into C.
 
 use std::ffi::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Error;
+use crate::ffi::ffi_boundary;
 use crate::ffi::libvmaf::{context, VmafContext};
 use crate::gpu::GpuState;
 
@@ -26,26 +26,6 @@ pub struct VmafHipConfiguration {
     pub device_index: c_int,
     /// Reserved, must be 0.
     pub flags: c_int,
-}
-
-/// Runs `body`, logging an error and turning it (or a panic) into a negative errno.
-fn boundary(name: &str, body: impl FnOnce() -> Result<c_int>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            // A missing GPU is an expected outcome of probing, not worth an error line.
-            if matches!(e, Error::NoDevice(_)) {
-                crate::log_info!("{name}: {e}");
-            } else {
-                crate::log_error!("{name}: {e}");
-            }
-            e.errno()
-        }
-        Err(_) => {
-            crate::log_error!("{name}: internal error (panic)");
-            -libc::EINVAL
-        }
-    }
 }
 
 /// 1: this library always has GPU support (the runtime is loaded when a state is created).
@@ -65,7 +45,7 @@ pub unsafe extern "C" fn vmaf_hip_state_init(
     out: *mut *mut HipStateHandle,
     cfg: VmafHipConfiguration,
 ) -> c_int {
-    boundary("vmaf_hip_state_init", || {
+    ffi_boundary!("vmaf_hip_state_init", {
         if out.is_null() {
             return Err(Error::inval("state pointer is NULL"));
         }
@@ -98,7 +78,7 @@ pub unsafe extern "C" fn vmaf_hip_import_state(
     ctx: *mut VmafContext,
     state: *mut HipStateHandle,
 ) -> c_int {
-    boundary("vmaf_hip_import_state", || {
+    ffi_boundary!("vmaf_hip_import_state", {
         if ctx.is_null() || state.is_null() {
             return Err(Error::inval("context or state is NULL"));
         }
@@ -115,7 +95,7 @@ pub unsafe extern "C" fn vmaf_hip_import_state(
 /// `state` is NULL or points to NULL or to a live state not used concurrently.
 #[no_mangle]
 pub unsafe extern "C" fn vmaf_hip_state_free(state: *mut *mut HipStateHandle) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
+    ffi_boundary!("vmaf_hip_state_free", {
         if state.is_null() {
             return;
         }
@@ -126,7 +106,7 @@ pub unsafe extern "C" fn vmaf_hip_state_free(state: *mut *mut HipStateHandle) {
             // the caller's pointer is now NULL.
             drop(unsafe { Box::from_raw(handle) });
         }
-    }));
+    })
 }
 
 /// `enum VmafHipPicturePreallocationMethod` (extension): where pooled pictures live.
@@ -163,7 +143,7 @@ pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
     ctx: *mut VmafContext,
     cfg: VmafHipPictureConfiguration,
 ) -> c_int {
-    boundary("vmaf_hip_preallocate_pictures", || {
+    ffi_boundary!("vmaf_hip_preallocate_pictures", {
         if ctx.is_null() {
             return Err(Error::inval("context is NULL"));
         }
@@ -211,7 +191,7 @@ pub unsafe extern "C" fn vmaf_hip_fetch_preallocated_picture(
     ctx: *mut VmafContext,
     pic: *mut crate::ffi::picture::VmafPicture,
 ) -> c_int {
-    boundary("vmaf_hip_fetch_preallocated_picture", || {
+    ffi_boundary!("vmaf_hip_fetch_preallocated_picture", {
         // SAFETY: forwarded caller's contract.
         unsafe { crate::ffi::libvmaf::fetch_pooled(ctx, pic) }?;
         Ok(0)
@@ -221,17 +201,15 @@ pub unsafe extern "C" fn vmaf_hip_fetch_preallocated_picture(
 /// Prints one line per device to stdout and returns how many there are (0 when none).
 #[no_mangle]
 pub extern "C" fn vmaf_hip_list_devices() -> c_int {
-    let r = catch_unwind(|| {
+    let n = ffi_boundary!("vmaf_hip_list_devices", {
         let lines = crate::gpu::describe_devices();
         for l in &lines {
             println!("{l}");
         }
-        lines.len()
+        Ok(c_int::try_from(lines.len()).unwrap_or(c_int::MAX))
     });
-    match r {
-        Ok(n) => c_int::try_from(n).unwrap_or(c_int::MAX),
-        Err(_) => 0,
-    }
+    // A panic (-EINVAL) counts as no device: the contract is a count.
+    n.max(0)
 }
 
 #[cfg(test)]

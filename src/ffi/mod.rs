@@ -58,17 +58,33 @@ pub(crate) trait FfiReturn: Sized {
     }
 }
 
+/// Logs the failure of `name` and gives its negative errno. A missing GPU is an expected
+/// outcome of probing (`vmaf_hip_state_init` on a machine without one): info, not error.
+fn report(name: &str, e: &Error) -> c_int {
+    if matches!(e, Error::NoDevice(_)) {
+        crate::log_info!("{name}: {e}");
+    } else {
+        crate::log_error!("{name}: {e}");
+    }
+    e.errno()
+}
+
 /// `int` functions: 0 or a negative errno.
 impl FfiReturn for Result<()> {
     type C = c_int;
     fn into_c(self, name: &str) -> c_int {
-        match self {
-            Ok(()) => 0,
-            Err(e) => {
-                crate::log_error!("{name}: {e}");
-                e.errno()
-            }
-        }
+        self.map_or_else(|e| report(name, &e), |()| 0)
+    }
+    fn panicked() -> c_int {
+        -libc::EINVAL
+    }
+}
+
+/// `int` functions with a non-negative result (a count): the value or a negative errno.
+impl FfiReturn for Result<c_int> {
+    type C = c_int;
+    fn into_c(self, name: &str) -> c_int {
+        self.unwrap_or_else(|e| report(name, &e))
     }
     fn panicked() -> c_int {
         -libc::EINVAL

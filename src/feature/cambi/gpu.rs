@@ -17,34 +17,10 @@ use crate::gpu::kernels::{
     self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
 };
 use crate::gpu::planes::{dense, with_luma, PlaneAs};
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
-/// Start of the current stage and (stage, milliseconds) so far.
-#[cfg(test)]
-type Profile = Option<(std::time::Instant, Vec<(String, f64)>)>;
-
-#[cfg(test)]
-thread_local! {
-    /// Test builds: when set, each stage waits for the device and logs its wall time.
-    static PROFILE: std::cell::RefCell<Profile> = const { std::cell::RefCell::new(None) };
-}
-
-/// Marks the end of a stage for the test-only profile (nothing in normal builds).
-fn stage(_stream: &Stream, _name: &dyn Fn() -> String) -> Result<()> {
-    #[cfg(test)]
-    PROFILE.with(|p| {
-        if let Some((t, log)) = p.borrow_mut().as_mut() {
-            _stream.synchronize()?;
-            log.push((_name(), t.elapsed().as_secs_f64() * 1e3));
-            *t = std::time::Instant::now();
-        }
-        Ok::<(), Error>(())
-    })?;
-    Ok(())
-}
-
-/// Per-thread device buffers, sized for pictures up to `cap` pixels at the processing size.
+/// Device buffers of one frame in flight (pooled per state), sized for pictures up to `cap` pixels at the processing size.
 struct Scratch {
     cap: usize,
     /// Ping-pong pictures and masks (decimation and the mode filter are out of place).
@@ -198,7 +174,6 @@ fn with_c_values<T: Sample + PlaneAs>(
                 dense(&sc.img[0], w, h),
             )
         })?;
-        stage(stream, &|| "upload+preprocess".into())?;
         kernels::cambi_mask(
             state,
             stream,
@@ -206,7 +181,6 @@ fn with_c_values<T: Sample + PlaneAs>(
             mask_index(w, h),
             dense(&sc.mask[0], w, h),
         )?;
-        stage(stream, &|| "mask".into())?;
 
         let p = CambiCValues {
             pad,
@@ -235,7 +209,6 @@ fn with_c_values<T: Sample + PlaneAs>(
             let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
             kernels::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
             im ^= 1;
-            stage(stream, &|| format!("decimate+mode {scale}"))?;
             kernels::cambi_cvalues(
                 state,
                 stream,
@@ -255,7 +228,6 @@ fn with_c_values<T: Sample + PlaneAs>(
                 &sc.stats,
                 scale * CAMBI_STATS_LEN,
             )?;
-            stage(stream, &|| format!("c-values + stats {scale} ({sw}x{sh})"))?;
         }
         sc.stats
             .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
@@ -264,7 +236,6 @@ fn with_c_values<T: Sample + PlaneAs>(
             let st = &sc.stats_host.as_slice()?[scale * CAMBI_STATS_LEN..][..CAMBI_STATS_LEN];
             *want = each(scale, ScaleData::Stats(st));
         }
-        stage(stream, &|| "statistics read back".into())?;
         // Maps only for the scales the statistics could not pool; all queued before the first
         // wait.
         for (scale, &(sw, sh)) in sizes.iter().enumerate() {
@@ -280,7 +251,6 @@ fn with_c_values<T: Sample + PlaneAs>(
                 );
             }
         }
-        stage(stream, &|| format!("maps of scales {wanted:?} read back"))?;
         Ok(())
     })
 }
@@ -571,29 +541,6 @@ mod tests {
                 bad |= !st_ok;
             }
             assert!(!bad, "{clip} [{opts}]: c-value maps or statistics differ");
-        }
-    }
-
-    /// Per-stage device times (each stage synchronised), 1080p.
-    #[test]
-    fn gpu_cambi_stage_profile_1080p() {
-        let Some(state) = crate::gpu::test_state() else {
-            return;
-        };
-        let set = GpuSet::new(vec![state]).unwrap();
-        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
-        for opts in ["", "cambi_high_res_speedup=1080"] {
-            let c = cambi(opts).with_gpu(Some(set.clone()));
-            // Warm-up (kernel loading, buffers), then one profiled frame.
-            run(&c, 1, &refs[1], &dists[1]);
-            super::PROFILE.with(|p| *p.borrow_mut() = Some((Instant::now(), Vec::new())));
-            run(&c, 0, &refs[0], &dists[0]);
-            let log = super::PROFILE.with(|p| p.borrow_mut().take()).unwrap().1;
-            let total: f64 = log.iter().map(|(_, t)| t).sum();
-            println!("profile 1080p [{opts}]: {total:.2} ms");
-            for (name, t) in log {
-                println!("  {name}: {t:.3} ms");
-            }
         }
     }
 
