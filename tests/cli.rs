@@ -1033,3 +1033,202 @@ fn raw_file_with_a_partial_frame_warns() {
         "{stderr}"
     );
 }
+
+// --- common test condition presets (--aom_ctc, --nflx_ctc) --------------------------------
+
+/// Runs `clip` with upstream's flags for a preset log (`--threads 2 --json` plus `flags`) and
+/// asserts every value of `expected` and the whole file but `fps` (so the order of models and
+/// features too) are upstream's.
+fn check_ctc(test: &str, clip: &str, flags: &[&str], expected: &str) {
+    let mut all = vec!["--threads", "2", "--json"];
+    all.extend_from_slice(flags);
+    let got = run_clip(test, clip, &all, "json");
+    let want_text = expected_text(expected);
+    let want = parse_json(&want_text, "expected");
+    assert_json_matches(&want, &parse_json(&got, "output"), &[], test);
+    assert_eq!(mask_fps(&got), mask_fps(&want_text), "{test}: layout");
+}
+
+macro_rules! ctc_tests {
+    ($($test:ident => $clip:literal, [$($flag:literal),*], $expected:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            check_ctc(stringify!($test), $clip, &[$($flag),*], $expected);
+        }
+    )*};
+}
+
+ctc_tests! {
+    ctc_aom_v7_natural_576x324_420p8 => "natural_576x324_420p8", ["--aom_ctc", "v7.0"],
+        "natural_576x324_420p8.aom_ctc_v7.0.json";
+    ctc_nflx_v1_natural_576x324_420p8 => "natural_576x324_420p8", ["--nflx_ctc", "v1.0"],
+        "natural_576x324_420p8.nflx_ctc_v1.0.json";
+    ctc_aom_v7_natural_640x360_420p10 => "natural_640x360_420p10", ["--aom_ctc", "v7.0"],
+        "natural_640x360_420p10.aom_ctc_v7.0.json";
+    ctc_aom_v1_natural_640x360_420p10 => "natural_640x360_420p10", ["--aom_ctc", "v1.0"],
+        "natural_640x360_420p10.aom_ctc_v1.0.json";
+    ctc_nflx_v1_natural_640x360_420p10 => "natural_640x360_420p10", ["--nflx_ctc", "v1.0"],
+        "natural_640x360_420p10.nflx_ctc_v1.0.json";
+    ctc_aom_v7_testsrc_321x241_420p8 => "testsrc_321x241_420p8", ["--aom_ctc", "v7.0"],
+        "testsrc_321x241_420p8.aom_ctc_v7.0.json";
+    ctc_aom_v6_testsrc_321x241_420p8 => "testsrc_321x241_420p8", ["--aom_ctc", "v6.0"],
+        "testsrc_321x241_420p8.aom_ctc_v6.0.json";
+    ctc_aom_v1_testsrc_321x241_420p8 => "testsrc_321x241_420p8", ["--aom_ctc", "v1.0"],
+        "testsrc_321x241_420p8.aom_ctc_v1.0.json";
+    ctc_nflx_v1_testsrc_321x241_420p8 => "testsrc_321x241_420p8", ["--nflx_ctc", "v1.0"],
+        "testsrc_321x241_420p8.nflx_ctc_v1.0.json";
+    // At 1080p float_ssim would score at scale 4 by default: v7.0 forces full scale.
+    ctc_aom_v7_natural_1920x1080_420p8 => "natural_1920x1080_420p8",
+        ["--aom_ctc", "v7.0", "--frame_cnt", "3"],
+        "natural_1920x1080_420p8.aom_ctc_v7.0.frame_cnt3.json";
+    // The preset's models and features go where it stands among -m and --feature.
+    ctc_nflx_v1_command_line_order => "testsrc_321x241_420p8",
+        ["--feature", "psnr_hvs", "-m", "version=vmaf_b_v0.6.3:name=b", "--nflx_ctc", "v1.0",
+         "--feature", "float_ms_ssim"],
+        "testsrc_321x241_420p8.nflx_ctc_v1.0.order.json";
+    // v7.0 replaces the first float_ssim given so far, here the --feature one.
+    ctc_aom_v7_replaces_first_float_ssim => "testsrc_321x241_420p8",
+        ["--feature", "float_ssim=enable_lcs=true", "--aom_ctc", "v7.0"],
+        "testsrc_321x241_420p8.aom_ctc_v7.0.float_ssim_first.json";
+}
+
+#[test]
+fn ctc_v6_and_v7_differ_only_in_float_ssim_at_1080p() {
+    let v7 = parse_json(
+        &expected_text("natural_1920x1080_420p8.aom_ctc_v7.0.frame_cnt3.json"),
+        "expected",
+    );
+    // The preset's float_ssim at the default (automatic) scale, 4 at 1080p.
+    let got = run_clip(
+        "ctc_v6_1080p",
+        "natural_1920x1080_420p8",
+        &["--json", "--aom_ctc", "v6.0", "--frame_cnt", "3"],
+        "json",
+    );
+    let got = parse_json(&got, "output");
+    let diff = json_diff(&v7, &got, &["float_ssim"]).expect("all but float_ssim equal");
+    assert!(diff > 100, "{diff}");
+    assert_eq!(v7["pooled_metrics"]["float_ssim"]["mean"], 8.898413);
+    assert_eq!(got["pooled_metrics"]["float_ssim"]["mean"], 14.334815);
+}
+
+#[test]
+fn ctc_bad_versions_and_clashes() {
+    let mut args = clip_args("testsrc_321x241_420p8");
+    args.extend(["--aom_ctc".into(), "v8.0".into()]);
+    assert_one_line_error(&args, "bad aom_ctc version \"v8.0\"");
+    args.truncate(4);
+    args.extend(["--aom_ctc".into(), "proposed".into()]);
+    assert_one_line_error(&args, "`--aom_ctc proposed` is deprecated");
+    args.truncate(4);
+    args.extend(["--nflx_ctc".into(), "v7.0".into()]);
+    assert_one_line_error(&args, "bad nflx_ctc version \"v7.0\"");
+    // Upstream: each model must be uniquely named, presets' models included.
+    args.truncate(4);
+    args.extend(["--aom_ctc", "v1.0", "-m", "version=vmaf_v0.6.1"].map(String::from));
+    assert_one_line_error(&args, "two models are named \"vmaf\"");
+    args.truncate(4);
+    args.extend(["--aom_ctc", "v1.0", "--nflx_ctc", "v1.0"].map(String::from));
+    assert_one_line_error(&args, "two models are named \"vmaf\"");
+}
+
+#[test]
+fn ctc_flags_in_help() {
+    let out = vmaf_ok(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--aom_ctc <VERSION>",
+        "--nflx_ctc <VERSION>",
+        "v1.0 ... v7.0",
+    ] {
+        assert!(help.contains(flag), "help lacks {flag}");
+    }
+}
+
+/// `clip`'s y4m (8-bit) as a 10-bit y4m: samples shifted left by 2, little-endian.
+fn y4m_to_10bit(src: &std::path::Path, dst: &std::path::Path) {
+    let data = std::fs::read(src).unwrap();
+    let nl = data.iter().position(|&b| b == b'\n').unwrap();
+    let header = std::str::from_utf8(&data[..nl]).unwrap();
+    let dim = |tag: char| -> usize {
+        header
+            .split(' ')
+            .find_map(|t| t.strip_prefix(tag))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let (w, h) = (dim('W'), dim('H'));
+    let frame = w * h + 2 * w.div_ceil(2) * h.div_ceil(2);
+    let header10: Vec<&str> = header
+        .split(' ')
+        .map(|t| if t.starts_with('C') { "C420p10" } else { t })
+        .filter(|t| !t.starts_with("XYSCSS"))
+        .collect();
+    let mut out = header10.join(" ").into_bytes();
+    out.push(b'\n');
+    let mut rest = &data[nl + 1..];
+    while !rest.is_empty() {
+        assert!(rest.starts_with(b"FRAME\n"));
+        out.extend_from_slice(b"FRAME\n");
+        for &s in &rest[6..6 + frame] {
+            out.extend_from_slice(&(u16::from(s) << 2).to_le_bytes());
+        }
+        rest = &rest[6 + frame..];
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+/// From v6.0 the AOM preset takes inputs of different bit depths and scores the lower one
+/// shifted up to the higher: 8-bit reference against a 10-bit distorted scores exactly like
+/// both at 10 bits. Before v6.0 (and without a preset) the depths must match.
+#[test]
+fn ctc_aom_v6_mixed_bit_depths() {
+    let clip = "testsrc_321x241_420p8";
+    let dir = work_dir("ctc_mixed_depth");
+    let (r8, d8) = (
+        clip_path(&format!("ref_{clip}.y4m")),
+        clip_path(&format!("dist_{clip}.y4m")),
+    );
+    let (r10, d10) = (dir.join("ref10.y4m"), dir.join("dist10.y4m"));
+    y4m_to_10bit(&r8, &r10);
+    y4m_to_10bit(&d8, &d10);
+    let run = |r: &std::path::Path, d: &std::path::Path, preset: &str, out: &str| {
+        let out = arg(&dir, out);
+        let args = [
+            "-r".into(),
+            r.display().to_string(),
+            "-d".into(),
+            d.display().to_string(),
+            "--aom_ctc".into(),
+            preset.into(),
+            "--frame_cnt".into(),
+            "4".into(),
+            "--json".into(),
+            "-q".into(),
+            "-o".into(),
+            out.clone(),
+        ];
+        (vmaf(&args), out)
+    };
+    let (o, both10) = run(&r10, &d10, "v6.0", "both10.json");
+    assert!(o.status.success());
+    let both10 = parse_json(&std::fs::read_to_string(both10).unwrap(), "both10");
+    for (r, d, name) in [(&r8, &d10, "ref8.json"), (&r10, &d8, "dist8.json")] {
+        let (o, mixed) = run(r, d, "v7.0", name);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let mixed = parse_json(&std::fs::read_to_string(mixed).unwrap(), name);
+        // v7.0's float_ssim is at scale 1, v6.0's automatic scale is 1 at this size too.
+        let n = json_diff(&both10, &mixed, &[]).expect("mixed depths score as 10-bit");
+        assert!(n > 150, "{n}");
+    }
+    let mut args = vec![
+        "-r".to_string(),
+        r8.display().to_string(),
+        "-d".into(),
+        d10.display().to_string(),
+    ];
+    assert_one_line_error(&args, "bit depths differ (8 vs 10)");
+    args.extend(["--aom_ctc".into(), "v5.0".into()]);
+    assert_one_line_error(&args, "bit depths differ (8 vs 10)");
+}

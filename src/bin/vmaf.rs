@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use vmaf_hip::context::{Config, Context};
@@ -22,6 +22,9 @@ use vmaf_hip::output::OutputFormat;
 use vmaf_hip::picture::PixelFormat;
 use vmaf_hip::pooling::PoolingMethod;
 use vmaf_hip::Error;
+
+#[path = "vmaf/ctc.rs"]
+mod ctc;
 
 /// One `-m` argument.
 #[derive(Debug, Clone)]
@@ -107,6 +110,20 @@ struct Cli {
     /// Extra feature extractor: NAME[=key=value:key=value...] (repeatable)
     #[arg(long = "feature", value_name = "NAME[=OPTS]", value_parser = parse_feature)]
     feature: Vec<FeatureArg>,
+    /// AOM common test conditions preset (v1.0 ... v7.0): models vmaf_v0.6.1 (`vmaf`) and
+    /// vmaf_v0.6.1neg (`vmaf_neg`), features psnr, ciede, float_ssim, float_ms_ssim, psnr_hvs,
+    /// from v3.0 cambi; from v6.0 the inputs may differ in bit depth; v7.0 scores float_ssim
+    /// at full scale. Added where it stands among -m/--feature (repeatable)
+    #[arg(long = "aom_ctc", alias = "aom-ctc", value_name = "VERSION", value_parser = ctc::parse_aom_ctc)]
+    aom_ctc: Vec<ctc::Preset>,
+    /// Netflix common test conditions preset (v1.0): models vmaf_4k_v0.6.1 (`vmaf`) and
+    /// vmaf_4k_v0.6.1neg (`vmaf_neg`), features psnr (with chroma), float_ssim, cambi
+    #[arg(long = "nflx_ctc", alias = "nflx-ctc", value_name = "VERSION", value_parser = ctc::parse_nflx_ctc)]
+    nflx_ctc: Vec<ctc::Preset>,
+    /// Set by an --aom_ctc preset of v6.0 or later: reference and distorted may differ in bit
+    /// depth; the lower one is shifted up to the higher.
+    #[arg(skip)]
+    common_bitdepth: bool,
     /// Output file
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     output: Option<PathBuf>,
@@ -461,6 +478,7 @@ fn check_compatible(
     b: &VideoInfo,
     ref_path: &Path,
     dist_path: &Path,
+    common_bitdepth: bool,
 ) -> Result<(), CliError> {
     let mut problems = Vec::new();
     if (a.width, a.height) != (b.width, b.height) {
@@ -476,7 +494,7 @@ fn check_compatible(
             fmt_name(b.pix_fmt)
         ));
     }
-    if a.bpc != b.bpc {
+    if a.bpc != b.bpc && !common_bitdepth {
         problems.push(format!("bit depths differ ({} vs {})", a.bpc, b.bpc));
     }
     if problems.is_empty() {
@@ -577,7 +595,13 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
 
     let mut vref = io::open(&ref_path, raw).map_err(reading(&ref_path))?;
     let mut vdist = io::open(&dist_path, raw).map_err(reading(&dist_path))?;
-    check_compatible(&vref.info(), &vdist.info(), &ref_path, &dist_path)?;
+    check_compatible(
+        &vref.info(),
+        &vdist.info(),
+        &ref_path,
+        &dist_path,
+        cli.common_bitdepth,
+    )?;
     for w in vref.warnings().iter().chain(&vdist.warnings()) {
         say!("warning: {w}");
     }
@@ -654,6 +678,11 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
                 });
                 break;
             }
+        };
+        let (r, d) = if r.bpc != d.bpc {
+            ctc::common_depth(r, d).map_err(with_context(format!("frame {n}")))?
+        } else {
+            (r, d)
         };
         ctx.read_pictures(r, d, n)
             .map_err(with_context(format!("frame {n}")))?;
@@ -742,7 +771,12 @@ fn main() -> ExitCode {
     }));
     // Taken before any file is opened: a closed descriptor 1 would be reused by the next open.
     let stdout = stdout_file();
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command().try_get_matches().and_then(|m| {
+        let mut cli = Cli::from_arg_matches(&m)?;
+        ctc::expand(&mut cli, &m);
+        Ok(cli)
+    });
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;

@@ -187,7 +187,8 @@ fn parses_builtin_models() {
             "vmaf_v0.6.1",
             "vmaf_b_v0.6.3",
             "vmaf_v0.6.1neg",
-            "vmaf_4k_v0.6.1"
+            "vmaf_4k_v0.6.1",
+            "vmaf_4k_v0.6.1neg"
         ]
     );
 }
