@@ -254,7 +254,11 @@ fn meson_installs_upstream_layout() {
         "bin/vmaf --version",
     );
     // like upstream's, the version goes to stderr
-    let printed = format!("{}{}", stdout(&version), String::from_utf8_lossy(&version.stderr));
+    let printed = format!(
+        "{}{}",
+        stdout(&version),
+        String::from_utf8_lossy(&version.stderr)
+    );
     assert_eq!(printed.trim(), "3.2.0");
 
     // A libvmaf consumer built with `pkg-config libvmaf` against the prefix.
