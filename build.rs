@@ -9,6 +9,17 @@
 //! Environment: `VMAF_HIP_ARCHS` (comma/space separated gfx list, empty = no AMD AOT),
 //! `VMAF_HIP_CUDA_ARCHS` (sm_XX list, empty = no NVIDIA AOT), `VMAF_HIP_AOT=0` (skip both),
 //! `HIPCC`/`NVCC` (explicit compiler paths), `HIP_PATH`, `ROCM_PATH`, `CUDA_PATH`.
+//!
+//! The script reruns (and the crate rebuilds) when any of those variables or `PATH` change, and
+//! when a compiler it found changes or disappears. A compiler that appears in a directory
+//! already on `PATH` is noticed only after `touch build.rs` (cargo cannot watch for a file that
+//! does not exist yet without rerunning on every build). One `cargo:warning` line says which
+//! GPU code was embedded; the same text is `code::BUILD_SUMMARY` at run time.
+//!
+//! On ELF targets the cdylib gets the placeholder SONAME `libvmaf_hip.so` (what programs linked
+//! against `target/*/libvmaf_hip.so` record as NEEDED, as without a SONAME); meson rewrites it
+//! to `libvmaf.so.3` in the copy it installs (build-aux/set_soname.py), so one cargo build
+//! serves `cargo test` and meson.
 
 use std::env;
 use std::fmt::Write as _;
@@ -28,6 +39,15 @@ fn main() {
     let kdir = root.join("kernels");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=kernels");
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if env::var("CARGO_CFG_TARGET_FAMILY").is_ok_and(|f| f.split(',').any(|f| f == "unix"))
+        && !matches!(
+            target_os.as_str(),
+            "macos" | "ios" | "tvos" | "watchos" | "visionos"
+        )
+    {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libvmaf_hip.so");
+    }
     for v in [
         "VMAF_HIP_ARCHS",
         "VMAF_HIP_CUDA_ARCHS",
@@ -71,6 +91,13 @@ fn main() {
         Some(n) => cuda_archs(n),
         None => Vec::new(),
     };
+    // A found compiler that changes (upgrade) or disappears reruns the probe.
+    for tool in hipcc.iter().chain(nvcc.iter()) {
+        if tool.is_absolute() && tool.is_file() {
+            println!("cargo:rerun-if-changed={}", tool.display());
+        }
+    }
+    let (mut amd_built, mut nv_built) = (0usize, 0usize);
 
     let mut table = String::new();
     let prelude = kdir.join("vmaf_prelude.h");
@@ -121,6 +148,8 @@ fn main() {
             ),
             _ => None,
         };
+        amd_built += usize::from(amd.is_some());
+        nv_built += usize::from(nv.is_some());
         let embed = |p: Option<PathBuf>| match p {
             Some(p) => format!("Some(include_bytes!({p:?}))"),
             None => "None".to_string(),
@@ -134,6 +163,56 @@ fn main() {
         .unwrap();
     }
     writeln!(table, "];").unwrap();
+
+    let why = |tool: &str, found: bool, archs: &[String]| {
+        if !aot {
+            "VMAF_HIP_AOT=0".to_string()
+        } else if !found {
+            format!("{tool} not found")
+        } else if archs.is_empty() {
+            format!("{tool} targets no requested arch")
+        } else {
+            format!("{tool} failed")
+        }
+    };
+    let part = |vendor: &str, what: &str, built: usize, archs: &[String], why: String| {
+        let n = sources.len();
+        if built == 0 {
+            format!("no {vendor} {what} ({why})")
+        } else if built < n {
+            format!(
+                "embedded {vendor} {what} for {} ({built} of {n} kernels)",
+                archs.join(",")
+            )
+        } else {
+            format!("embedded {vendor} {what} for {}", archs.join(","))
+        }
+    };
+    let summary = format!(
+        "vmaf-hip: {}; {}; other GPU archs compile the kernels at run time via hiprtc/nvrtc",
+        part(
+            "AMD",
+            "code objects",
+            amd_built,
+            &amd_archs,
+            why("hipcc", hipcc.is_some(), &amd_archs)
+        ),
+        part(
+            "NVIDIA",
+            "fatbin",
+            nv_built,
+            &cuda_archs,
+            why("nvcc", nvcc.is_some(), &cuda_archs)
+        ),
+    );
+    println!("cargo:warning={summary}");
+    writeln!(
+        table,
+        "/// What build.rs embedded (also printed as a cargo warning at build time)."
+    )
+    .unwrap();
+    writeln!(table, "pub static BUILD_SUMMARY: &str = {summary:?};").unwrap();
+    fs::write(out.join("gpu_probe.txt"), format!("{summary}\n")).unwrap();
     fs::write(out.join("vmaf_kernels.rs"), table).unwrap();
 }
 

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Builds FFmpeg 7.1.5 (Debian source package) with ffmpeg-patches/ against
-# vmaf-hip's libvmaf_hip.so and checks the libvmaf filter on the parity clips.
+# vmaf-hip's library and checks the libvmaf filter on the parity clips.
 #
 #   ffmpeg-patches/test.sh                  build everything, run the CPU checks
 #   ffmpeg-patches/test.sh --prebuilt DIR   only run the checks with DIR/bin/ffmpeg
-#                                           (DIR/lib holds libvmaf_hip.so.3)
+#                                           (DIR/lib holds libvmaf.so.3)
 #
 # Environment:
 #   VMAF_FFMPEG_CACHE       cache for the FFmpeg source and build, and the meson
-#                           build of the library (default ~/.cache/vmaf-hip-ffmpeg)
-#   VMAF_FFMPEG_BUNDLE      where the relocatable ffmpeg + libvmaf_hip.so pair is
+#                           build directory of the library (default
+#                           ~/.cache/vmaf-hip-ffmpeg)
+#   CARGO_TARGET_DIR        where meson has cargo build the library and the CLI
+#                           (default: the repository's target/, shared with
+#                           `cargo build --release` and `cargo test --release`)
+#   VMAF_FFMPEG_BUNDLE      where the relocatable ffmpeg + libvmaf.so.3 pair is
 #                           copied after a build (default $VMAF_FFMPEG_CACHE/bundle)
 #   VMAF_FFMPEG_HIP_DEVICE  GPU mode: run every check on the CPU and then with
 #                           hip_device=N (+ a 1080p clip), expect the same scores
@@ -82,15 +86,19 @@ PREFIX="$WORK/prefix"
 
 build_library() {
     local b="$CACHE/meson-$(printf %s "$ROOT" | sha1sum | cut -c1-10)"
+    # The cargo build happens in the shared target directory (meson's default),
+    # not in the build directory: drop what older versions of this script kept.
+    rm -rf "$b/cargo-target"
     if [ -f "$b/build.ninja" ]; then
-        meson configure "$b" -Dprefix="$PREFIX" -Dlibdir=lib
+        meson configure "$b" -Dprefix="$PREFIX" -Dlibdir=lib -Dlibvmaf_compat=true -Dcargo_target_dir=
     else
         rm -rf "$b"
-        meson setup "$b" "$ROOT" --prefix="$PREFIX" --libdir=lib --buildtype=release
+        meson setup "$b" "$ROOT" --prefix="$PREFIX" --libdir=lib --buildtype=release -Dlibvmaf_compat=true
     fi
     meson compile -C "$b" libvmaf_hip
     meson install -C "$b" --no-rebuild
-    [ -e "$PREFIX/lib/pkgconfig/libvmaf.pc" ] && [ -e "$PREFIX/include/libvmaf/libvmaf_hip.h" ]
+    [ -e "$PREFIX/lib/pkgconfig/libvmaf.pc" ] && [ -e "$PREFIX/include/libvmaf/libvmaf_hip.h" ] &&
+        [ -e "$PREFIX/lib/libvmaf.so.3" ]
 }
 
 # ---------------------------------------------------------------- FFmpeg source
@@ -212,7 +220,7 @@ FF_CONFIGURE=(
     --enable-filter=libvmaf,scale,format,null
     --enable-libvmaf
     --disable-iconv
-    # RUNPATH $ORIGIN/../lib, so bin/ffmpeg finds lib/libvmaf_hip.so.3 wherever
+    # RUNPATH $ORIGIN/../lib, so bin/ffmpeg finds lib/libvmaf.so.3 wherever
     # the pair is copied. configure evaluates the value once inside double
     # quotes and make once more: config.mak must get \$$ORIGIN.
     '--extra-ldexeflags=-Wl,--enable-new-dtags,-rpath,\\\$\$ORIGIN/../lib'
@@ -355,15 +363,16 @@ check_clean_failure() {
     fi
 }
 
-# $1: ffmpeg binary; its libvmaf_hip must be the one in ../lib.
+# $1: ffmpeg binary; its libvmaf (NEEDED libvmaf.so.3, the library's SONAME,
+# whether linked with -lvmaf or -lvmaf_hip) must be the one in ../lib.
 check_binary() {
     local bin=$1 needed runpath resolved
     needed=$(readelf -d "$bin" | grep NEEDED | grep -o '\[.*\]' | tr -d '[]' | xargs)
     runpath=$(readelf -d "$bin" | grep -o 'R.*PATH.*\[.*\]' | grep -o '\[.*\]' || true)
-    resolved=$(ldd "$bin" | sed -n 's/.*libvmaf_hip[^ ]* => \([^ ]*\) .*/\1/p')
+    resolved=$(ldd "$bin" | sed -n 's/.*libvmaf[^ ]*\.so[^ ]* => \([^ ]*\) .*/\1/p' | head -n 1)
     if [ -z "$resolved" ] || [ "$(readlink -f "$(dirname "$resolved")")" != \
          "$(readlink -f "$(dirname "$bin")/../lib")" ]; then
-        fail "$(basename "$bin"): libvmaf_hip.so not found in ../lib: NEEDED $needed, RUNPATH $runpath, ${resolved:-not resolved}"
+        fail "$(basename "$bin"): libvmaf not found in ../lib: NEEDED $needed, RUNPATH $runpath, ${resolved:-not resolved}"
     else
         pass "$(basename "$bin"): $(du -k "$bin" | cut -f1) KiB, NEEDED $needed, RUNPATH $runpath"
     fi
@@ -396,8 +405,12 @@ else
     FFMPEG="$PREFIX/bin/ffmpeg"
     rm -rf "$BUNDLE" && mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
     cp "$FFMPEG" "$BUNDLE/bin/"
-    # a regular file under the name ffmpeg asks for (no symlinks to carry)
-    cp -L "$PREFIX/lib/libvmaf_hip.so.3" "$BUNDLE/lib/"
+    # a regular file under the name ffmpeg asks for (no symlinks to carry):
+    # libvmaf.so.3 (an FFmpeg cached from before the SONAME change asks for
+    # libvmaf_hip.so.3, also installed)
+    for lib in $(readelf -d "$FFMPEG" | sed -n 's/.*(NEEDED).*\[\(libvmaf[^]]*\)\].*/\1/p'); do
+        cp -L "$PREFIX/lib/$lib" "$BUNDLE/lib/"
+    done
 fi
 check_binary "$FFMPEG"
 if "$FFMPEG" -hide_banner -h filter=libvmaf 2>&1 | grep 'hip_device' >/dev/null; then

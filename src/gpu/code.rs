@@ -138,6 +138,8 @@ fn external_objects(name: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
 /// `VMAF_HIP_FORCE_RTC=1` skips the AOT objects; `VMAF_HIP_NO_RTC=1` forbids run-time
 /// compilation (deployments that must run only the shipped code, and tests of the AOT path).
 pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
+    static SUMMARY: std::sync::Once = std::sync::Once::new();
+    SUMMARY.call_once(|| crate::log::log(crate::log::LogLevel::Debug, BUILD_SUMMARY));
     let info = dev.info();
     let (ext_amd, ext_nv) = external_objects(kernel.name);
     let mut amd = ext_amd.as_deref().or(kernel.amd_bundle);
