@@ -29,15 +29,30 @@ pub enum Error {
     /// The object is in use by another thread.
     #[error("busy: {0}")]
     Busy(String),
-    /// A GPU runtime call failed.
-    #[error("gpu error: {0}")]
-    Gpu(String),
+    /// A GPU runtime (or run-time compiler) call failed with a status the other variants do not
+    /// cover; `status` is the runtime's own code (hipError_t, CUresult, nvrtcResult...), kept for
+    /// callers and logs.
+    #[error("gpu error: {call}: {message} (status {status})")]
+    Gpu {
+        call: String,
+        status: i32,
+        message: String,
+    },
 }
 
 impl Error {
     /// Shorthand for [`Error::Invalid`].
     pub fn inval(msg: impl Into<String>) -> Self {
         Error::Invalid(msg.into())
+    }
+
+    /// A failed GPU runtime call.
+    pub fn gpu(call: impl Into<String>, status: i32, message: impl Into<String>) -> Self {
+        Error::Gpu {
+            call: call.into(),
+            status,
+            message: message.into(),
+        }
     }
 
     /// Wraps an I/O error with what was being done.
@@ -57,7 +72,7 @@ impl Error {
             Error::NotSupported(_) => -libc::ENOSYS,
             Error::Io { source, .. } => -source.raw_os_error().unwrap_or(libc::EIO),
             Error::Busy(_) => -libc::EBUSY,
-            Error::Gpu(_) => -libc::EIO,
+            Error::Gpu { .. } => -libc::EIO,
         }
     }
 }

@@ -421,10 +421,11 @@ pub fn compile_source(
     let fail = |call: &str, st: Status, log: &str| {
         // SAFETY: the error-string functions accept any status and return static text.
         let text = unsafe { sys::c_text((fns.error_string)(st)) };
-        Error::Gpu(format!(
-            "{} {call} for {name}: {text} ({st}){log}",
-            fns.name
-        ))
+        Error::gpu(
+            format!("{} {call} for {name}", fns.name),
+            st,
+            format!("{text}{log}"),
+        )
     };
 
     let mut raw: RawProgram = std::ptr::null_mut();

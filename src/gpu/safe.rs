@@ -60,13 +60,12 @@ impl Api {
                 st == sys::ERR_OUT_OF_MEMORY_CUDA,
             ),
         };
-        let msg = format!("{call}: {text}");
         Err(if oom {
-            Error::NoMem(msg)
+            Error::NoMem(format!("{call}: {text}"))
         } else if st == sys::ERR_NO_DEVICE || st == sys::ERR_INSUFFICIENT_DRIVER {
-            Error::NoDevice(msg)
+            Error::NoDevice(format!("{call}: {text}"))
         } else {
-            Error::Gpu(msg)
+            Error::gpu(call, st, text)
         })
     }
 
@@ -358,7 +357,8 @@ impl Device {
         }
         Err(match fault {
             1 => Error::NoMem(format!("{call}: injected out-of-memory")),
-            2 => Error::Gpu(format!("{call}: injected launch failure")),
+            // The status CUDA gives a failed launch (CUDA_ERROR_LAUNCH_FAILED).
+            2 => Error::gpu(call, 719, "injected launch failure"),
             _ => Error::NoDevice(format!("{call}: injected device loss")),
         })
     }
