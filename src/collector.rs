@@ -5,6 +5,11 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 
+/// Frame indices accepted: scores are stored densely by index, so a huge index from the C API
+/// (`vmaf_read_pictures`, `vmaf_import_feature_score`) would otherwise allocate and fill up to
+/// 64 GiB per feature. 2^24 frames is over three days at 60 fps.
+pub const MAX_INDEX: usize = (1 << 24) - 1;
+
 /// All scores of one feature, indexed by frame.
 #[derive(Debug, Clone, Default)]
 pub struct FeatureVector {
@@ -48,6 +53,11 @@ impl FeatureCollector {
     /// Stores `value` for `name` at `index`. Writing the same (name, index) twice is an error, as
     /// in libvmaf.
     pub fn append(&self, name: &str, value: f64, index: usize) -> Result<()> {
+        if index > MAX_INDEX {
+            return Err(Error::inval(format!(
+                "frame index {index} exceeds the maximum {MAX_INDEX}"
+            )));
+        }
         let mut g = self.lock();
         let now = Instant::now();
         g.first_append.get_or_insert(now);
@@ -115,6 +125,8 @@ mod tests {
         c.append("b", 1.0, 2).unwrap();
         c.append("a", 2.0, 0).unwrap();
         assert!(c.append("b", 3.0, 2).is_err());
+        assert!(c.append("b", 3.0, MAX_INDEX + 1).is_err());
+        assert!(c.append("b", 3.0, u32::MAX as usize).is_err());
         let s = c.snapshot();
         assert_eq!(s[0].name, "b");
         assert_eq!(s[1].name, "a");
