@@ -67,6 +67,10 @@ pub(crate) fn pixel_format(raw: RawPixelFormat) -> Result<PixelFormat> {
     }
 }
 
+/// Largest picture accepted from C (luma samples; 16384x16384, as the file readers): at most
+/// 1.5 GiB at 16-bit 4:4:4.
+const MAX_PICTURE_PIXELS: u64 = 1 << 28;
+
 /// Checks `bpc` and the size, then allocates a zeroed picture.
 pub(crate) fn new_picture_data(
     pix_fmt: RawPixelFormat,
@@ -80,6 +84,11 @@ pub(crate) fn new_picture_data(
     }
     if w == 0 || h == 0 {
         return Err(Error::inval(format!("invalid picture size {w}x{h}")));
+    }
+    // Refuse sizes no real video has before allocating: Rust aborts the process on a failed
+    // allocation, where the C caller expects an error return.
+    if u64::from(w) * u64::from(h) > MAX_PICTURE_PIXELS {
+        return Err(Error::NoMem(format!("picture size {w}x{h} is too large")));
     }
     PictureData::new(fmt, bpc, w as usize, h as usize)
 }
@@ -209,4 +218,24 @@ pub unsafe extern "C" fn vmaf_picture_unref(pic: *mut VmafPicture) -> c_int {
         // SAFETY: non-NULL, and filled by this library or zeroed (caller's contract).
         unsafe { release_picture(&mut *pic) }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_sizes_fail_without_allocating() {
+        for (w, h) in [
+            (1 << 31, 64),
+            (1 << 16, 1 << 16),
+            (c_uint::MAX, c_uint::MAX),
+        ] {
+            let Err(e) = new_picture_data(1, 8, w, h) else {
+                panic!("{w}x{h} accepted");
+            };
+            assert_eq!(e.errno(), -libc::ENOMEM, "{w}x{h}");
+        }
+        assert!(new_picture_data(3, 16, 64, 64).is_ok());
+    }
 }
