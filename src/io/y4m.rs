@@ -81,7 +81,10 @@ fn parse_header(line: &str) -> std::result::Result<(VideoInfo, bool), String> {
     let (mut w, mut h) = (None, None);
     let mut cs = "420";
     for tok in tokens {
-        let (tag, val) = tok.split_at(1);
+        // A token starting with a multi-byte character is an unknown tag.
+        let Some((tag, val)) = tok.split_at_checked(1) else {
+            continue;
+        };
         let ratio_ok = || {
             val.split_once(':')
                 .is_some_and(|(a, b)| a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
@@ -429,6 +432,7 @@ mod tests {
             (b"YUV4MPEG2 W2 H2 C420p8\n", "unsupported colorspace"),
             (b"YUV4MPEG2 W2 H2 C420p17\n", "unsupported colorspace"),
             (b"YUV4MPEG2 W2 H2", "not terminated"),
+            ("YUV4MPEG2 W2 \u{518}30:1\n".as_bytes(), "missing height"),
             (&[0xff, 0xfe, b'\n'], "not text"),
         ];
         for (data, want) in cases {
