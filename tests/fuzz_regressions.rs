@@ -56,3 +56,17 @@ fn model_json() {
 fn c_api() {
     replay("c_api");
 }
+
+/// `VMAF_FUZZ_REPLAY="<target> <file>..." cargo test --release --test fuzz_regressions one`
+/// replays single inputs (e.g. a fresh crasher) without cargo-fuzz.
+#[test]
+fn one() {
+    let Ok(spec) = std::env::var("VMAF_FUZZ_REPLAY") else {
+        return;
+    };
+    let mut args = spec.split_whitespace();
+    let target = args.next().expect("target name");
+    for f in args {
+        harness::replay(target, &std::fs::read(f).expect("readable input"));
+    }
+}

@@ -171,10 +171,15 @@ impl Ops<'_> {
     fn pick<T: Copy>(&mut self, from: &[T]) -> T {
         from[usize::from(self.u8()) % from.len()]
     }
-    /// A frame index: mostly small, sometimes huge.
+    /// A frame index: mostly small, sometimes huge (above the library's limit). Indices in
+    /// between are valid and legitimately allocate score storage up to them, so they are
+    /// kept below 2^16.
     fn index(&mut self) -> c_uint {
         match self.u8() % 8 {
-            0 => self.u32(),
+            0 => match self.u32() {
+                v if v as usize > vmaf_hip::collector::MAX_INDEX => v,
+                v => v & 0xffff,
+            },
             1 => c_uint::MAX - c_uint::from(self.u8() % 4),
             _ => c_uint::from(self.u8() % 16),
         }
@@ -183,7 +188,9 @@ impl Ops<'_> {
     /// absurd.
     fn dim(&mut self) -> c_uint {
         match self.u8() % 16 {
-            0 => self.pick(&[0, 1 << 16, 1 << 20, 1 << 31, c_uint::MAX]),
+            // Absurd sizes are all over the library's 2^28-sample limit (or 0): valid big
+            // pictures are legitimate, just slow to score.
+            0 => self.pick(&[0, (1 << 28) + 1, 1 << 29, 1 << 31, c_uint::MAX]),
             1 => c_uint::from(self.u8() % 4) + 1,
             2..=5 => c_uint::from(self.u8() % 64) + 1,
             _ => c_uint::from(self.u8() % 32) + 33,
@@ -313,7 +320,11 @@ pub fn c_api(data: &[u8]) {
     // when they were allocated and still referenced.
     while !ops.done() && n_ops < 200 {
         n_ops += 1;
-        match ops.u8() % 20 {
+        let op = ops.u8() % 20;
+        if tracing() {
+            eprintln!("op {op} at byte {}", ops.pos - 1);
+        }
+        match op {
             0 => {
                 if ctx.is_null() {
                     let cfg = VmafConfiguration {
@@ -398,7 +409,9 @@ pub fn c_api(data: &[u8]) {
                 let (w, h) = (ops.dim(), ops.dim());
                 release(&mut slots[s], &mut pool);
                 // SAFETY: see above.
-                if unsafe { vmaf_picture_alloc(&mut slots[s].pic, pix_fmt, bpc, w, h) } == 0 {
+                let rc = unsafe { vmaf_picture_alloc(&mut slots[s].pic, pix_fmt, bpc, w, h) };
+                trace(&format!("alloc {s} fmt {pix_fmt} bpc {bpc} {w}x{h}"), rc);
+                if rc == 0 {
                     slots[s].layout = Some(capture(&slots[s].pic, 0));
                 }
             }
@@ -609,6 +622,10 @@ fn release(slot: &mut Slot, pool: &mut Pool) {
 /// # Safety
 /// `l` describes a live picture.
 unsafe fn write_samples(l: &Layout, mode: u8, val: u16) {
+    // Big (absurd-size but allocatable) pictures keep their zeros: filling them is slow.
+    if l.w[0] > 64 || l.h[0] > 64 {
+        return;
+    }
     let in_range = mode & 1 == 0;
     for p in 0..3 {
         if l.data[p].is_null() {
