@@ -493,7 +493,9 @@ pub fn c_api(data: &[u8]) {
                 let value = f64::from(ops.u16() as i16) / 7.0;
                 let index = ops.index();
                 // SAFETY: see above.
-                unsafe { vmaf_import_feature_score(ctx, name.as_ptr(), value, index) };
+                trace("import", unsafe {
+                    vmaf_import_feature_score(ctx, name.as_ptr(), value, index)
+                });
             }
             16 => {
                 let cfg = VmafPictureConfiguration {
