@@ -156,6 +156,11 @@ impl Model {
         Model::from_text(text, cfg)
     }
 
+    /// Parses model JSON text (the content of a model file).
+    pub fn load_from_str(text: &str, cfg: &ModelConfig) -> Result<Model> {
+        Model::from_text(text, cfg)
+    }
+
     /// Loads a model JSON file.
     pub fn load_from_path(path: &Path, cfg: &ModelConfig) -> Result<Model> {
         read_model_file(path, "model", |text| Model::from_text(text, cfg))
@@ -374,6 +379,11 @@ impl ModelCollection {
         let text = builtin::json(version).ok_or_else(|| {
             Error::inval(format!("no such built-in model collection: \"{version}\""))
         })?;
+        ModelCollection::from_text(text, cfg)
+    }
+
+    /// Parses collection JSON text (the content of a collection file).
+    pub fn load_from_str(text: &str, cfg: &ModelConfig) -> Result<(Model, ModelCollection)> {
         ModelCollection::from_text(text, cfg)
     }
 

@@ -67,7 +67,9 @@ impl Svm {
         let mut it = header.into_iter();
         while let Some(key) = it.next() {
             // Array-valued keys hold one entry per class or per class pair.
-            let pairs = nr_class.map(|n| n * n.saturating_sub(1) / 2).unwrap_or(0);
+            let pairs = nr_class
+                .map(|n| n.saturating_mul(n.saturating_sub(1)) / 2)
+                .unwrap_or(0);
             match key {
                 "svm_type" => {
                     let t = it.next().ok_or_else(|| bad("cannot read svm_type"))?;

@@ -229,6 +229,7 @@ fn load_errors() {
         r#"{"model_dict": {"model": "svm_type nu_svr\nkernel_type rbf\ngamma 1\nnr_class 2\ntotal_sv 2\nrho 0\nSV\n1 1:1\n"}}"#,
         r#"{"model_dict": {"model": "svm_type nu_svr\nkernel_type rbf\ngamma 1\nnr_class 2\ntotal_sv 1\nrho 0\nSV\n1 2:1 1:1\n"}}"#,
         r#"{"model_dict": {"model": "svm_type nu_svr\nkernel_type rbf\nbogus 1\nSV\n"}}"#,
+        r#"{"model_dict": {"model": "svm_type nu_svr\nnr_class 18446744073709551615\nrho 0\nSV\n"}}"#,
     ] {
         let r = Model::from_text(bad, &ModelConfig::default());
         assert!(
