@@ -18,15 +18,8 @@
 
 #include "libvmaf_hip.h"
 
-static int failures;
+#include "check.h"
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
 
 static VmafHipConfiguration hip_cfg(int device_index, int flags)
 {

@@ -10,25 +10,8 @@
 
 #include <libvmaf/libvmaf.h>
 
-static int failures;
+#include "check.h"
 
-#define EXPECT(call, want)                                                                  \
-    do {                                                                                    \
-        int rc_ = (call);                                                                   \
-        if (rc_ != (want)) {                                                                \
-            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__,     \
-                    #call, rc_, (int)(want));                                               \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
-
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);              \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
 
 static VmafConfiguration config(unsigned n_threads)
 {

@@ -13,25 +13,16 @@
 
 #include <libvmaf/libvmaf.h>
 
-static int failures;
+#include "check.h"
 
-#define EXPECT(call, want)                                                                  \
-    do {                                                                                    \
-        int rc_ = (call);                                                                   \
-        if (rc_ != (want)) {                                                                \
-            fprintf(stderr, "%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__,     \
-                    #call, rc_, (int)(want));                                               \
-            __atomic_add_fetch(&failures, 1, __ATOMIC_SEQ_CST);                             \
-        }                                                                                   \
-    } while (0)
 
 #define W 96
 #define H 64
 #define FRAMES 24
 #define PRODUCERS 4
 #define WINDOW 4 /* frames fetched but not read yet */
-/* prev/prev-prev references + queued extraction jobs (2 * n_threads + 1, a pair each) +
- * frames in the producers' window. */
+/* Queued extraction jobs (2 * n_threads + 1, a pair each) + frames in the producers' window,
+ * plus two spare (the library keeps no pooled picture beyond the frames it works on). */
 #define POOL_SIZE (2 + 2 * (2 * 2 + 1) + 2 * WINDOW)
 
 static void on_alarm(int sig)

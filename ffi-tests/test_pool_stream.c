@@ -16,20 +16,13 @@
 #include <libvmaf/libvmaf.h>
 #include "libvmaf_hip.h"
 
+#include "check.h"
+
 #define W 176
 #define H 144
 #define FRAMES 100
 #define MAX_POOL 8
 
-static int failures;
-
-#define CHECK(cond)                                                             \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond);  \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
 
 enum pool_kind { POOL_NONE, POOL_PLAIN, POOL_HIP_HOST, POOL_HIP_PINNED };
 static const char *kind_name[] = {"alloc", "plain", "hip-host", "hip-pinned"};
