@@ -331,8 +331,7 @@ impl Adm {
         let (lr, ld) = (luma(r.plane(0)), luma(d.plane(0)));
         if matches!(
             (lr, ld),
-            (cpu::Luma::U8(_), cpu::Luma::U16(_))
-                | (cpu::Luma::U16(_), cpu::Luma::U8(_))
+            (cpu::Luma::U8(_), cpu::Luma::U16(_)) | (cpu::Luma::U16(_), cpu::Luma::U8(_))
         ) {
             return Err(Error::inval("adm: mixed sample sizes"));
         }
