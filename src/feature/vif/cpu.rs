@@ -150,8 +150,9 @@ impl Scratch {
     }
 }
 
-/// A luma sample type with its vertical statistics kernel.
-trait Sample: Copy + Into<u32> {
+/// A CPU luma sample type (`u8` or `u16`) with its vertical statistics kernel. (The GPU side
+/// has its own, unrelated `crate::gpu::kernels::Sample`: a device-copyable sample.)
+trait LumaSample: Copy + Into<u32> {
     /// Whether the kernel needs 64-bit vertical squared sums.
     const WIDE: bool;
 
@@ -186,7 +187,7 @@ fn store_sq<V: Copy + Into<u64>>(dst: &mut [f64], src: &[V], r: Round) {
     }
 }
 
-impl Sample for u8 {
+impl LumaSample for u8 {
     const WIDE: bool = false;
 
     fn vertical(
@@ -247,7 +248,7 @@ impl Sample for u8 {
     }
 }
 
-impl Sample for u16 {
+impl LumaSample for u16 {
     const WIDE: bool = true;
 
     fn vertical(
@@ -306,7 +307,7 @@ struct StatParams<'a> {
 }
 
 /// Local means, variances and covariance of one scale, reduced to its accumulators.
-fn scale_stats<T: Sample>(r: &Img<'_, T>, d: &Img<'_, T>, p: &StatParams<'_>) -> VifAccums {
+fn scale_stats<T: LumaSample>(r: &Img<'_, T>, d: &Img<'_, T>, p: &StatParams<'_>) -> VifAccums {
     let table = log2_table();
     let (w, h) = (r.w, r.h);
     let f = p.filt.len();
@@ -488,7 +489,7 @@ const ROUND16: Round = Round {
 };
 
 /// Scale-0 statistics (unless skipped) and the scale-1 image for one sample type.
-fn scale0<T: Sample>(
+fn scale0<T: LumaSample>(
     r: &Img<'_, T>,
     d: &Img<'_, T>,
     bpc: u32,
