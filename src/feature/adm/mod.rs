@@ -25,7 +25,7 @@ use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores
 use crate::gpu::GpuSet;
 use crate::picture::PlaneRef;
 
-pub use cpu::{band_size, scale_shifts, score_window, ScaleAccum, ScaleShifts, NUM_SCALES};
+pub use cpu::{band_size, scale_shifts, score_window, ScaleAccum, NUM_SCALES};
 use tables::CsfMode;
 
 /// Full feature names this extractor provides (the last eleven only with `debug`).
@@ -301,8 +301,9 @@ impl Adm {
         self
     }
 
-    /// The derived parameters (shared with a GPU backend).
-    pub fn params(&self) -> &AdmParams {
+    /// The derived parameters (the GPU tests run the CPU reference with them).
+    #[cfg(test)]
+    pub(crate) fn params(&self) -> &AdmParams {
         &self.params
     }
 

@@ -18,8 +18,8 @@ use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts,
 use crate::gpu::GpuSet;
 use crate::picture::Picture;
 
+pub use cpu::motion_sad;
 use cpu::{blend, c_min};
-pub use cpu::{motion_sad, FILTER};
 
 /// Full feature names this extractor provides.
 pub const PROVIDED_FEATURES: &[&str] = &[

@@ -2,7 +2,7 @@
 //! of the luma plane, bit-exact with upstream's scalar C path.
 //!
 //! Layout: `cpu.rs` is the CPU reference ([`compute_accums`] reduces a picture pair to four
-//! integer accumulators per scale; [`vif_scores`] / [`vif_num_den`] finish them in upstream's
+//! integer accumulators per scale; [`vif_scores`] / `vif_num_den` finish them in upstream's
 //! float/double order), `gpu.rs` computes the same accumulators on the device
 //! (kernels/vif.hip), and this file holds the extractor, its options and the dispatch.
 
@@ -13,7 +13,7 @@ use crate::gpu::GpuSet;
 use crate::error::Result;
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores};
 
-pub use cpu::{compute_accums, log2_table, vif_debug_scores, vif_num_den, vif_scores, VifAccums};
+pub use cpu::{compute_accums, log2_table, vif_debug_scores, vif_scores, VifAccums};
 
 /// Full feature names this extractor provides: the four scale scores, then the debug extras.
 pub const PROVIDED_FEATURES: &[&str] = &[
