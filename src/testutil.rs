@@ -184,7 +184,7 @@ pub fn load_parity_clip(name: &str) -> (Vec<Picture>, Vec<Picture>) {
 
 /// Runs `ext` on every frame of parity clip `clip`, in order, with the previous references
 /// supplied, and returns each frame's scores.
-pub fn extract_clip(
+pub(crate) fn extract_clip(
     clip: &str,
     ext: &dyn crate::feature::Extractor,
 ) -> Vec<crate::feature::Scores> {
@@ -207,7 +207,11 @@ pub fn extract_clip(
 
 /// Asserts that, on every frame of every parity clip, `ext` stores a score named `stored` that
 /// prints (`%.6f`) as upstream printed metric `printed` in `<clip>.json`.
-pub fn assert_matches_upstream(ext: &dyn crate::feature::Extractor, stored: &str, printed: &str) {
+pub(crate) fn assert_matches_upstream(
+    ext: &dyn crate::feature::Extractor,
+    stored: &str,
+    printed: &str,
+) {
     for clip in PARITY_CLIPS {
         let log = expected_json(&format!("{clip}.json"));
         let frames = log["frames"].as_array().expect("frames");

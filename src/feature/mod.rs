@@ -12,25 +12,26 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuSet;
 use crate::picture::Picture;
 
-pub mod adm;
-pub mod alias;
-pub mod cambi;
-pub mod ciede;
-pub mod motion;
-pub mod options;
-pub mod psnr;
-pub mod psnr_hvs;
-pub mod speed;
-pub mod ssim;
+pub(crate) mod adm;
+pub(crate) mod alias;
+pub(crate) mod cambi;
+pub(crate) mod ciede;
+pub(crate) mod motion;
+pub(crate) mod options;
+pub(crate) mod psnr;
+pub(crate) mod psnr_hvs;
+pub(crate) mod speed;
+pub(crate) mod ssim;
 use ssim::{float_ms_ssim, float_ssim};
-pub mod vif;
+pub(crate) mod vif;
 
-pub use options::{Dict, OptSpec, OptValue, Opts};
+pub use options::Dict;
+pub(crate) use options::{OptSpec, OptValue, Opts};
 
 bitflags! {
     /// Scheduling needs of an extractor (libvmaf's `VMAF_FEATURE_EXTRACTOR_*`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct ExtractorFlags: u32 {
+    pub(crate) struct ExtractorFlags: u32 {
         /// Stateful: must see every frame in order, on the submitting thread.
         const TEMPORAL = 1;
         /// Needs the previous reference picture(s); never subsampled.
@@ -39,7 +40,7 @@ bitflags! {
 }
 
 /// What one `extract` call sees.
-pub struct FrameInput<'a> {
+pub(crate) struct FrameInput<'a> {
     /// Frame index as submitted.
     pub index: usize,
     pub reference: &'a Picture,
@@ -52,7 +53,8 @@ pub struct FrameInput<'a> {
 
 impl<'a> FrameInput<'a> {
     /// Frame `index` of a picture pair, without previous references.
-    pub fn pair(index: usize, reference: &'a Picture, distorted: &'a Picture) -> Self {
+    #[cfg(test)]
+    pub(crate) fn pair(index: usize, reference: &'a Picture, distorted: &'a Picture) -> Self {
         FrameInput {
             index,
             reference,
@@ -64,15 +66,15 @@ impl<'a> FrameInput<'a> {
 }
 
 /// Scores produced by one `extract` call: (stored feature name, value).
-pub type Scores = Vec<(String, f64)>;
+pub(crate) type Scores = Vec<(String, f64)>;
 
 /// A frame's GPU work, queued by [`Extractor::queue`]: calling it waits for the results and
 /// writes the scores, as `extract` would have.
-pub type Pending<'a> = Box<dyn FnOnce(&mut Scores) -> Result<()> + Send + 'a>;
+pub(crate) type Pending<'a> = Box<dyn FnOnce(&mut Scores) -> Result<()> + Send + 'a>;
 
 /// A configured feature extractor. `extract` may run on several threads at once for different
 /// frames (unless TEMPORAL), so per-frame scratch memory is allocated inside the call.
-pub trait Extractor: Send + Sync {
+pub(crate) trait Extractor: Send + Sync {
     /// Extractor name as registered (`"vif"`, `"adm"`, `"motion"`, `"psnr"`).
     fn name(&self) -> &'static str;
 
@@ -131,13 +133,17 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
-pub fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
+pub(crate) fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
     create_on(name, opts, None)
 }
 
 /// Creates extractor `name` with `opts`; with a GPU state, extractors that have a GPU version
 /// use it (the others stay on the CPU).
-pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dyn Extractor>> {
+pub(crate) fn create_on(
+    name: &str,
+    opts: &Dict,
+    gpu: Option<&GpuSet>,
+) -> Result<Box<dyn Extractor>> {
     let gpu = gpu.cloned();
     Ok(match name {
         "vif" => Box::new(vif::Vif::new(opts)?.with_gpu(gpu)),
@@ -157,7 +163,7 @@ pub fn create_on(name: &str, opts: &Dict, gpu: Option<&GpuSet>) -> Result<Box<dy
 
 /// Which extractor provides the model feature `feature_name` (a full name such as
 /// `VMAF_integer_feature_adm2_score`), as libvmaf's provided-features lookup does.
-pub fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
+pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
     const TABLE: &[(&str, &[&str])] = &[
         ("vif", vif::PROVIDED_FEATURES),
         ("adm", adm::PROVIDED_FEATURES),

@@ -2,7 +2,7 @@
 //! bit-exact with libvmaf's scalar `integer_adm.c`.
 //!
 //! The work splits in two, so that a GPU backend can share the second half:
-//! * [`kernels::accumulate`]: all per-pixel work, integer only (plus the decoupling angle
+//! * [`cpu::accumulate`]: all per-pixel work, integer only (plus the decoupling angle
 //!   test), ending in per-scale, per-band accumulators ([`ScaleAccum`]);
 //! * [`finish`]: the host-side float finish (`pow`, `powf`, divisions, the combination into
 //!   scores), in upstream's evaluation order and types.
@@ -10,9 +10,13 @@
 //! Deliberate deviation: when the denominator is 0 upstream leaves the AIM score
 //! uninitialised; here it is 0.
 
+pub mod cpu;
 pub mod gpu;
-pub mod kernels;
 pub mod tables;
+
+/// Old name of [`cpu`], kept while `gpu.rs` still says `super::kernels`.
+// TODO(house): remove once adm/gpu.rs uses `super::cpu`.
+pub(crate) use cpu as kernels;
 
 use std::sync::Mutex;
 
@@ -21,7 +25,7 @@ use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores
 use crate::gpu::GpuSet;
 use crate::picture::PlaneRef;
 
-pub use kernels::{band_size, scale_shifts, score_window, ScaleAccum, ScaleShifts, NUM_SCALES};
+pub use cpu::{band_size, scale_shifts, score_window, ScaleAccum, NUM_SCALES};
 use tables::CsfMode;
 
 /// Full feature names this extractor provides (the last eleven only with `debug`).
@@ -254,7 +258,7 @@ pub struct Adm {
     debug: bool,
     view_ok: bool,
     /// Scratch buffers of finished calls, reused by later ones (any thread).
-    pool: Mutex<Vec<kernels::Scratch>>,
+    pool: Mutex<Vec<cpu::Scratch>>,
     /// GPU used for the integer stages, when one was imported.
     gpu: Option<GpuSet>,
 }
@@ -297,14 +301,15 @@ impl Adm {
         self
     }
 
-    /// The derived parameters (shared with a GPU backend).
-    pub fn params(&self) -> &AdmParams {
+    /// The derived parameters (the GPU tests run the CPU reference with them).
+    #[cfg(test)]
+    pub(crate) fn params(&self) -> &AdmParams {
         &self.params
     }
 
     /// Accumulators of one picture pair (validated by the caller).
     /// Checks a frame's pictures and returns their luma planes.
-    fn check<'a>(&self, input: &FrameInput<'a>) -> Result<(kernels::Luma<'a>, kernels::Luma<'a>)> {
+    fn check<'a>(&self, input: &FrameInput<'a>) -> Result<(cpu::Luma<'a>, cpu::Luma<'a>)> {
         let (r, d) = (input.reference, input.distorted);
         let (w, h) = (r.w[0], r.h[0]);
         if d.w[0] != w || d.h[0] != h || d.bpc != r.bpc {
@@ -312,23 +317,22 @@ impl Adm {
                 "adm: reference and distorted pictures differ in size or depth",
             ));
         }
-        if w < kernels::MIN_SIDE || h < kernels::MIN_SIDE {
+        if w < cpu::MIN_SIDE || h < cpu::MIN_SIDE {
             return Err(Error::inval(format!(
                 "adm: {w}x{h} is too small (both sides must be at least {})",
-                kernels::MIN_SIDE
+                cpu::MIN_SIDE
             )));
         }
-        fn luma(p: PlaneRef<'_>) -> kernels::Luma<'_> {
+        fn luma(p: PlaneRef<'_>) -> cpu::Luma<'_> {
             match p {
-                PlaneRef::U8(x) => kernels::Luma::U8(x),
-                PlaneRef::U16(x) => kernels::Luma::U16(x),
+                PlaneRef::U8(x) => cpu::Luma::U8(x),
+                PlaneRef::U16(x) => cpu::Luma::U16(x),
             }
         }
         let (lr, ld) = (luma(r.plane(0)), luma(d.plane(0)));
         if matches!(
             (lr, ld),
-            (kernels::Luma::U8(_), kernels::Luma::U16(_))
-                | (kernels::Luma::U16(_), kernels::Luma::U8(_))
+            (cpu::Luma::U8(_), cpu::Luma::U16(_)) | (cpu::Luma::U16(_), cpu::Luma::U8(_))
         ) {
             return Err(Error::inval("adm: mixed sample sizes"));
         }
@@ -349,7 +353,7 @@ impl Adm {
             .unwrap_or_else(|e| e.into_inner())
             .pop()
             .unwrap_or_default();
-        let acc = kernels::accumulate(
+        let acc = cpu::accumulate(
             lr,
             ld,
             r.stride[0],

@@ -1,0 +1,71 @@
+//! The `speed_chroma` extractor: SpEED of the U and V planes and their mean.
+
+use super::gsm::{cap, extract_score};
+use super::scale::plane_to_float;
+use super::{check_pair, Dims, SpeedOpts, CHROMA_FEATURES, CHROMA_OPTIONS};
+use crate::error::{Error, Result};
+use crate::feature::{Dict, Extractor, FrameInput, Scores};
+use crate::picture::PixelFormat;
+
+/// The `speed_chroma` extractor.
+pub struct SpeedChroma {
+    opts: SpeedOpts,
+    max_val: f64,
+}
+
+impl SpeedChroma {
+    /// Creates the extractor from its options.
+    pub fn new(dict: &Dict) -> Result<Self> {
+        let opts = SpeedOpts::parse(&CHROMA_OPTIONS, dict, true)?;
+        Ok(SpeedChroma {
+            max_val: opts.opts.double("speed_max_val"),
+            opts,
+        })
+    }
+}
+
+impl Extractor for SpeedChroma {
+    fn name(&self) -> &'static str {
+        "speed_chroma"
+    }
+
+    fn dedup_key(&self) -> String {
+        format!(
+            "speed_chroma/{}",
+            self.opts.feature_name(CHROMA_FEATURES[2])
+        )
+    }
+
+    fn feature_name(&self, full_name: &str) -> String {
+        self.opts.feature_name(full_name)
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        let (r, dp) = (&**input.reference, &**input.distorted);
+        check_pair("speed_chroma", r, dp)?;
+        // Chroma size from the luma size, as upstream's init derives it.
+        let (w, h) = (r.w[0], r.h[0]);
+        let (w, h) = match r.pix_fmt {
+            PixelFormat::Yuv420p => (w / 2, h / 2),
+            PixelFormat::Yuv422p => (w / 2, h),
+            PixelFormat::Yuv444p => (w, h),
+            PixelFormat::Yuv400p | PixelFormat::Unknown => {
+                return Err(Error::inval("speed_chroma: needs chroma planes"));
+            }
+        };
+        let d = Dims::new(w, h, self.opts.params.prescale)?;
+        let p = &self.opts.params;
+        let (su, eu) = extract_score(&d, p, plane_to_float(r, 1, &d)?, plane_to_float(dp, 1, &d)?);
+        let (sv, ev) = extract_score(&d, p, plane_to_float(r, 2, &d)?, plane_to_float(dp, 2, &d)?);
+        // A channel whose covariance is singular (e.g. flat) takes the other channel's score.
+        let suv = match (eu, ev) {
+            (true, false) => sv,
+            (false, true) => su,
+            _ => (f64::from(su + sv) / 2.0) as f32,
+        };
+        for (full, s) in CHROMA_FEATURES.iter().zip([su, sv, suv]) {
+            out.push((self.opts.feature_name(full), cap(s, self.max_val)));
+        }
+        Ok(())
+    }
+}

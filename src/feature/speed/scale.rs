@@ -1,0 +1,361 @@
+//! Plane preparation of SpEED: float conversion, prescaling (nearest, bilinear, bicubic,
+//! lanczos4), Gaussian anti-aliasing and decimation by 16, local mean removal.
+
+use std::f64::consts::PI;
+
+use super::{Dims, Params, NUM_SCALES};
+use crate::error::{Error, Result};
+use crate::picture::{PictureData, PlaneRef};
+
+/// Prescaling interpolation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ScaleMethod {
+    Nearest,
+    Bilinear,
+    Bicubic,
+    Lanczos4,
+}
+
+impl ScaleMethod {
+    pub(super) fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "nearest" => ScaleMethod::Nearest,
+            "bilinear" => ScaleMethod::Bilinear,
+            "bicubic" => ScaleMethod::Bicubic,
+            "lanczos4" => ScaleMethod::Lanczos4,
+            _ => {
+                return Err(Error::inval(format!(
+                    "speed: invalid scale method {s:?}, expected nearest, bilinear, bicubic or lanczos4"
+                )))
+            }
+        })
+    }
+}
+
+/// Copies plane `c` of `pic` (its top-left `d.w`x`d.h`) into a fresh buffer as floats on the
+/// 8-bit scale, minus 128 (upstream's `picture_copy` with offset -128).
+pub(super) fn plane_to_float(pic: &PictureData, c: usize, d: &Dims) -> Result<Vec<f32>> {
+    if d.w > pic.w[c] || d.h > pic.h[c] {
+        return Err(Error::inval("speed: plane smaller than expected"));
+    }
+    let stride = pic.stride[c];
+    let mut buf = crate::limits::try_filled(d.stride * d.rows, 0.0, "speed: float plane")?;
+    match pic.plane(c) {
+        PlaneRef::U8(p) => {
+            for (dst, src) in buf.chunks_mut(d.stride).zip(p.chunks(stride)).take(d.h) {
+                for (o, &v) in dst[..d.w].iter_mut().zip(&src[..d.w]) {
+                    *o = f32::from(v) + -128.0;
+                }
+            }
+        }
+        PlaneRef::U16(p) => {
+            let scaler = match pic.bpc {
+                10 => 4.0f32,
+                12 => 16.0,
+                16 => 256.0,
+                b => {
+                    return Err(Error::inval(format!("speed: unsupported bit depth {b}")));
+                }
+            };
+            for (dst, src) in buf.chunks_mut(d.stride).zip(p.chunks(stride)).take(d.h) {
+                for (o, &v) in dst[..d.w].iter_mut().zip(&src[..d.w]) {
+                    *o = f32::from(v) / scaler + -128.0;
+                }
+            }
+        }
+    }
+    Ok(buf)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters and scaling (upstream's vif_tools float helpers)
+
+fn round_up_to_odd(f: f32) -> i32 {
+    let c = f64::from(f).ceil() as i32;
+    if c % 2 == 0 {
+        c + 1
+    } else {
+        c
+    }
+}
+
+/// Gaussian window length for `scale` (0..=4) and `kernelscale`: `2^(4-scale)+1` scaled and
+/// rounded up to odd, at least 3.
+fn filter_size(scale: u32, kernelscale: f32) -> usize {
+    let n = (1i32 << (4 - scale)) + 1;
+    round_up_to_odd(n as f32 * kernelscale).max(3) as usize
+}
+
+/// Normal density at `x`; the exponent and normaliser are evaluated in double as in C.
+fn gaussian_pdf(x: f32, stdev: f32) -> f32 {
+    let dx = f64::from(x - 0.0);
+    let s = f64::from(stdev);
+    let num = ((-0.5 * dx) / s * dx / s).exp() as f32;
+    let den = (1.0 / (s * (2.0 * PI).sqrt())) as f32;
+    num / den
+}
+
+/// Normalised Gaussian taps of odd length `size`.
+fn gaussian_kernel(size: usize, stdev: f32) -> Vec<f32> {
+    let k = (size as i32 - 1) / 2;
+    let mut out: Vec<f32> = (0..size as i32)
+        .map(|i| gaussian_pdf((i - k) as f32, stdev))
+        .collect();
+    let mut sum = 0.0f32;
+    for &v in &out {
+        sum += v;
+    }
+    for v in &mut out {
+        *v /= sum;
+    }
+    out
+}
+
+/// The local-mean filter at the analysis scale.
+fn mean_filter(kernelscale: f32) -> Vec<f32> {
+    let size = filter_size(NUM_SCALES, kernelscale);
+    gaussian_kernel(size, size as f32 / 5.0f32)
+}
+
+/// The anti-aliasing filter applied before decimation: the scale-1 length with the standard
+/// deviation widened by `sqrt(NUM_SCALES)` (upstream's "sigma trick").
+fn antialias_filter(kernelscale: f32) -> Vec<f32> {
+    let size = filter_size(1, kernelscale);
+    let stdev = f64::from(NUM_SCALES).sqrt() * size as f64 / f64::from(5.0f32);
+    gaussian_kernel(size, stdev as f32)
+}
+
+/// Mirrors index `i` of `0..n` once at each edge (edge sample not repeated).
+#[inline]
+fn reflect(i: isize, n: usize) -> usize {
+    let n = n as isize;
+    let r = if i < 0 {
+        -i
+    } else if i >= n {
+        2 * n - i - 2
+    } else {
+        i
+    };
+    r as usize
+}
+
+/// Separable filtering of the `w`x`h` top-left of `src` into `dst` (both with row pitch
+/// `stride`): vertical pass into a row, then horizontal, accumulating taps in order in `f32`.
+fn filter1d(f: &[f32], src: &[f32], dst: &mut [f32], w: usize, h: usize, stride: usize) {
+    let half = (f.len() / 2) as isize;
+    let mut row = vec![0.0f32; w];
+    for i in 0..h {
+        for (j, t) in row.iter_mut().enumerate() {
+            let mut acc = 0.0f32;
+            for (fi, &c) in f.iter().enumerate() {
+                let ii = reflect(i as isize - half + fi as isize, h);
+                acc += c * src[ii * stride + j];
+            }
+            *t = acc;
+        }
+        let out = &mut dst[i * stride..i * stride + w];
+        for (j, o) in out.iter_mut().enumerate() {
+            let mut acc = 0.0f32;
+            for (fj, &c) in f.iter().enumerate() {
+                acc += c * row[reflect(j as isize - half + fj as isize, w)];
+            }
+            *o = acc;
+        }
+    }
+}
+
+/// Upstream's float mirror used by the interpolators (coordinates as `f32`).
+#[inline]
+fn mirror_f(i: f32, left: f32, right: f32) -> f32 {
+    if i < left {
+        -i
+    } else if i > right {
+        2.0 * right - i
+    } else {
+        i
+    }
+}
+
+fn bicubic_weight(t: f32) -> f32 {
+    let a = -0.75f32;
+    let t = if t < 0.0 { -t } else { t };
+    if t < 1.0 {
+        ((a + 2.0) * t - (a + 3.0)) * t * t + 1.0
+    } else if t < 2.0 {
+        (((t - 5.0) * t + 8.0) * t - 4.0) * a
+    } else {
+        0.0
+    }
+}
+
+fn lanczos4_weight(x: f32, a: f32) -> f32 {
+    if x == 0.0 {
+        return 1.0;
+    }
+    if x > -a && x < a {
+        let (xd, ad) = (f64::from(x), f64::from(a));
+        return (ad * (PI * xd).sin() * (PI * xd / ad).sin() / (PI * PI * xd * xd)) as f32;
+    }
+    0.0
+}
+
+/// A source image for interpolation.
+struct Src<'a> {
+    data: &'a [f32],
+    w: usize,
+    h: usize,
+    stride: usize,
+}
+
+impl Src<'_> {
+    #[inline]
+    fn at(&self, x: i32, y: i32) -> f32 {
+        self.data[y as usize * self.stride + x as usize]
+    }
+
+    /// Mirrored integer coordinate, through float as upstream does.
+    #[inline]
+    fn mx(&self, v: f32) -> i32 {
+        mirror_f(v, 0.0, (self.w as i32 - 1) as f32) as i32
+    }
+
+    #[inline]
+    fn my(&self, v: f32) -> i32 {
+        mirror_f(v, 0.0, (self.h as i32 - 1) as f32) as i32
+    }
+
+    fn bilinear(&self, x: f32, y: f32) -> f32 {
+        let x1 = self.mx(f64::from(x).floor() as f32);
+        let x2 = self.mx(f64::from(x).ceil() as f32);
+        let y1 = self.my(f64::from(y).floor() as f32);
+        let y2 = self.my(f64::from(y).ceil() as f32);
+        let dx = x - x1 as f32;
+        let dy = y - y1 as f32;
+        (1.0 - dy) * (1.0 - dx) * self.at(x1, y1)
+            + (1.0 - dy) * dx * self.at(x2, y1)
+            + dy * (1.0 - dx) * self.at(x1, y2)
+            + dy * dx * self.at(x2, y2)
+    }
+
+    fn bicubic(&self, x: f32, y: f32) -> f32 {
+        let x0 = f64::from(x).floor() as i32;
+        let y0 = f64::from(y).floor() as i32;
+        let dx = x - x0 as f32;
+        let dy = y - y0 as f32;
+        let mut wx = [0.0f32; 4];
+        let mut wy = [0.0f32; 4];
+        for i in -1..=2i32 {
+            wx[(i + 1) as usize] = bicubic_weight(i as f32 - dx);
+            wy[(i + 1) as usize] = bicubic_weight(i as f32 - dy);
+        }
+        let mut acc = 0.0f32;
+        for j in -1..=2i32 {
+            for i in -1..=2i32 {
+                let xi = self.mx((x0 + i) as f32);
+                let yi = self.my((y0 + j) as f32);
+                let weight = wx[(i + 1) as usize] * wy[(j + 1) as usize];
+                acc += self.at(xi, yi) * weight;
+            }
+        }
+        acc
+    }
+
+    fn lanczos4(&self, x: f32, y: f32) -> f32 {
+        const A: i32 = 4;
+        let x0 = f64::from(x).floor() as i32;
+        let y0 = f64::from(y).floor() as i32;
+        let dx = x - x0 as f32;
+        let dy = y - y0 as f32;
+        let mut wx = [0.0f32; 9];
+        let mut wy = [0.0f32; 9];
+        for i in -A..=A {
+            wx[(i + A) as usize] = lanczos4_weight(i as f32 - dx, A as f32);
+            wy[(i + A) as usize] = lanczos4_weight(i as f32 - dy, A as f32);
+        }
+        let (mut value, mut weight_sum) = (0.0f32, 0.0f32);
+        for iy in -A..=A {
+            for ix in -A..=A {
+                let weight = wx[(ix + A) as usize] * wy[(iy + A) as usize];
+                weight_sum += weight;
+                let xi = self.mx((x0 + ix) as f32);
+                let yi = self.my((y0 + iy) as f32);
+                value += self.at(xi, yi) * weight;
+            }
+        }
+        value / weight_sum
+    }
+}
+
+/// Resamples `src` (`d.w`x`d.h`) to `dst` (`d.sw`x`d.sh`), both with pitch `d.stride`.
+fn rescale(method: ScaleMethod, src: &[f32], dst: &mut [f32], d: &Dims) {
+    if d.w == d.sw && d.h == d.sh {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let s = Src {
+        data: src,
+        w: d.w,
+        h: d.h,
+        stride: d.stride,
+    };
+    let ratio_x = d.w as f32 / d.sw as f32;
+    let ratio_y = d.h as f32 / d.sh as f32;
+    for y in 0..d.sh {
+        // Sample centres, computed in double then stored as float.
+        let yy = ((y as f64 + 0.5) * f64::from(ratio_y) - 0.5) as f32;
+        let row = &mut dst[y * d.stride..y * d.stride + d.sw];
+        for (x, o) in row.iter_mut().enumerate() {
+            let xx = ((x as f64 + 0.5) * f64::from(ratio_x) - 0.5) as f32;
+            *o = match method {
+                ScaleMethod::Nearest => {
+                    let ry = (y as f32 * ratio_y) as usize;
+                    let rx = (x as f32 * ratio_x) as usize;
+                    src[ry * d.stride + rx]
+                }
+                ScaleMethod::Bilinear => s.bilinear(xx, yy),
+                ScaleMethod::Bicubic => s.bicubic(xx, yy),
+                ScaleMethod::Lanczos4 => s.lanczos4(xx, yy),
+            };
+        }
+    }
+}
+
+/// Prescales `frame` in place, low-passes and decimates it by 16, and removes the local mean:
+/// on return its top-left `(sw>>4)`x`(sh>>4)` holds the normalised plane.
+pub(super) fn filter_and_downscale(d: &Dims, p: &Params, frame: &mut [f32]) {
+    let mut cur = d.buffer();
+    // Prescales within 1e-3 of 1 skip resampling but keep their rounded size, as upstream does
+    // (a size one sample larger then reads never-written samples there; zeros here).
+    if (p.prescale - 1.0).abs() >= 1.0e-3 {
+        let src = frame.to_vec();
+        rescale(p.method, &src, frame, d);
+    }
+    filter1d(
+        &antialias_filter(p.kernelscale),
+        frame,
+        &mut cur,
+        d.sw,
+        d.sh,
+        d.stride,
+    );
+    let (dw, dh) = (d.sw >> NUM_SCALES, d.sh >> NUM_SCALES);
+    for i in 0..d.sh / 16 {
+        for j in 0..d.sw / 16 {
+            frame[i * d.stride + j] = cur[(i * 16) * d.stride + j * 16];
+        }
+    }
+    filter1d(
+        &mean_filter(p.kernelscale),
+        frame,
+        &mut cur,
+        dw,
+        dh,
+        d.stride,
+    );
+    for i in 0..dh {
+        let r = i * d.stride;
+        for (f, &m) in frame[r..r + dw].iter_mut().zip(&cur[r..r + dw]) {
+            *f -= m;
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The `speed_temporal` extractor: SpEED of consecutive luma frame differences.
+
+use std::sync::Mutex;
+
+use super::gsm::extract_score;
+use super::scale::plane_to_float;
+use super::{check_pair, Dims, SpeedOpts, TEMPORAL_FEATURES, TEMPORAL_OPTIONS};
+use crate::error::{Error, Result};
+use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, Scores};
+
+/// The `speed_temporal` extractor: SpEED of frame differences (previous minus current).
+pub struct SpeedTemporal {
+    opts: SpeedOpts,
+    use_ref_diff: bool,
+    /// Float luma planes of the previous frame (reference, distorted) and their geometry.
+    prev: Mutex<Option<(Vec<f32>, Vec<f32>)>>,
+}
+
+impl SpeedTemporal {
+    /// Creates the extractor from its options.
+    pub fn new(dict: &Dict) -> Result<Self> {
+        let opts = SpeedOpts::parse(&TEMPORAL_OPTIONS, dict, false)?;
+        Ok(SpeedTemporal {
+            use_ref_diff: opts.opts.bool("speed_use_ref_diff"),
+            opts,
+            prev: Mutex::new(None),
+        })
+    }
+}
+
+impl Extractor for SpeedTemporal {
+    fn name(&self) -> &'static str {
+        "speed_temporal"
+    }
+
+    fn flags(&self) -> ExtractorFlags {
+        ExtractorFlags::TEMPORAL
+    }
+
+    fn dedup_key(&self) -> String {
+        format!(
+            "speed_temporal/{}",
+            self.opts.feature_name(TEMPORAL_FEATURES[0])
+        )
+    }
+
+    fn feature_name(&self, full_name: &str) -> String {
+        self.opts.feature_name(full_name)
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        let (r, dp) = (&**input.reference, &**input.distorted);
+        check_pair("speed_temporal", r, dp)?;
+        let d = Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?;
+        let cur_r = plane_to_float(r, 0, &d)?;
+        let cur_d = plane_to_float(dp, 0, &d)?;
+        let name = self.opts.feature_name(TEMPORAL_FEATURES[0]);
+        let prev = {
+            let mut g = self.prev.lock().unwrap_or_else(|e| e.into_inner());
+            g.replace((cur_r.clone(), cur_d.clone()))
+        };
+        // The first frame has no predecessor: upstream stores 0. (Upstream keys this on index 0.)
+        let Some((mut pr, mut pd)) = prev.filter(|_| input.index != 0) else {
+            out.push((name, 0.0));
+            return Ok(());
+        };
+        if pr.len() != cur_r.len() {
+            return Err(Error::inval("speed_temporal: picture size changed"));
+        }
+        let sub = |a: &mut [f32], b: &[f32]| {
+            for i in 0..d.h {
+                let row = i * d.stride;
+                for (x, &y) in a[row..row + d.w].iter_mut().zip(&b[row..row + d.w]) {
+                    *x -= y;
+                }
+            }
+        };
+        sub(&mut pr, &cur_r);
+        sub(&mut pd, if self.use_ref_diff { &cur_r } else { &cur_d });
+        // No max_val clipping here: upstream's temporal extractor stores the raw score.
+        let (score, _) = extract_score(&d, &self.opts.params, pr, pd);
+        out.push((name, f64::from(score)));
+        Ok(())
+    }
+}
