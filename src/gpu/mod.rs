@@ -6,7 +6,8 @@
 //! [`stream`] (streams, events), [`memory`] (device, pinned and registered host memory) and
 //! [`module`] (loaded code, kernels, launches; [`safe`] re-exports all four under their old
 //! path); [`code`] finds device code for a kernel source (ahead-of-time object, else a cached
-//! hiprtc/nvrtc compile); [`kernels`] has the typed, bounds-checked launchers. [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one
+//! hiprtc/nvrtc compile); [`launch`] has the typed, bounds-checked launchers, one module per
+//! kernels/*.hip file (also reachable as `gpu::kernels`). [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one
 //! compute stream, the loaded kernels and per-feature scratch buffers.
 //!
 //! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
@@ -21,7 +22,7 @@ use crate::error::{Error, Result};
 
 pub mod code;
 pub mod device;
-pub mod kernels;
+pub mod launch;
 pub mod memory;
 pub mod module;
 pub mod planes;
@@ -32,6 +33,8 @@ pub mod sys;
 mod tests;
 
 pub use device::{enumerate, Device, DeviceInfo, Fault};
+/// The launchers' old path (`crate::gpu::kernels::psnr_sse`, ...).
+pub use launch as kernels;
 pub use memory::{DeviceBuffer, DeviceCopy, DevicePtr, HostRegistration, PinnedHostBuffer};
 pub use module::{Kernel, KernelArg, LaunchConfig, Module};
 pub use stream::{Event, Stream};
