@@ -9,7 +9,7 @@
 use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 
-use super::sys::{self, CudaApi, HipApi, RawContext, Status, Vendor};
+use super::sys::{self, CommonFns, CudaApi, HipApi, RawContext, Status, Vendor};
 use crate::error::{Error, Result};
 
 /// A vendor's loaded runtime.
@@ -40,6 +40,14 @@ impl Api {
         match self {
             Api::Hip(h) => h.version,
             Api::Cuda(c) => c.version,
+        }
+    }
+
+    /// The calls both runtimes shape alike.
+    pub(crate) fn common(self) -> &'static CommonFns {
+        match self {
+            Api::Hip(h) => &h.common,
+            Api::Cuda(c) => &c.common,
         }
     }
 
@@ -371,6 +379,16 @@ impl Device {
                 .store(true, std::sync::atomic::Ordering::Relaxed);
         }
         r
+    }
+
+    /// [`Self::call`] for a call both runtimes shape alike: `f` gets the vendor's
+    /// [`CommonFns`].
+    pub(super) fn call_common(
+        &self,
+        call: &str,
+        f: impl FnOnce(&'static CommonFns) -> Status,
+    ) -> Result<()> {
+        self.call(call, |api| f(api.common()))
     }
 
     /// Reports a failure while releasing a resource: a warning the first time, and only at

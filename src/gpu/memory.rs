@@ -54,11 +54,9 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     pub fn new(dev: &Arc<Device>, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
         let mut p: *mut c_void = std::ptr::null_mut();
-        dev.call("pinned host alloc", |api| match api {
+        dev.call_common("pinned host alloc", |f| {
             // SAFETY: writes one pointer; freed in Drop with the matching call.
-            Api::Hip(h) => unsafe { (h.fns.host_malloc)(&mut p, bytes, 0) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.mem_host_alloc)(&mut p, bytes, 0) },
+            unsafe { (f.host_alloc)(&mut p, bytes, 0) }
         })?;
         if p.is_null() {
             return Err(Error::NoMem("pinned host alloc returned NULL".into()));
@@ -173,11 +171,9 @@ impl HostRegistration {
         }
         let p = ptr.cast::<c_void>();
         let flags = sys::HOST_REGISTER_PORTABLE;
-        dev.call("host register", |api| match api {
+        dev.call_common("host register", |f| {
             // SAFETY: the caller guarantees the range stays allocated until Drop unregisters it.
-            Api::Hip(h) => unsafe { (h.fns.host_register)(p, bytes, flags) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.mem_host_register)(p, bytes, flags) },
+            unsafe { (f.host_register)(p, bytes, flags) }
         })?;
         Ok(HostRegistration {
             dev: dev.clone(),
@@ -219,11 +215,9 @@ impl Drop for HostRegistration {
             }
         }
         let p = self.ptr;
-        let r = self.dev.call("host unregister", |api| match api {
+        let r = self.dev.call_common("host unregister", |f| {
             // SAFETY: `p` was registered in `new` and is unregistered once, after its copies.
-            Api::Hip(h) => unsafe { (h.fns.host_unregister)(p) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.mem_host_unregister)(p) },
+            unsafe { (f.host_unregister)(p) }
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));
@@ -238,11 +232,10 @@ impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
             self.dev.teardown_warn(format_args!("pinned buffer: {e}"));
         }
         let p = self.ptr.cast::<c_void>();
-        let r = self.dev.call("pinned host free", |api| match api {
-            // SAFETY: `p` came from hipHostMalloc and is freed once.
-            Api::Hip(h) => unsafe { (h.fns.host_free)(p) },
-            // SAFETY: `p` came from cuMemHostAlloc and is freed once.
-            Api::Cuda(c) => unsafe { (c.fns.mem_free_host)(p) },
+        let r = self.dev.call_common("pinned host free", |f| {
+            // SAFETY: `p` came from this runtime's `host_alloc` (hipHostMalloc /
+            // cuMemHostAlloc) and is freed once, with the matching call.
+            unsafe { (f.host_free)(p) }
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));
@@ -457,11 +450,10 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         let p = self.ptr;
         // Queued kernels or copies may still use the memory: wait for the device first (frees
         // are rare: buffers are cached and reused).
-        let r = self.dev.call("device synchronize", |api| match api {
-            // SAFETY: no arguments; waits for all work of the bound device.
-            Api::Hip(h) => unsafe { (h.fns.device_synchronize)() },
-            // SAFETY: as above, for the bound (primary) context.
-            Api::Cuda(c) => unsafe { (c.fns.ctx_synchronize)() },
+        let r = self.dev.call_common("device synchronize", |f| {
+            // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
+            // primary context (CUDA).
+            unsafe { (f.synchronize)() }
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));

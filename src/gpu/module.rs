@@ -4,7 +4,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use super::device::{Api, Device};
+use super::device::Device;
 use super::memory::DevicePtr;
 use super::stream::Stream;
 use super::sys;
@@ -36,12 +36,10 @@ impl Module {
         };
         let mut raw: sys::RawModule = std::ptr::null_mut();
         let p = aligned.as_ptr().cast::<c_void>();
-        dev.call("module load", |api| match api {
+        dev.call_common("module load", |f| {
             // SAFETY: `image` is a whole code object the runtime parses (and copies) during the
             // call; the handle is unloaded in Drop.
-            Api::Hip(h) => unsafe { (h.fns.module_load_data)(&mut raw, p) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.module_load_data)(&mut raw, p) },
+            unsafe { (f.module_load_data)(&mut raw, p) }
         })?;
         Ok(Arc::new(Module {
             dev: dev.clone(),
@@ -53,17 +51,10 @@ impl Module {
     pub fn kernel(self: &Arc<Self>, name: &str) -> Result<Kernel> {
         let cname = CString::new(name).map_err(|_| Error::inval("kernel name has NUL"))?;
         let mut raw: sys::RawFunction = std::ptr::null_mut();
-        self.dev
-            .call(&format!("get function {name}"), |api| match api {
-                // SAFETY: the module is live and `cname` NUL-terminated.
-                Api::Hip(h) => unsafe {
-                    (h.fns.module_get_function)(&mut raw, self.raw, cname.as_ptr())
-                },
-                // SAFETY: as above.
-                Api::Cuda(c) => unsafe {
-                    (c.fns.module_get_function)(&mut raw, self.raw, cname.as_ptr())
-                },
-            })?;
+        self.dev.call_common(&format!("get function {name}"), |f| {
+            // SAFETY: the module is live and `cname` NUL-terminated.
+            unsafe { (f.module_get_function)(&mut raw, self.raw, cname.as_ptr()) }
+        })?;
         Ok(Kernel {
             module: self.clone(),
             raw,
@@ -75,11 +66,9 @@ impl Module {
 impl Drop for Module {
     fn drop(&mut self) {
         let raw = self.raw;
-        let r = self.dev.call("module unload", |api| match api {
+        let r = self.dev.call_common("module unload", |f| {
             // SAFETY: unloading our own handle once; kernels hold an Arc so none are left.
-            Api::Hip(h) => unsafe { (h.fns.module_unload)(raw) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.module_unload)(raw) },
+            unsafe { (f.module_unload)(raw) }
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));
@@ -158,42 +147,24 @@ impl Kernel {
         let (g, b) = (cfg.grid, cfg.block);
         let params = ptrs.as_mut_ptr();
         let name = &self.name;
-        self.module
-            .dev
-            .call(&format!("launch {name}"), |api| match api {
-                // SAFETY: the argument pointers live until the call returns (the runtime copies
-                // the values at launch); the caller guarantees they match the kernel.
-                Api::Hip(h) => unsafe {
-                    (h.fns.module_launch_kernel)(
-                        self.raw,
-                        g.0,
-                        g.1,
-                        g.2,
-                        b.0,
-                        b.1,
-                        b.2,
-                        cfg.shared_mem_bytes,
-                        stream.raw,
-                        params,
-                        std::ptr::null_mut(),
-                    )
-                },
-                // SAFETY: as above.
-                Api::Cuda(c) => unsafe {
-                    (c.fns.launch_kernel)(
-                        self.raw,
-                        g.0,
-                        g.1,
-                        g.2,
-                        b.0,
-                        b.1,
-                        b.2,
-                        cfg.shared_mem_bytes,
-                        stream.raw,
-                        params,
-                        std::ptr::null_mut(),
-                    )
-                },
-            })
+        self.module.dev.call_common(&format!("launch {name}"), |f| {
+            // SAFETY: the argument pointers live until the call returns (the runtime copies
+            // the values at launch); the caller guarantees they match the kernel.
+            unsafe {
+                (f.launch_kernel)(
+                    self.raw,
+                    g.0,
+                    g.1,
+                    g.2,
+                    b.0,
+                    b.1,
+                    b.2,
+                    cfg.shared_mem_bytes,
+                    stream.raw,
+                    params,
+                    std::ptr::null_mut(),
+                )
+            }
+        })
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::device::{Api, Device};
+use super::device::Device;
 use super::sys;
 use crate::error::Result;
 
@@ -21,11 +21,9 @@ unsafe impl Sync for Stream {}
 impl Stream {
     pub fn new(dev: &Arc<Device>) -> Result<Stream> {
         let mut raw: sys::RawStream = std::ptr::null_mut();
-        dev.call("stream create", |api| match api {
+        dev.call_common("stream create", |f| {
             // SAFETY: writes one handle; destroyed in Drop.
-            Api::Hip(h) => unsafe { (h.fns.stream_create)(&mut raw, sys::STREAM_NON_BLOCKING) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.stream_create)(&mut raw, sys::STREAM_NON_BLOCKING) },
+            unsafe { (f.stream_create)(&mut raw, sys::STREAM_NON_BLOCKING) }
         })?;
         Ok(Stream {
             dev: dev.clone(),
@@ -39,21 +37,17 @@ impl Stream {
 
     /// Blocks until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
-        self.dev.call("stream synchronize", |api| match api {
+        self.dev.call_common("stream synchronize", |f| {
             // SAFETY: `raw` is a live stream of this device.
-            Api::Hip(h) => unsafe { (h.fns.stream_synchronize)(self.raw) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.stream_synchronize)(self.raw) },
+            unsafe { (f.stream_synchronize)(self.raw) }
         })
     }
 
     /// Makes later work on this stream wait for `event` (recorded on any stream).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.dev.call("stream wait event", |api| match api {
+        self.dev.call_common("stream wait event", |f| {
             // SAFETY: both handles are live objects of this device.
-            Api::Hip(h) => unsafe { (h.fns.stream_wait_event)(self.raw, event.raw, 0) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.stream_wait_event)(self.raw, event.raw, 0) },
+            unsafe { (f.stream_wait_event)(self.raw, event.raw, 0) }
         })
     }
 }
@@ -61,11 +55,9 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         let raw = self.raw;
-        let r = self.dev.call("stream destroy", |api| match api {
+        let r = self.dev.call_common("stream destroy", |f| {
             // SAFETY: destroying our own handle once; queued work still completes.
-            Api::Hip(h) => unsafe { (h.fns.stream_destroy)(raw) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.stream_destroy)(raw) },
+            unsafe { (f.stream_destroy)(raw) }
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));
@@ -87,11 +79,9 @@ unsafe impl Sync for Event {}
 impl Event {
     pub fn new(dev: &Arc<Device>) -> Result<Event> {
         let mut raw: sys::RawEvent = std::ptr::null_mut();
-        dev.call("event create", |api| match api {
+        dev.call_common("event create", |f| {
             // SAFETY: writes one handle; destroyed in Drop.
-            Api::Hip(h) => unsafe { (h.fns.event_create)(&mut raw, sys::EVENT_DISABLE_TIMING) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.event_create)(&mut raw, sys::EVENT_DISABLE_TIMING) },
+            unsafe { (f.event_create)(&mut raw, sys::EVENT_DISABLE_TIMING) }
         })?;
         Ok(Event {
             dev: dev.clone(),
@@ -101,21 +91,17 @@ impl Event {
 
     /// Captures the work queued on `stream` so far.
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        self.dev.call("event record", |api| match api {
+        self.dev.call_common("event record", |f| {
             // SAFETY: both handles are live objects of this device.
-            Api::Hip(h) => unsafe { (h.fns.event_record)(self.raw, stream.raw) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.event_record)(self.raw, stream.raw) },
+            unsafe { (f.event_record)(self.raw, stream.raw) }
         })
     }
 
     /// Blocks until the captured work has finished.
     pub fn synchronize(&self) -> Result<()> {
-        self.dev.call("event synchronize", |api| match api {
+        self.dev.call_common("event synchronize", |f| {
             // SAFETY: `raw` is a live event.
-            Api::Hip(h) => unsafe { (h.fns.event_synchronize)(self.raw) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.event_synchronize)(self.raw) },
+            unsafe { (f.event_synchronize)(self.raw) }
         })
     }
 }
@@ -123,11 +109,9 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         let raw = self.raw;
-        let r = self.dev.call("event destroy", |api| match api {
+        let r = self.dev.call_common("event destroy", |f| {
             // SAFETY: destroying our own handle once.
-            Api::Hip(h) => unsafe { (h.fns.event_destroy)(raw) },
-            // SAFETY: as above.
-            Api::Cuda(c) => unsafe { (c.fns.event_destroy)(raw) },
+            unsafe { (f.event_destroy)(raw) }
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));
