@@ -1,14 +1,17 @@
 //! The vendor-neutral GPU runtime (HIP on AMD, the CUDA driver on NVIDIA), loaded at run time.
 //!
 //! Layers, after cudarc: [`sys`] holds our own C types and the per-library function tables
-//! (resolved with `libloading`, all-or-nothing, once); RAII types over them bind the device on
-//! every thread they are used from, split by concern: [`device`] (runtime, device, faults),
-//! [`stream`] (streams, events), [`memory`] (device, pinned and registered host memory) and
-//! [`module`] (loaded code, kernels, launches; [`safe`] re-exports all four under their old
-//! path); [`code`] finds device code for a kernel source (ahead-of-time object, else a cached
-//! hiprtc/nvrtc compile); [`launch`] has the typed, bounds-checked launchers, one module per
-//! kernels/*.hip file (also reachable as `gpu::kernels`). [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one
-//! compute stream, the loaded kernels and per-feature scratch buffers.
+//! (resolved with `libloading`, all-or-nothing, once), plus one [`sys::CommonFns`] table per
+//! vendor for the calls both runtimes shape alike. RAII types over them bind the device on every
+//! thread they are used from, split by concern: [`device`] (runtime, device, faults), [`stream`]
+//! (streams, events), [`memory`] (device, pinned and registered host memory) and [`module`]
+//! (loaded code, kernels, launches); [`safe`] re-exports all four under their old path. [`code`]
+//! finds device code for a kernel source (ahead-of-time object, else a cached hiprtc/nvrtc
+//! compile); [`launch`] (also reachable as `gpu::kernels`) has the typed, bounds-checked
+//! launchers, one module per kernels/*.hip file, each declaring its kernels' argument tuples,
+//! which a test checks against the `VMAF_KERNEL` signatures. [`GpuState`] is what
+//! `vmaf_hip_state_init` creates: one device, one compute stream, the loaded kernels and
+//! per-feature scratch buffers.
 //!
 //! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
 //! reasons; nothing here panics or aborts on a missing library or symbol.

@@ -1,8 +1,74 @@
 //! Launchers for kernels/adm.hip.
 
-use super::{dims_u32, DevicePlane, Sample};
+use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig, Stream};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_adm_dwt0_{u8,u16}(ref, dis, w, h, stride, bpc, ...)` and, with `T = i32`,
+/// `vmaf_adm_dwt123(ref, dis, w, h, stride, scale, ...)`; both continue `approx_ref,
+/// approx_dis, bands, maps, plane, lut, cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl`.
+type DwtArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    i32,
+    DevicePtr<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    u32,
+    u32,
+    u32,
+    f64,
+);
+/// `vmaf_adm_cm(bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube,
+/// cube_h, cube_v, cube_d, cm_row, irf_h, irf_v, irf_d, egl, lut, do_aim, out)`.
+type CmArgs = (
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    u32,
+    u32,
+    u32,
+    f64,
+    DevicePtr<i32>,
+    i32,
+    DevicePtr<u64>,
+);
+
+const DWT123_KERNEL: &str = "vmaf_adm_dwt123";
+const CM_KERNEL: &str = "vmaf_adm_cm";
+
+/// The kernels of kernels/adm.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<DwtArgs<u8>>(u8::ADM_DWT0_KERNEL),
+        sig::<DwtArgs<u16>>(u16::ADM_DWT0_KERNEL),
+        sig::<DwtArgs<i32>>(DWT123_KERNEL),
+        sig::<CmArgs>(CM_KERNEL),
+    ]
+}
 
 /// Entries of ADM's reciprocal table the kernels may index (`0..=32768`).
 pub const ADM_LUT_LEN: usize = 32769;
@@ -154,22 +220,23 @@ pub fn adm_dwt0<T: Sample>(
     let flags = adm_flags(p);
     let [ih, iv, id] = p.irf;
     let kernel = state.kernel("adm", T::ADM_DWT0_KERNEL)?;
-    // SAFETY: arguments match `vmaf_adm_dwt0_{u8,u16}(const T *ref, const T *dis, int w, int h,
-    // int stride, int bpc, i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane,
-    // const i32 *lut, int cl, int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v,
-    // u32 irf_d, double egl)` in kernels/adm.hip. Inputs are read at rows/columns mapped into
-    // 0..h / 0..w (w, h >= 3) of the checked planes; writes go to pixel i * bw + j < bw * bh
-    // of the approximation buffers (len >= bw * bh), of 6 band planes and, inside the CSF
-    // window (checked inside the band), of 4 map planes, each `plane >= bw * bh` long; the
-    // table is read below ADM_LUT_LEN.
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_adm_dwt0_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride, int
+    // bpc, i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane, const i32 *lut, int
+    // cl, int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)` in
+    // kernels/adm.hip. Inputs are read at rows/columns mapped into 0..h / 0..w (w, h >= 3) of the
+    // checked planes; writes go to pixel i * bw + j < bw * bh of the approximation buffers (len >=
+    // bw * bh), of 6 band planes and, inside the CSF window (checked inside the band), of 4 map
+    // planes, each `plane >= bw * bh` long; the table is read below ADM_LUT_LEN.
     unsafe {
-        kernel.launch(
+        launch::<DwtArgs<T>>(
+            &kernel,
             stream,
             adm_dwt_cfg(bw, bh),
-            &[
-                &r, &d, &w, &h, &stride, &bpc, &ar, &ad, &bands, &maps, &plane, &lut, &cl, &cr,
-                &ct, &cb, &flags, &ih, &iv, &id, &p.egl,
-            ],
+            &(
+                r, d, w, h, stride, bpc, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags,
+                ih, iv, id, p.egl,
+            ),
         )
     }
 }
@@ -217,21 +284,22 @@ pub fn adm_dwt123(
     let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
     let flags = adm_flags(p);
     let [ih, iv, id] = p.irf;
-    let kernel = state.kernel("adm", "vmaf_adm_dwt123")?;
-    // SAFETY: arguments match `vmaf_adm_dwt123(const i32 *ref, const i32 *dis, int w, int h,
-    // int stride, int scale, i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps,
-    // int plane, const i32 *lut, int cl, int cr, int ct, int cb, int flags, u32 irf_h,
-    // u32 irf_v, u32 irf_d, double egl)`; accesses as in `adm_dwt0` (inputs mapped into the
-    // checked w x h planes, outputs below bw * bh or inside the checked CSF window), and the
-    // inputs are distinct from the outputs.
+    let kernel = state.kernel("adm", DWT123_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_adm_dwt123(const i32 *ref, const i32 *dis, int w, int h, int stride, int scale,
+    // i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane, const i32 *lut, int cl,
+    // int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)`; accesses as
+    // in `adm_dwt0` (inputs mapped into the checked w x h planes, outputs below bw * bh or inside
+    // the checked CSF window), and the inputs are distinct from the outputs.
     unsafe {
-        kernel.launch(
+        launch::<DwtArgs<i32>>(
+            &kernel,
             stream,
             adm_dwt_cfg(bw, bh),
-            &[
-                &r, &d, &w, &h, &stride, &scale, &ar, &ad, &bands, &maps, &plane, &lut, &cl, &cr,
-                &ct, &cb, &flags, &ih, &iv, &id, &p.egl,
-            ],
+            &(
+                r, d, w, h, stride, scale, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags,
+                ih, iv, id, p.egl,
+            ),
         )
     }
 }
@@ -269,28 +337,29 @@ pub fn adm_cm(
     let [ch, cv, cd] = p.cm_cube.map(|v| v as i32);
     let [ih, iv, id] = p.irf;
     let aim = i32::from(p.aim);
-    let kernel = state.kernel("adm", "vmaf_adm_cm")?;
+    let kernel = state.kernel("adm", CM_KERNEL)?;
     let cfg = LaunchConfig {
         grid: ((bottom - top) as u32, 1, 1),
         block: (ADM_CM_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: arguments match `vmaf_adm_cm(const i32 *bands, const i32 *maps, int plane,
-    // int bw, int bh, int scale, int left, int right, int top, int den_row, int den_cube,
-    // int cube_h, int cube_v, int cube_d, int cm_row, u32 irf_h, u32 irf_v, u32 irf_d,
-    // double egl, const i32 *lut, int do_aim, u64 *out)`. Rows top..bottom and columns
-    // left..right lie in the band (checked), threshold neighbours are mapped into
-    // 0..bh / 0..bw (bw, bh >= 2), every plane index is below bw * bh <= plane with 6 band
-    // and 4 map planes present, the table is read below ADM_LUT_LEN, and out[out_index..+9]
-    // is inside `out`.
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_adm_cm(const i32 *bands, const i32 *maps, int plane, int bw, int bh, int scale,
+    // int left, int right, int top, int den_row, int den_cube, int cube_h, int cube_v, int cube_d,
+    // int cm_row, u32 irf_h, u32 irf_v, u32 irf_d, double egl, const i32 *lut, int do_aim, u64
+    // *out)`. Rows top..bottom and columns left..right lie in the band (checked), threshold
+    // neighbours are mapped into 0..bh / 0..bw (bw, bh >= 2), every plane index is below bw * bh <=
+    // plane with 6 band and 4 map planes present, the table is read below ADM_LUT_LEN, and
+    // out[out_index..+9] is inside `out`.
     unsafe {
-        kernel.launch(
+        launch::<CmArgs>(
+            &kernel,
             stream,
             cfg,
-            &[
-                &bands, &maps, &plane, &bw, &bh, &scale, &left, &right, &top, &den_row, &den_cube,
-                &ch, &cv, &cd, &cm_row, &ih, &iv, &id, &p.egl, &lut, &aim, &o,
-            ],
+            &(
+                bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube, ch, cv, cd,
+                cm_row, ih, iv, id, p.egl, lut, aim, o,
+            ),
         )
     }
 }

@@ -1,8 +1,70 @@
 //! Launchers for kernels/cambi.hip.
 
-use super::{dims_u32, DevicePlane, Sample, MAX_ROW_BLOCKS};
+use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature, MAX_ROW_BLOCKS};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig, Stream};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_cambi_preprocess_{u8,u16}(src, in_w, in_h, in_stride, taps, bpc, dither, out, out_w,
+/// out_h, out_stride)`.
+type PreprocessArgs<T> = (
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    DevicePtr<u32>,
+    i32,
+    i32,
+    DevicePtr<u16>,
+    i32,
+    i32,
+    i32,
+);
+/// `vmaf_cambi_mask(img, w, h, stride, threshold, mask, mask_stride)`.
+type MaskArgs = (DevicePtr<u16>, i32, i32, i32, u32, DevicePtr<u16>, i32);
+/// `vmaf_cambi_decimate(in, in_stride, out, w, h, out_stride)`.
+type DecimateArgs = (DevicePtr<u16>, i32, DevicePtr<u16>, i32, i32, i32);
+/// `vmaf_cambi_mode(in, out, w, h, stride)`.
+type ModeArgs = (DevicePtr<u16>, DevicePtr<u16>, i32, i32, i32);
+/// `vmaf_cambi_cvalues(img, mask, w, h, stride, pad, band_base, band_size, nd, vlt, params,
+/// lut, cv)`.
+type CValuesArgs = (
+    DevicePtr<u16>,
+    DevicePtr<u16>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    DevicePtr<i32>,
+    DevicePtr<f32>,
+    DevicePtr<f32>,
+);
+/// `vmaf_cambi_stats(cv, n, out)`.
+type StatsArgs = (DevicePtr<f32>, i32, DevicePtr<u64>);
+
+const PREPROCESS_U8_KERNEL: &str = "vmaf_cambi_preprocess_u8";
+const PREPROCESS_U16_KERNEL: &str = "vmaf_cambi_preprocess_u16";
+const MASK_KERNEL: &str = "vmaf_cambi_mask";
+const DECIMATE_KERNEL: &str = "vmaf_cambi_decimate";
+const MODE_KERNEL: &str = "vmaf_cambi_mode";
+const CVALUES_KERNEL: &str = "vmaf_cambi_cvalues";
+const STATS_KERNEL: &str = "vmaf_cambi_stats";
+
+/// The kernels of kernels/cambi.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<PreprocessArgs<u8>>(PREPROCESS_U8_KERNEL),
+        sig::<PreprocessArgs<u16>>(PREPROCESS_U16_KERNEL),
+        sig::<MaskArgs>(MASK_KERNEL),
+        sig::<DecimateArgs>(DECIMATE_KERNEL),
+        sig::<ModeArgs>(MODE_KERNEL),
+        sig::<CValuesArgs>(CVALUES_KERNEL),
+        sig::<StatsArgs>(STATS_KERNEL),
+    ]
+}
 
 /// Largest window half-width the c-value kernel takes (`CAMBI_MAX_PAD`).
 pub const CAMBI_MAX_PAD: usize = 32;
@@ -52,33 +114,24 @@ pub fn cambi_preprocess<T: Sample>(
     let (bpc, dither) = (bpc as i32, i32::from(dither));
     let t = taps.ptr();
     let name = if std::mem::size_of::<T>() == 1 {
-        "vmaf_cambi_preprocess_u8"
+        PREPROCESS_U8_KERNEL
     } else {
-        "vmaf_cambi_preprocess_u16"
+        PREPROCESS_U16_KERNEL
     };
     let kernel = state.kernel("cambi", name)?;
-    // SAFETY: arguments match `vmaf_cambi_preprocess_{u8,u16}(const T *src, int in_w, int in_h,
-    // int in_stride, const u32 *taps, int bpc, int dither, u16 *out, int out_w, int out_h,
-    // int out_stride)` in kernels/cambi.hip. Taps are read below out_w + out_h (checked
-    // length) and clamped into the checked source plane; writes stay inside the checked
-    // output plane.
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_cambi_preprocess_{u8,u16}(const T *src, int in_w, int in_h, int in_stride,
+    // const u32 *taps, int bpc, int dither, u16 *out, int out_w, int out_h, int out_stride)` in
+    // kernels/cambi.hip. Taps are read below out_w + out_h (checked length) and clamped into the
+    // checked source plane; writes stay inside the checked output plane.
     unsafe {
-        kernel.launch(
+        launch::<PreprocessArgs<T>>(
+            &kernel,
             stream,
             cfg,
-            &[
-                &s,
-                &in_w,
-                &in_h,
-                &in_stride,
-                &t,
-                &bpc,
-                &dither,
-                &o,
-                &out_w,
-                &out_h,
-                &out_stride,
-            ],
+            &(
+                s, in_w, in_h, in_stride, t, bpc, dither, o, out_w, out_h, out_stride,
+            ),
         )
     }
 }
@@ -108,15 +161,17 @@ pub fn cambi_mask(
         shared_mem_bytes: 0,
     };
     let (w, h, stride, mstride) = (w as i32, h as i32, img.stride as i32, mask.stride as i32);
-    let kernel = state.kernel("cambi", "vmaf_cambi_mask")?;
-    // SAFETY: arguments match `vmaf_cambi_mask(const u16 *img, int w, int h, int stride,
-    // u32 threshold, u16 *mask, int mask_stride)`; reads are at rows < h and columns < w of
-    // the checked image plane (neighbours only when inside), writes inside the checked mask.
+    let kernel = state.kernel("cambi", MASK_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_cambi_mask(const u16 *img, int w, int h, int stride, u32 threshold, u16 *mask,
+    // int mask_stride)`; reads are at rows < h and columns < w of the checked image plane
+    // (neighbours only when inside), writes inside the checked mask.
     unsafe {
-        kernel.launch(
+        launch::<MaskArgs>(
+            &kernel,
             stream,
             cfg,
-            &[&i, &w, &h, &stride, &threshold, &m, &mstride],
+            &(i, w, h, stride, threshold, m, mstride),
         )
     }
 }
@@ -140,12 +195,12 @@ pub fn cambi_decimate(
     let (w, h) = dims_u32(out.w, out.h)?;
     let cfg = cambi_pixel_cfg(w, h);
     let (w, h, istride, ostride) = (w as i32, h as i32, input.stride as i32, out.stride as i32);
-    let kernel = state.kernel("cambi", "vmaf_cambi_decimate")?;
-    // SAFETY: arguments match `vmaf_cambi_decimate(const u16 *in, int in_stride, u16 *out,
-    // int w, int h, int out_stride)`; reads at (2i, 2j) with i < ceil(in.h/2), j <
-    // ceil(in.w/2) are inside the checked input, writes inside the checked output, and the
-    // buffers differ.
-    unsafe { kernel.launch(stream, cfg, &[&i, &istride, &o, &w, &h, &ostride]) }
+    let kernel = state.kernel("cambi", DECIMATE_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_cambi_decimate(const u16 *in, int in_stride, u16 *out, int w, int h, int
+    // out_stride)`; reads at (2i, 2j) with i < ceil(in.h/2), j < ceil(in.w/2) are inside the
+    // checked input, writes inside the checked output, and the buffers differ.
+    unsafe { launch::<DecimateArgs>(&kernel, stream, cfg, &(i, istride, o, w, h, ostride)) }
 }
 
 /// Queues cambi's 3x3 mode filter of `input` into `out` (same geometry, different buffer).
@@ -166,11 +221,12 @@ pub fn cambi_mode(
     let (w, h) = dims_u32(input.w, input.h)?;
     let cfg = cambi_pixel_cfg(w, h);
     let (w, h, stride) = (w as i32, h as i32, input.stride as i32);
-    let kernel = state.kernel("cambi", "vmaf_cambi_mode")?;
-    // SAFETY: arguments match `vmaf_cambi_mode(const u16 *in, u16 *out, int w, int h,
-    // int stride)`; reads at rows/columns inside 0..h / 0..w of the checked input (neighbours
-    // only for interior pixels), writes inside the checked output, a different buffer.
-    unsafe { kernel.launch(stream, cfg, &[&i, &o, &w, &h, &stride]) }
+    let kernel = state.kernel("cambi", MODE_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_cambi_mode(const u16 *in, u16 *out, int w, int h, int stride)`; reads at
+    // rows/columns inside 0..h / 0..w of the checked input (neighbours only for interior pixels),
+    // writes inside the checked output, a different buffer.
+    unsafe { launch::<ModeArgs>(&kernel, stream, cfg, &(i, o, w, h, stride)) }
 }
 
 /// What the c-value kernel needs besides its buffers.
@@ -232,21 +288,20 @@ pub fn cambi_cvalues(
         i32::from(p.vlt),
     );
     let (pp, lp, cp) = (params.ptr(), lut.ptr(), cv.ptr().offset(cv_offset));
-    let kernel = state.kernel("cambi", "vmaf_cambi_cvalues")?;
-    // SAFETY: arguments match `vmaf_cambi_cvalues(const u16 *img, const u16 *mask, int w,
-    // int h, int stride, int pad, int band_base, int band_size, int nd, int vlt,
-    // const i32 *params, const float *lut, float *cv)`. Planes are read only inside 0..h /
-    // 0..w (checked); the shared tile holds 16 + 2 * pad <= 80 samples a side; count indices
-    // stay below 2 * nd + 1 <= 65; params are read below 2 * nd (checked length); table
-    // indices are sums of two counts of one window, at most side^2 < lut.len(); writes go to
-    // cv[cv_offset .. cv_offset + w * h], inside `cv`.
+    let kernel = state.kernel("cambi", CVALUES_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_cambi_cvalues(const u16 *img, const u16 *mask, int w, int h, int stride, int
+    // pad, int band_base, int band_size, int nd, int vlt, const i32 *params, const float *lut,
+    // float *cv)`. Planes are read only inside 0..h / 0..w (checked); the shared tile holds 16 + 2
+    // * pad <= 80 samples a side; count indices stay below 2 * nd + 1 <= 65; params are read below
+    // 2 * nd (checked length); table indices are sums of two counts of one window, at most side^2 <
+    // lut.len(); writes go to cv[cv_offset .. cv_offset + w * h], inside `cv`.
     unsafe {
-        kernel.launch(
+        launch::<CValuesArgs>(
+            &kernel,
             stream,
             cfg,
-            &[
-                &i, &m, &w, &h, &stride, &pad, &base, &size, &nd, &vlt, &pp, &lp, &cp,
-            ],
+            &(i, m, w, h, stride, pad, base, size, nd, vlt, pp, lp, cp),
         )
     }
 }
@@ -287,8 +342,9 @@ pub fn cambi_stats(
         block: (CAMBI_STATS_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    let kernel = state.kernel("cambi", "vmaf_cambi_stats")?;
-    // SAFETY: arguments match `vmaf_cambi_stats(const float *cv, int n, u64 *out)`; it reads
-    // cv[0..n] (n <= cv.len()) and adds to out[0..257] from `o`, inside `out` (checked).
-    unsafe { kernel.launch(stream, cfg, &[&c, &n32, &o]) }
+    let kernel = state.kernel("cambi", STATS_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_cambi_stats(const float *cv, int n, u64 *out)`; it reads cv[0..n] (n <=
+    // cv.len()) and adds to out[0..257] from `o`, inside `out` (checked).
+    unsafe { launch::<StatsArgs>(&kernel, stream, cfg, &(c, n32, o)) }
 }

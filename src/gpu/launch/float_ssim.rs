@@ -1,8 +1,71 @@
 //! Launchers for kernels/float_ssim.hip: float SSIM and MS-SSIM.
 
-use super::{dims_u32, DevicePlane, Sample};
+use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig, Stream};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_ssim_to_float_{u8,u16}(ref, dis, w, h, stride, scaler, out_ref, out_dis)`.
+type ToFloatArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    f32,
+    DevicePtr<f32>,
+    DevicePtr<f32>,
+);
+/// `vmaf_ssim_decimate(src_ref, src_dis, w, h, taps, size, factor, dst_ref, dst_dis, dw, dh)`.
+type DecimateArgs = (
+    DevicePtr<f32>,
+    DevicePtr<f32>,
+    i32,
+    i32,
+    DevicePtr<f32>,
+    i32,
+    i32,
+    DevicePtr<f32>,
+    DevicePtr<f32>,
+    i32,
+    i32,
+);
+/// `vmaf_ssim_hconv(ref, dis, w, h, gauss, out, plane)`.
+type HconvArgs = (
+    DevicePtr<f32>,
+    DevicePtr<f32>,
+    i32,
+    i32,
+    DevicePtr<f32>,
+    DevicePtr<f32>,
+    i64,
+);
+/// `vmaf_ssim_rows(hbuf, dw, h, plane, gauss, c1, c2, c3, row_sums)`.
+type RowsArgs = (
+    DevicePtr<f32>,
+    i32,
+    i32,
+    i64,
+    DevicePtr<f32>,
+    f32,
+    f32,
+    f32,
+    DevicePtr<f64>,
+);
+
+const DECIMATE_KERNEL: &str = "vmaf_ssim_decimate";
+const HCONV_KERNEL: &str = "vmaf_ssim_hconv";
+const ROWS_KERNEL: &str = "vmaf_ssim_rows";
+
+/// The kernels of kernels/float_ssim.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<ToFloatArgs<u8>>(u8::SSIM_TO_FLOAT_KERNEL),
+        sig::<ToFloatArgs<u16>>(u16::SSIM_TO_FLOAT_KERNEL),
+        sig::<DecimateArgs>(DECIMATE_KERNEL),
+        sig::<HconvArgs>(HCONV_KERNEL),
+        sig::<RowsArgs>(ROWS_KERNEL),
+    ]
+}
 
 /// Sample types the float SSIM conversion kernel reads.
 pub trait SsimSample: Sample {
@@ -86,15 +149,17 @@ pub fn ssim_to_float<T: SsimSample>(
     let stride = reference.stride as i32;
     let (or, od) = (out_ref.buf.ptr(), out_dis.buf.ptr());
     let kernel = state.kernel("float_ssim", T::SSIM_TO_FLOAT_KERNEL)?;
-    // SAFETY: arguments match `vmaf_ssim_to_float_{u8,u16}(const T *ref, const T *dis, int w,
-    // int h, int stride, float scaler, float *out_ref, float *out_dis)`; the kernel reads
-    // (x, y) < (w, h) of the checked planes and writes y * w + x < w * h of the outputs, whose
-    // buffers hold w * h elements (checked).
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_ssim_to_float_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride,
+    // float scaler, float *out_ref, float *out_dis)`; the kernel reads (x, y) < (w, h) of the
+    // checked planes and writes y * w + x < w * h of the outputs, whose buffers hold w * h elements
+    // (checked).
     unsafe {
-        kernel.launch(
+        launch::<ToFloatArgs<T>>(
+            &kernel,
             stream,
             ssim_grid(w, h)?,
-            &[&r, &d, &w, &h, &stride, &scaler, &or, &od],
+            &(r, d, w, h, stride, scaler, or, od),
         )
     }
 }
@@ -136,17 +201,19 @@ pub fn ssim_decimate(
     let (size, factor) = (size as i32, factor as i32);
     let (sr, sd, t) = (src_ref.buf.ptr(), src_dis.buf.ptr(), taps.ptr());
     let (dr, dd) = (dst_ref.buf.ptr(), dst_dis.buf.ptr());
-    let kernel = state.kernel("float_ssim", "vmaf_ssim_decimate")?;
-    // SAFETY: arguments match `vmaf_ssim_decimate(const float *src_ref, const float *src_dis,
-    // int w, int h, const float *taps, int size, int factor, float *dst_ref, float *dst_dis,
-    // int dw, int dh)`. Reads are clamped into the checked w x h sources, taps are read below
-    // size * size <= taps.len(), and writes go to y * dw + x < dw * dh of the checked outputs;
-    // no index overflows an int (checked `reach`).
+    let kernel = state.kernel("float_ssim", DECIMATE_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_ssim_decimate(const float *src_ref, const float *src_dis, int w, int h, const
+    // float *taps, int size, int factor, float *dst_ref, float *dst_dis, int dw, int dh)`. Reads
+    // are clamped into the checked w x h sources, taps are read below size * size <= taps.len(),
+    // and writes go to y * dw + x < dw * dh of the checked outputs; no index overflows an int
+    // (checked `reach`).
     unsafe {
-        kernel.launch(
+        launch::<DecimateArgs>(
+            &kernel,
             stream,
             ssim_grid(dw, dh)?,
-            &[&sr, &sd, &w, &h, &t, &size, &factor, &dr, &dd, &dw, &dh],
+            &(sr, sd, w, h, t, size, factor, dr, dd, dw, dh),
         )
     }
 }
@@ -185,16 +252,18 @@ pub fn ssim_hconv(
         gauss.ptr(),
         out.ptr(),
     );
-    let kernel = state.kernel("float_ssim", "vmaf_ssim_hconv")?;
-    // SAFETY: arguments match `vmaf_ssim_hconv(const float *ref, const float *dis, int w,
-    // int h, const float *gauss, float *out, long long plane)`. Output (x, y) with
-    // x < w - 10, y < h reads columns x..x + 11 <= w of row y of the checked images and
-    // gauss[0..11] (checked), and writes k * plane + y * (w - 10) + x < 5 * plane <= out.len().
+    let kernel = state.kernel("float_ssim", HCONV_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_ssim_hconv(const float *ref, const float *dis, int w, int h, const float
+    // *gauss, float *out, long long plane)`. Output (x, y) with x < w - 10, y < h reads columns
+    // x..x + 11 <= w of row y of the checked images and gauss[0..11] (checked), and writes k *
+    // plane + y * (w - 10) + x < 5 * plane <= out.len().
     unsafe {
-        kernel.launch(
+        launch::<HconvArgs>(
+            &kernel,
             stream,
             ssim_grid(w - (SSIM_GAUSS_LEN as i32 - 1), h)?,
-            &[&r, &d, &w, &h, &g, &o, &plane],
+            &(r, d, w, h, g, o, plane),
         )
     }
 }
@@ -233,22 +302,23 @@ pub fn ssim_rows(
     let [c1, c2, c3] = consts;
     let (hb, g) = (hbuf.ptr(), gauss.ptr());
     let out = sums.ptr().offset(offset);
-    let kernel = state.kernel("float_ssim", "vmaf_ssim_rows")?;
+    let kernel = state.kernel("float_ssim", ROWS_KERNEL)?;
     let cfg = LaunchConfig {
         grid: (dh, 1, 1),
         block: (SSIM_ROW_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: arguments match `vmaf_ssim_rows(const float *hbuf, int dw, int h,
-    // long long plane, const float *gauss, float c1, float c2, float c3, double *row_sums)`.
-    // Row y < h - 10 reads k * plane + (y + v) * dw + x with v < 11, x < dw, k < 5: below
-    // 5 * plane <= hbuf.len(); gauss[0..11] (checked); writes row_sums[4 * y..4 * y + 4],
-    // inside `sums` from `offset` (checked).
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_ssim_rows(const float *hbuf, int dw, int h, long long plane, const float
+    // *gauss, float c1, float c2, float c3, double *row_sums)`. Row y < h - 10 reads k * plane + (y
+    // + v) * dw + x with v < 11, x < dw, k < 5: below 5 * plane <= hbuf.len(); gauss[0..11]
+    // (checked); writes row_sums[4 * y..4 * y + 4], inside `sums` from `offset` (checked).
     unsafe {
-        kernel.launch(
+        launch::<RowsArgs>(
+            &kernel,
             stream,
             cfg,
-            &[&hb, &dw, &h, &plane, &g, &c1, &c2, &c3, &out],
+            &(hb, dw, h, plane, g, c1, c2, c3, out),
         )
     }
 }

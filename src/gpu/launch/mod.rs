@@ -23,10 +23,128 @@ pub use psnr::psnr_sse;
 pub use vif::{vif_down, vif_stats};
 
 use super::memory::{DeviceBuffer, DeviceCopy, DevicePtr};
+use super::module::{Kernel, KernelArg, LaunchConfig};
+use super::stream::Stream;
 use crate::error::{Error, Result};
 
+/// A kernel parameter's C type, spelled as the signature test normalises kernels/*.hip: `i32`,
+/// `u32`, `i64`, `u64`, `f32`, `f64` (also `u8`, `i8`, `u16`, `i16` as pointees), and `*`
+/// before the pointee for a device pointer (`const` is not kept: it does not change the ABI).
+pub trait ParamType {
+    fn c_type() -> String;
+}
+
+macro_rules! param_type {
+    ($($t:ty),*) => {
+        $(
+            impl ParamType for $t {
+                fn c_type() -> String {
+                    stringify!($t).into()
+                }
+            }
+        )*
+    };
+}
+param_type!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+impl<T: ParamType> ParamType for DevicePtr<T> {
+    fn c_type() -> String {
+        format!("*{}", T::c_type())
+    }
+}
+
+/// A kernel's whole argument list as one tuple type: each launcher module names the tuple of
+/// every kernel it launches (`type ...Args = (...)`), builds exactly that tuple at the launch,
+/// and lists the kernel names with those types in its `signatures()`, which the signature test
+/// compares with the `VMAF_KERNEL` declarations in kernels/*.hip.
+pub(crate) trait KernelArgs {
+    /// The C parameter types, in order.
+    fn c_types() -> Vec<String>;
+    /// The values, in order, as the raw launch takes them.
+    fn refs(&self) -> Vec<&dyn KernelArg>;
+}
+
+macro_rules! kernel_args {
+    ($($a:ident $i:tt),+) => {
+        impl<$($a: KernelArg + ParamType),+> KernelArgs for ($($a,)+) {
+            fn c_types() -> Vec<String> {
+                vec![$($a::c_type()),+]
+            }
+            fn refs(&self) -> Vec<&dyn KernelArg> {
+                vec![$(&self.$i),+]
+            }
+        }
+    };
+}
+
+/// Implements [`KernelArgs`] for every tuple length from the first pair's up to the last's.
+macro_rules! kernel_args_upto {
+    ($($a:ident $i:tt),+ ;) => { kernel_args!($($a $i),+); };
+    ($($a:ident $i:tt),+ ; $b:ident $j:tt $(, $rb:ident $rj:tt)*) => {
+        kernel_args!($($a $i),+);
+        kernel_args_upto!($($a $i),+, $b $j ; $($rb $rj),*);
+    };
+}
+kernel_args_upto!(A0 0; A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10, A11 11,
+    A12 12, A13 13, A14 14, A15 15, A16 16, A17 17, A18 18, A19 19, A20 20, A21 21, A22 22,
+    A23 23);
+
+/// A kernel's name and C parameter types, in order.
+pub(crate) type Signature = (&'static str, Vec<String>);
+
+/// `name` with the parameter types of the argument tuple `A`.
+fn sig<A: KernelArgs>(name: &'static str) -> Signature {
+    (name, A::c_types())
+}
+
+/// A launcher module's list of the kernels it launches.
+type Signatures = fn() -> Vec<Signature>;
+
+/// Per kernels/*.hip file (by stem), the signatures its launcher module declares.
+pub(crate) const MODULES: &[(&str, Signatures)] = &[
+    ("adm", adm::signatures),
+    ("cambi", cambi::signatures),
+    ("float_ssim", float_ssim::signatures),
+    ("motion", motion::signatures),
+    ("psnr", psnr::signatures),
+    ("vif", vif::signatures),
+];
+
+/// The declared parameter types of kernel `name`, if a launcher module declares it.
+fn declared(name: &str) -> Option<Vec<String>> {
+    MODULES
+        .iter()
+        .flat_map(|(_, sigs)| sigs())
+        .find(|(n, _)| *n == name)
+        .map(|(_, types)| types)
+}
+
+/// Queues `kernel` with the argument tuple `args`; in debug builds, first asserts that `A` is
+/// the signature declared for the kernel's name.
+///
+/// # Safety
+/// As [`Kernel::launch`]: `A` must be the kernel's parameter list (the signature test checks
+/// the declared tuple types against kernels/*.hip), every device pointer must cover all elements
+/// the kernel touches for this geometry, and the host must not read memory the kernel writes
+/// until the stream has passed this launch.
+unsafe fn launch<A: KernelArgs>(
+    kernel: &Kernel,
+    stream: &Stream,
+    cfg: LaunchConfig,
+    args: &A,
+) -> Result<()> {
+    debug_assert_eq!(
+        declared(kernel.name()),
+        Some(A::c_types()),
+        "arguments of {}",
+        kernel.name()
+    );
+    // SAFETY: guaranteed by the caller.
+    unsafe { kernel.launch(stream, cfg, &args.refs()) }
+}
+
 /// Sample types the kernels read (8-bit and 9..16-bit pictures).
-pub trait Sample: DeviceCopy {
+pub trait Sample: DeviceCopy + ParamType {
     /// Entry point of the PSNR kernel for this sample size.
     const PSNR_SSE_KERNEL: &'static str;
     /// VIF statistics of one scale.

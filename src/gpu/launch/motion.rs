@@ -1,8 +1,32 @@
 //! Launchers for kernels/motion.hip.
 
-use super::{dims_u32, DevicePlane, Sample};
+use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig, Stream};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_motion_rows_{u8,u16}(prev, cur, w, h, stride, shift, row_sums)`.
+type RowsArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+    DevicePtr<u64>,
+);
+/// `vmaf_motion_reduce(row_sums, h, out)`.
+type ReduceArgs = (DevicePtr<u64>, i32, DevicePtr<u64>);
+
+/// The kernels of kernels/motion.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<RowsArgs<u8>>(u8::MOTION_ROWS_KERNEL),
+        sig::<RowsArgs<u16>>(u16::MOTION_ROWS_KERNEL),
+        sig::<ReduceArgs>(REDUCE_KERNEL),
+    ]
+}
+
+const REDUCE_KERNEL: &str = "vmaf_motion_reduce";
 
 /// Motion tile (kernels/motion.hip `MOTION_TW` x `MOTION_TH`, blocks of 32 x 8 threads) and
 /// the reduction kernel's block (`MOTION_BLOCK`).
@@ -35,7 +59,7 @@ pub fn motion_sad<T: Sample>(
     let rows = row_sums.ptr();
     let o = out.ptr();
     let k_rows = state.kernel("motion", T::MOTION_ROWS_KERNEL)?;
-    let k_reduce = state.kernel("motion", "vmaf_motion_reduce")?;
+    let k_reduce = state.kernel("motion", REDUCE_KERNEL)?;
     let cfg = LaunchConfig {
         grid: (
             (w as u32).div_ceil(MOTION_TILE.0),
@@ -45,16 +69,18 @@ pub fn motion_sad<T: Sample>(
         block: (MOTION_TILE.0, 8, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: arguments match `vmaf_motion_rows_{u8,u16}(const T *prev, const T *cur, int w,
-    // int h, int stride, int shift, u64 *row_sums)`; reads are at mirrored coordinates inside
-    // the checked planes, writes at row_sums[row] for row < h <= row_sums.len().
-    unsafe { k_rows.launch(stream, cfg, &[&p, &c, &w, &h, &stride, &shift, &rows])? };
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_motion_rows_{u8,u16}(const T *prev, const T *cur, int w, int h, int stride, int
+    // shift, u64 *row_sums)`; reads are at mirrored coordinates inside the checked planes, writes
+    // at row_sums[row] for row < h <= row_sums.len().
+    unsafe { launch::<RowsArgs<T>>(&k_rows, stream, cfg, &(p, c, w, h, stride, shift, rows))? };
     let cfg = LaunchConfig {
         grid: (1, 1, 1),
         block: (MOTION_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: `vmaf_motion_reduce(const u64 *row_sums, int h, u64 *out)` reads row_sums[0..h]
-    // and writes out[0]; both checked above.
-    unsafe { k_reduce.launch(stream, cfg, &[&rows, &h, &o]) }
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_motion_reduce(const u64 *row_sums, int h, u64 *out)`, which reads
+    // row_sums[0..h] and writes out[0]; both checked above.
+    unsafe { launch::<ReduceArgs>(&k_reduce, stream, cfg, &(rows, h, o)) }
 }

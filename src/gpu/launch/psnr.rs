@@ -1,8 +1,27 @@
 //! Launchers for kernels/psnr.hip.
 
-use super::{DevicePlane, Sample, MAX_ROW_BLOCKS, ROW_BLOCK};
+use super::{launch, sig, DevicePlane, Sample, Signature, MAX_ROW_BLOCKS, ROW_BLOCK};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig, Stream};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_psnr_sse_{u8,u16}(ref, dis, w, h, ref_stride, dis_stride, out)`.
+type SseArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    u32,
+    u32,
+    u32,
+    u32,
+    DevicePtr<u64>,
+);
+
+/// The kernels of kernels/psnr.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<SseArgs<u8>>(u8::PSNR_SSE_KERNEL),
+        sig::<SseArgs<u16>>(u16::PSNR_SSE_KERNEL),
+    ]
+}
 
 /// Queues `out[out_index] += sum over the plane of (ref - dis)^2`.
 pub fn psnr_sse<T: Sample>(
@@ -33,9 +52,10 @@ pub fn psnr_sse<T: Sample>(
         block: (ROW_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: the argument list matches `vmaf_psnr_sse_{u8,u16}(const T *, const T *, u32 w,
-    // u32 h, u32 ref_stride, u32 dis_stride, u64 *out)` in kernels/psnr.hip; both planes were
-    // checked to hold every row the kernel reads (rows < h, columns < w) and `o` is inside `out`.
-    // The buffers outlive the launch: freeing device memory waits for the device.
-    unsafe { kernel.launch(stream, cfg, &[&r, &d, &w, &h, &rs, &ds, &o]) }
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_psnr_sse_{u8,u16}(const T *, const T *, u32 w, u32 h, u32 ref_stride, u32
+    // dis_stride, u64 *out)` in kernels/psnr.hip; both planes were checked to hold every row the
+    // kernel reads (rows < h, columns < w) and `o` is inside `out`. The buffers outlive the launch:
+    // freeing device memory waits for the device.
+    unsafe { launch::<SseArgs<T>>(&kernel, stream, cfg, &(r, d, w, h, rs, ds, o)) }
 }

@@ -1,8 +1,49 @@
 //! Launchers for kernels/vif.hip.
 
-use super::{dims_u32, DevicePlane, Sample};
+use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig, Stream};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_vif_stats_{u8,u16}(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc,
+/// down_ref, down_dis, down_stride)`.
+type StatsArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    DevicePtr<u16>,
+    f64,
+    DevicePtr<u64>,
+    DevicePtr<u16>,
+    DevicePtr<u16>,
+    i32,
+);
+/// `vmaf_vif_down_{u8,u16}(ref, dis, w, h, stride, scale, bpc, out_ref, out_dis, out_stride)`.
+type DownArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    DevicePtr<u16>,
+    DevicePtr<u16>,
+    i32,
+);
+
+/// The kernels of kernels/vif.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<StatsArgs<u8>>(u8::VIF_STATS_KERNEL),
+        sig::<StatsArgs<u16>>(u16::VIF_STATS_KERNEL),
+        sig::<DownArgs<u8>>(u8::VIF_DOWN_KERNEL),
+        sig::<DownArgs<u16>>(u16::VIF_DOWN_KERNEL),
+    ]
+}
 
 /// VIF statistics tile (kernels/vif.hip `VIF_TW` x `VIF_TH`) and block (`VIF_TW` x
 /// `VIF_BLOCK_H`: four output rows per thread).
@@ -36,7 +77,7 @@ pub fn vif_stats<T: Sample>(
     let r = reference.checked_ptr()?;
     let d = distorted.checked_ptr()?;
     let (down_r, down_d, down_stride) = match down {
-        None => (0u64, 0u64, 0i32),
+        None => (DevicePtr::from_addr(0), DevicePtr::from_addr(0), 0i32),
         Some((dr, dd)) => {
             if scale != 0
                 || (dr.w, dr.h, dr.stride) != (dd.w, dd.h, dd.stride)
@@ -47,11 +88,7 @@ pub fn vif_stats<T: Sample>(
                     "VIF fused decimation planes differ in geometry",
                 ));
             }
-            (
-                dr.checked_ptr()?.addr(),
-                dd.checked_ptr()?.addr(),
-                dr.stride as i32,
-            )
+            (dr.checked_ptr()?, dd.checked_ptr()?, dr.stride as i32)
         }
     };
     let (w, h) = dims_u32(reference.w, reference.h)?;
@@ -69,32 +106,33 @@ pub fn vif_stats<T: Sample>(
         block: (VIF_BLOCK.0, VIF_BLOCK.1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: arguments match `vmaf_vif_stats_{u8,u16}(const T *ref, const T *dis, int w, int
-    // h, int stride, int scale, int bpc, const u16 *log2_table, double egl, u64 *acc, u16
-    // *down_ref, u16 *down_dis, int down_stride)` in kernels/vif.hip. The kernel reads
-    // rows/columns reflected into 0..h / 0..w of planes checked above, table entries below
-    // 2^16 (checked length), writes acc[0..4] from `out`, inside `acc` (len >= 16, scale <=
-    // 3), and, when the down pointers are not NULL (scale 0 only), outputs below (w/2, h/2)
-    // of the checked decimation planes.
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_vif_stats_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride, int
+    // scale, int bpc, const u16 *log2_table, double egl, u64 *acc, u16 *down_ref, u16 *down_dis,
+    // int down_stride)` in kernels/vif.hip. The kernel reads rows/columns reflected into 0..h /
+    // 0..w of planes checked above, table entries below 2^16 (checked length), writes acc[0..4]
+    // from `out`, inside `acc` (len >= 16, scale <= 3), and, when the down pointers are not NULL
+    // (scale 0 only), outputs below (w/2, h/2) of the checked decimation planes.
     unsafe {
-        kernel.launch(
+        launch::<StatsArgs<T>>(
+            &kernel,
             stream,
             cfg,
-            &[
-                &r,
-                &d,
-                &w,
-                &h,
-                &stride,
-                &sc,
-                &bpc,
-                &table,
-                &egl,
-                &out,
-                &down_r,
-                &down_d,
-                &down_stride,
-            ],
+            &(
+                r,
+                d,
+                w,
+                h,
+                stride,
+                sc,
+                bpc,
+                table,
+                egl,
+                out,
+                down_r,
+                down_d,
+                down_stride,
+            ),
         )
     }
 }
@@ -141,15 +179,17 @@ pub fn vif_down<T: Sample>(
         block: (32, 8, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: arguments match `vmaf_vif_down_{u8,u16}(const T *ref, const T *dis, int w, int h,
-    // int stride, int scale, int bpc, u16 *out_ref, u16 *out_dis, int out_stride)`; inputs are
-    // read at reflected coordinates inside the checked w x h planes and outputs written only
-    // below (w/2, h/2), inside the checked output planes.
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_vif_down_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride, int
+    // scale, int bpc, u16 *out_ref, u16 *out_dis, int out_stride)`; inputs are read at reflected
+    // coordinates inside the checked w x h planes and outputs written only below (w/2, h/2), inside
+    // the checked output planes.
     unsafe {
-        kernel.launch(
+        launch::<DownArgs<T>>(
+            &kernel,
             stream,
             cfg,
-            &[&r, &d, &w, &h, &stride, &sc, &bpc, &or, &od, &out_stride],
+            &(r, d, w, h, stride, sc, bpc, or, od, out_stride),
         )
     }
 }
