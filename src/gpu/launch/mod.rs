@@ -27,6 +27,9 @@ use super::module::{Kernel, KernelArg, LaunchConfig};
 use super::stream::Stream;
 use crate::error::{Error, Result};
 
+#[cfg(test)]
+mod signature_tests;
+
 /// A kernel parameter's C type, spelled as the signature test normalises kernels/*.hip: `i32`,
 /// `u32`, `i64`, `u64`, `f32`, `f64` (also `u8`, `i8`, `u16`, `i16` as pointees), and `*`
 /// before the pointee for a device pointer (`const` is not kept: it does not change the ABI).
