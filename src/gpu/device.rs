@@ -1,4 +1,4 @@
-//! Devices: the loaded runtime of a vendor ([`Api`]), what a device is ([`DeviceInfo`],
+//! Devices: the loaded runtime of a vendor (`Api`), what a device is ([`DeviceInfo`],
 //! [`enumerate`]), an opened device ([`Device`]) and the failures a device can be told to report
 //! ([`Fault`]).
 //!
