@@ -11,7 +11,8 @@ use std::ffi::{c_char, c_int, CString};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::safe::{Api, Device, Module};
+use super::device::{Api, Device};
+use super::module::Module;
 use super::sys::{self, RawProgram, Status, Vendor};
 use crate::error::{Error, Result};
 

@@ -1,11 +1,17 @@
 //! The vendor-neutral GPU runtime (HIP on AMD, the CUDA driver on NVIDIA), loaded at run time.
 //!
 //! Layers, after cudarc: [`sys`] holds our own C types and the per-library function tables
-//! (resolved with `libloading`, all-or-nothing, once); [`safe`] wraps them in RAII types that
-//! bind the device on every thread they are used from; [`code`] finds device code for a kernel
-//! source (ahead-of-time object, else a cached hiprtc/nvrtc compile); [`kernels`] has the typed,
-//! bounds-checked launchers. [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one
-//! compute stream, the loaded kernels and per-feature scratch buffers.
+//! (resolved with `libloading`, all-or-nothing, once), plus one [`sys::CommonFns`] table per
+//! vendor for the calls both runtimes shape alike. RAII types over them bind the device on every
+//! thread they are used from, split by concern: [`device`] (runtime, device, faults), [`stream`]
+//! (streams, events), [`memory`] (device, pinned and registered host memory) and [`module`]
+//! (loaded code, kernels, launches); [`safe`] re-exports all four under their old path. [`code`]
+//! finds device code for a kernel source (ahead-of-time object, else a cached hiprtc/nvrtc
+//! compile); [`launch`] (also reachable as `gpu::kernels`) has the typed, bounds-checked
+//! launchers, one module per kernels/*.hip file, each declaring its kernels' argument tuples,
+//! which a test checks against the `VMAF_KERNEL` signatures. [`GpuState`] is what
+//! `vmaf_hip_state_init` creates: one device, one compute stream, the loaded kernels and
+//! per-feature scratch buffers.
 //!
 //! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
 //! reasons; nothing here panics or aborts on a missing library or symbol.
@@ -18,23 +24,28 @@ use std::thread::ThreadId;
 use crate::error::{Error, Result};
 
 pub mod code;
-pub mod kernels;
+pub mod device;
+pub mod launch;
+pub mod memory;
+pub mod module;
 pub mod planes;
 pub mod safe;
+pub mod stream;
 pub mod sys;
 #[cfg(test)]
 mod tests;
 
-pub use safe::{
-    enumerate, DeviceBuffer, DeviceCopy, DeviceInfo, DevicePtr, Event, HostRegistration, Kernel,
-    KernelArg, LaunchConfig, Module, PinnedHostBuffer, Stream,
-};
-pub use safe::{Device, Fault};
+pub use device::{enumerate, Device, DeviceInfo, Fault};
+/// The launchers' old path (`crate::gpu::kernels::psnr_sse`, ...).
+pub use launch as kernels;
+pub use memory::{DeviceBuffer, DeviceCopy, DevicePtr, HostRegistration, PinnedHostBuffer};
+pub use module::{Kernel, KernelArg, LaunchConfig, Module};
+pub use stream::{Event, Stream};
 pub use sys::Vendor;
 
 /// One device and its compute stream, shared by the contexts it is imported into.
 pub struct GpuState {
-    device: Arc<safe::Device>,
+    device: Arc<Device>,
     stream: Stream,
     kernels: Mutex<HashMap<(&'static str, String), Arc<Kernel>>>,
     /// Per scratch type, the idle values: a call takes one (or starts with none) and puts it
@@ -85,8 +96,8 @@ impl GpuState {
                 .cloned()
                 .ok_or_else(|| Error::NoDevice(format!("no GPU found{}", why())))?,
         };
-        let api = safe::Api::load(info.vendor).map_err(|e| Error::NoDevice(e.to_string()))?;
-        let device = safe::Device::open(api, info)?;
+        let api = device::Api::load(info.vendor).map_err(|e| Error::NoDevice(e.to_string()))?;
+        let device = Device::open(api, info)?;
         let stream = Stream::new(&device)?;
         if let Some((f, after)) = Fault::from_env() {
             device.inject_fault_after(f, after);
@@ -101,7 +112,7 @@ impl GpuState {
         }))
     }
 
-    pub fn device(&self) -> &Arc<safe::Device> {
+    pub fn device(&self) -> &Arc<Device> {
         &self.device
     }
 

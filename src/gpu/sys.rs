@@ -188,6 +188,111 @@ fn_table! {
     }
 }
 
+/// The calls whose C prototypes are identical in both runtimes (one operation under its HIP and
+/// its CUDA name), copied once out of the vendor's table when it loads, so callers make them
+/// without a per-vendor `match`. Calls whose prototypes differ (device pointers are `void *` in
+/// HIP and an integer `CUdeviceptr` in CUDA: alloc, free, copies, memset) stay in the tables.
+#[derive(Clone, Copy)]
+pub struct CommonFns {
+    /// `hipDeviceSynchronize` / `cuCtxSynchronize` (the bound device / primary context).
+    pub synchronize: unsafe extern "C" fn() -> Status,
+    /// `hipHostMalloc` / `cuMemHostAlloc`.
+    pub host_alloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> Status,
+    /// `hipHostFree` / `cuMemFreeHost`.
+    pub host_free: unsafe extern "C" fn(*mut c_void) -> Status,
+    /// `hipHostRegister` / `cuMemHostRegister_v2`.
+    pub host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> Status,
+    /// `hipHostUnregister` / `cuMemHostUnregister`.
+    pub host_unregister: unsafe extern "C" fn(*mut c_void) -> Status,
+    /// `hipStreamCreateWithFlags` / `cuStreamCreate`.
+    pub stream_create: unsafe extern "C" fn(*mut RawStream, c_uint) -> Status,
+    /// `hipStreamDestroy` / `cuStreamDestroy_v2`.
+    pub stream_destroy: unsafe extern "C" fn(RawStream) -> Status,
+    /// `hipStreamSynchronize` / `cuStreamSynchronize`.
+    pub stream_synchronize: unsafe extern "C" fn(RawStream) -> Status,
+    /// `hipStreamWaitEvent` / `cuStreamWaitEvent`.
+    pub stream_wait_event: unsafe extern "C" fn(RawStream, RawEvent, c_uint) -> Status,
+    /// `hipEventCreateWithFlags` / `cuEventCreate`.
+    pub event_create: unsafe extern "C" fn(*mut RawEvent, c_uint) -> Status,
+    /// `hipEventDestroy` / `cuEventDestroy_v2`.
+    pub event_destroy: unsafe extern "C" fn(RawEvent) -> Status,
+    /// `hipEventRecord` / `cuEventRecord`.
+    pub event_record: unsafe extern "C" fn(RawEvent, RawStream) -> Status,
+    /// `hipEventSynchronize` / `cuEventSynchronize`.
+    pub event_synchronize: unsafe extern "C" fn(RawEvent) -> Status,
+    /// `hipModuleLoadData` / `cuModuleLoadData`.
+    pub module_load_data: unsafe extern "C" fn(*mut RawModule, *const c_void) -> Status,
+    /// `hipModuleGetFunction` / `cuModuleGetFunction`.
+    pub module_get_function:
+        unsafe extern "C" fn(*mut RawFunction, RawModule, *const c_char) -> Status,
+    /// `hipModuleUnload` / `cuModuleUnload`.
+    pub module_unload: unsafe extern "C" fn(RawModule) -> Status,
+    /// `hipModuleLaunchKernel` / `cuLaunchKernel`.
+    pub launch_kernel: unsafe extern "C" fn(
+        RawFunction,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        RawStream,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> Status,
+}
+
+impl HipFns {
+    /// The same-shaped calls of this table (their pointers stay valid while `self` lives).
+    fn common(&self) -> CommonFns {
+        CommonFns {
+            synchronize: self.device_synchronize,
+            host_alloc: self.host_malloc,
+            host_free: self.host_free,
+            host_register: self.host_register,
+            host_unregister: self.host_unregister,
+            stream_create: self.stream_create,
+            stream_destroy: self.stream_destroy,
+            stream_synchronize: self.stream_synchronize,
+            stream_wait_event: self.stream_wait_event,
+            event_create: self.event_create,
+            event_destroy: self.event_destroy,
+            event_record: self.event_record,
+            event_synchronize: self.event_synchronize,
+            module_load_data: self.module_load_data,
+            module_get_function: self.module_get_function,
+            module_unload: self.module_unload,
+            launch_kernel: self.module_launch_kernel,
+        }
+    }
+}
+
+impl CudaFns {
+    /// The same-shaped calls of this table (their pointers stay valid while `self` lives).
+    fn common(&self) -> CommonFns {
+        CommonFns {
+            synchronize: self.ctx_synchronize,
+            host_alloc: self.mem_host_alloc,
+            host_free: self.mem_free_host,
+            host_register: self.mem_host_register,
+            host_unregister: self.mem_host_unregister,
+            stream_create: self.stream_create,
+            stream_destroy: self.stream_destroy,
+            stream_synchronize: self.stream_synchronize,
+            stream_wait_event: self.stream_wait_event,
+            event_create: self.event_create,
+            event_destroy: self.event_destroy,
+            event_record: self.event_record,
+            event_synchronize: self.event_synchronize,
+            module_load_data: self.module_load_data,
+            module_get_function: self.module_get_function,
+            module_unload: self.module_unload,
+            launch_kernel: self.launch_kernel,
+        }
+    }
+}
+
 fn_table! {
     /// hiprtc, nvrtc's twin (same shapes; `GetCode` returns a code object for the `--offload-arch`).
     HiprtcFns {
@@ -233,6 +338,8 @@ pub type HipGetPropsFn = unsafe extern "C" fn(*mut c_void, c_int) -> Status;
 /// A loaded, initialised HIP runtime.
 pub struct HipApi {
     pub fns: HipFns,
+    /// The calls shaped as in CUDA, from `fns`.
+    pub common: CommonFns,
     pub get_props: Option<HipGetPropsFn>,
     /// Where it was loaded from.
     pub path: String,
@@ -242,6 +349,8 @@ pub struct HipApi {
 /// A loaded, initialised CUDA driver.
 pub struct CudaApi {
     pub fns: CudaFns,
+    /// The calls shaped as in HIP, from `fns`.
+    pub common: CommonFns,
     pub path: String,
     pub version: c_int,
 }
@@ -358,6 +467,7 @@ fn load_hip() -> Result<HipApi, String> {
         // kept alive by `fns._lib` for as long as the pointer is used.
         .find_map(|s| unsafe { fns._lib.get::<HipGetPropsFn>(s.as_bytes()).ok().map(|f| *f) });
     Ok(HipApi {
+        common: fns.common(),
         fns,
         get_props,
         path,
@@ -391,7 +501,12 @@ fn load_cuda() -> Result<CudaApi, String> {
             cuda_error_text(&fns, st)
         ));
     }
-    Ok(CudaApi { fns, path, version })
+    Ok(CudaApi {
+        common: fns.common(),
+        fns,
+        path,
+        version,
+    })
 }
 
 static HIP: OnceLock<Result<HipApi, String>> = OnceLock::new();

@@ -2,7 +2,7 @@
 //! under `VMAF_TEST_REQUIRE_GPU=1`); with
 //! one, they check real values.
 
-use super::kernels::{psnr_sse, DevicePlane};
+use super::launch::{psnr_sse, DevicePlane};
 use super::*;
 
 /// Host -> device -> host through pinned memory returns the exact bytes, including across two

@@ -1,0 +1,505 @@
+//! Devices: the loaded runtime of a vendor (`Api`), what a device is ([`DeviceInfo`],
+//! [`enumerate`]), an opened device ([`Device`]) and the failures a device can be told to report
+//! ([`Fault`]).
+//!
+//! Every operation first binds the device to the calling thread (`cuCtxSetCurrent` with the
+//! primary context on NVIDIA, `hipSetDevice` on AMD): both runtimes keep the current device per
+//! thread, and worker threads of a pool may issue work for a state they never initialised.
+
+use std::ffi::{c_char, c_int};
+use std::sync::Arc;
+
+use super::sys::{self, CommonFns, CudaApi, HipApi, RawContext, Status, Vendor};
+use crate::error::{Error, Result};
+
+/// A vendor's loaded runtime.
+#[derive(Clone, Copy)]
+pub(crate) enum Api {
+    Hip(&'static HipApi),
+    Cuda(&'static CudaApi),
+}
+
+impl Api {
+    /// Loads (once) the runtime of `vendor`.
+    pub(crate) fn load(vendor: Vendor) -> std::result::Result<Api, &'static str> {
+        match vendor {
+            Vendor::Amd => sys::hip().map(Api::Hip),
+            Vendor::Nvidia => sys::cuda().map(Api::Cuda),
+        }
+    }
+
+    pub(crate) fn vendor(self) -> Vendor {
+        match self {
+            Api::Hip(_) => Vendor::Amd,
+            Api::Cuda(_) => Vendor::Nvidia,
+        }
+    }
+
+    /// The runtime (HIP) or driver (CUDA) version number as the vendor encodes it.
+    pub(crate) fn version(self) -> i32 {
+        match self {
+            Api::Hip(h) => h.version,
+            Api::Cuda(c) => c.version,
+        }
+    }
+
+    /// The calls both runtimes shape alike.
+    pub(crate) fn common(self) -> &'static CommonFns {
+        match self {
+            Api::Hip(h) => &h.common,
+            Api::Cuda(c) => &c.common,
+        }
+    }
+
+    /// Maps a status to our error type, naming the call that failed.
+    pub(crate) fn check(self, st: Status, call: &str) -> Result<()> {
+        if st == 0 {
+            return Ok(());
+        }
+        let (text, oom) = match self {
+            Api::Hip(h) => (
+                sys::hip_error_text(&h.fns, st),
+                st == sys::ERR_OUT_OF_MEMORY_HIP,
+            ),
+            Api::Cuda(c) => (
+                sys::cuda_error_text(&c.fns, st),
+                st == sys::ERR_OUT_OF_MEMORY_CUDA,
+            ),
+        };
+        Err(if oom {
+            Error::NoMem(format!("{call}: {text}"))
+        } else if st == sys::ERR_NO_DEVICE || st == sys::ERR_INSUFFICIENT_DRIVER {
+            Error::NoDevice(format!("{call}: {text}"))
+        } else {
+            Error::gpu(call, st, text)
+        })
+    }
+
+    /// Number of devices this runtime sees.
+    pub(crate) fn device_count(self) -> Result<usize> {
+        let mut n: c_int = 0;
+        let st = match self {
+            // SAFETY: writes one int to a live local.
+            Api::Hip(h) => unsafe { (h.fns.get_device_count)(&mut n) },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.device_get_count)(&mut n) },
+        };
+        if st == sys::ERR_NO_DEVICE {
+            return Ok(0);
+        }
+        self.check(st, "device count")?;
+        Ok(n.max(0) as usize)
+    }
+}
+
+/// What a device is, without opening it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub vendor: Vendor,
+    /// Index among all devices we enumerate (AMD first, then NVIDIA); what
+    /// `VmafHipConfiguration.device_index` selects.
+    pub ordinal: usize,
+    /// Index within the vendor's runtime.
+    pub vendor_ordinal: i32,
+    pub name: String,
+    /// `sm_90` on NVIDIA; the full `gcnArchName` (e.g. `gfx90a:sramecc+:xnack-`) on AMD.
+    pub arch: String,
+    pub total_mem: usize,
+    /// False for CUDA devices in prohibited compute mode.
+    pub compute_capable: bool,
+}
+
+impl DeviceInfo {
+    /// The arch without AMD feature suffixes (`gfx90a`), the key for code objects.
+    pub fn base_arch(&self) -> &str {
+        self.arch.split(':').next().unwrap_or(&self.arch)
+    }
+}
+
+fn name_from_buf(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+/// Finds the `gfx...` arch name in a `hipDeviceProp_t` of unknown layout: it is the only field
+/// holding that text (ROCm 5 and 6 place it at different offsets).
+fn scan_gfx_name(props: &[u8]) -> Option<String> {
+    let mut i = 0;
+    while i + 4 <= props.len() {
+        if &props[i..i + 3] == b"gfx" && props[i + 3].is_ascii_hexdigit() {
+            let at_field_start = i == 0 || props[i - 1] == 0;
+            let end = props[i..].iter().position(|&b| b == 0)? + i;
+            let s = &props[i..end];
+            let plausible = s
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b':' || b == b'+' || b == b'-');
+            if at_field_start && plausible {
+                return Some(String::from_utf8_lossy(s).into_owned());
+            }
+            i = end;
+        }
+        i += 1;
+    }
+    None
+}
+
+impl Api {
+    /// Describes device `vendor_ordinal` of this runtime.
+    pub(crate) fn device_info(self, vendor_ordinal: i32, ordinal: usize) -> Result<DeviceInfo> {
+        let mut name = [0 as c_char; 256];
+        let mut total_mem = 0usize;
+        match self {
+            Api::Hip(h) => {
+                let f = &h.fns;
+                // SAFETY: the buffer holds 256 chars and we pass that length.
+                let st = unsafe { (f.device_get_name)(name.as_mut_ptr(), 256, vendor_ordinal) };
+                self.check(st, "hipDeviceGetName")?;
+                // SAFETY: writes one size_t to a live local.
+                let st = unsafe { (f.device_total_mem)(&mut total_mem, vendor_ordinal) };
+                self.check(st, "hipDeviceTotalMem")?;
+                let arch = match h.get_props {
+                    Some(get) => {
+                        // Far larger than any hipDeviceProp_t so far (about 1.5 KiB in ROCm 6).
+                        let mut props = vec![0u8; 16 << 10];
+                        // SAFETY: the buffer outlives the call and exceeds the struct size.
+                        let st = unsafe { get(props.as_mut_ptr().cast(), vendor_ordinal) };
+                        self.check(st, "hipGetDeviceProperties")?;
+                        scan_gfx_name(&props[256..]).unwrap_or_default()
+                    }
+                    None => String::new(),
+                };
+                Ok(DeviceInfo {
+                    vendor: Vendor::Amd,
+                    ordinal,
+                    vendor_ordinal,
+                    name: name_from_buf(&name),
+                    arch,
+                    total_mem,
+                    compute_capable: true,
+                })
+            }
+            Api::Cuda(c) => {
+                let f = &c.fns;
+                let mut dev = 0;
+                // SAFETY: writes one CUdevice to a live local.
+                let st = unsafe { (f.device_get)(&mut dev, vendor_ordinal) };
+                self.check(st, "cuDeviceGet")?;
+                // SAFETY: the buffer holds 256 chars and we pass that length.
+                let st = unsafe { (f.device_get_name)(name.as_mut_ptr(), 256, dev) };
+                self.check(st, "cuDeviceGetName")?;
+                // SAFETY: writes one size_t to a live local.
+                let st = unsafe { (f.device_total_mem)(&mut total_mem, dev) };
+                self.check(st, "cuDeviceTotalMem")?;
+                let attr = |a: c_int| -> Result<c_int> {
+                    let mut v = 0;
+                    // SAFETY: writes one int to a live local.
+                    let st = unsafe { (f.device_get_attribute)(&mut v, a, dev) };
+                    self.check(st, "cuDeviceGetAttribute")?;
+                    Ok(v)
+                };
+                let (major, minor) = (attr(sys::CU_ATTR_CC_MAJOR)?, attr(sys::CU_ATTR_CC_MINOR)?);
+                let mode = attr(sys::CU_ATTR_COMPUTE_MODE)?;
+                Ok(DeviceInfo {
+                    vendor: Vendor::Nvidia,
+                    ordinal,
+                    vendor_ordinal,
+                    name: name_from_buf(&name),
+                    arch: format!("sm_{major}{minor}"),
+                    total_mem,
+                    compute_capable: mode != sys::CU_COMPUTEMODE_PROHIBITED,
+                })
+            }
+        }
+    }
+}
+
+/// An opened device: on NVIDIA it holds a reference on the device's primary context (the one
+/// the CUDA runtime and FFmpeg share), released on drop.
+pub struct Device {
+    api: Api,
+    raw: sys::RawDevice,
+    ctx: RawContext,
+    info: DeviceInfo,
+    /// Injected failure (`Fault` as u8) for error-path tests.
+    fault: std::sync::atomic::AtomicU8,
+    /// Calls the fault applies to that still succeed before it strikes (mid-stream faults).
+    fault_delay: std::sync::atomic::AtomicU64,
+    /// Set once any runtime call has failed (see [`Self::teardown_warn`]).
+    failed: std::sync::atomic::AtomicBool,
+    /// Bytes of device memory our buffers hold now, and the most they have held.
+    mem_in_use: std::sync::atomic::AtomicUsize,
+    mem_peak: std::sync::atomic::AtomicUsize,
+}
+
+// SAFETY: the primary context handle and the ordinal are plain identifiers that both runtimes
+// accept from any thread; every call binds the device to the calling thread first.
+unsafe impl Send for Device {}
+// SAFETY: as above; the runtimes are thread-safe and `Device` has no interior mutability.
+unsafe impl Sync for Device {}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device").field("info", &self.info).finish()
+    }
+}
+
+impl Device {
+    /// Opens the device `info` describes.
+    pub(crate) fn open(api: Api, info: DeviceInfo) -> Result<Arc<Device>> {
+        let (raw, ctx) = match api {
+            Api::Hip(_) => (info.vendor_ordinal, std::ptr::null_mut()),
+            Api::Cuda(c) => {
+                let mut dev = 0;
+                // SAFETY: writes one CUdevice to a live local.
+                let st = unsafe { (c.fns.device_get)(&mut dev, info.vendor_ordinal) };
+                api.check(st, "cuDeviceGet")?;
+                let mut ctx: RawContext = std::ptr::null_mut();
+                // SAFETY: writes one CUcontext; balanced by the release in Drop.
+                let st = unsafe { (c.fns.primary_ctx_retain)(&mut ctx, dev) };
+                api.check(st, "cuDevicePrimaryCtxRetain")?;
+                (dev, ctx)
+            }
+        };
+        let d = Device {
+            api,
+            raw,
+            ctx,
+            info,
+            fault: std::sync::atomic::AtomicU8::new(Fault::None as u8),
+            fault_delay: std::sync::atomic::AtomicU64::new(0),
+            failed: std::sync::atomic::AtomicBool::new(false),
+            mem_in_use: std::sync::atomic::AtomicUsize::new(0),
+            mem_peak: std::sync::atomic::AtomicUsize::new(0),
+        };
+        d.bind()?;
+        Ok(Arc::new(d))
+    }
+
+    /// What this device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// (bytes of device memory held by this library's buffers now, the peak so far).
+    pub fn memory_use(&self) -> (usize, usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.mem_in_use.load(Relaxed), self.mem_peak.load(Relaxed))
+    }
+
+    pub(super) fn account(&self, bytes: usize, alloc: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if alloc {
+            let now = self.mem_in_use.fetch_add(bytes, Relaxed) + bytes;
+            self.mem_peak.fetch_max(now, Relaxed);
+        } else {
+            self.mem_in_use.fetch_sub(bytes, Relaxed);
+        }
+    }
+
+    pub(crate) fn api(&self) -> Api {
+        self.api
+    }
+
+    /// Makes this device current on the calling thread.
+    pub fn bind(&self) -> Result<()> {
+        match self.api {
+            // SAFETY: the ordinal was valid at open time; HIP validates it again.
+            Api::Hip(h) => self
+                .api
+                .check(unsafe { (h.fns.set_device)(self.raw) }, "hipSetDevice"),
+            // SAFETY: `ctx` is retained until Drop, so it is a live context.
+            Api::Cuda(c) => self.api.check(
+                unsafe { (c.fns.ctx_set_current)(self.ctx) },
+                "cuCtxSetCurrent",
+            ),
+        }
+    }
+
+    /// Makes this device's following runtime calls fail as `fault` describes.
+    pub fn inject_fault(&self, fault: Fault) {
+        self.inject_fault_after(fault, 0);
+    }
+
+    /// Like [`Self::inject_fault`], but the first `calls` calls the fault applies to (device
+    /// allocations for out-of-memory, launches for a launch failure, any call for device loss)
+    /// still succeed: the fault strikes in the middle of a stream.
+    pub fn inject_fault_after(&self, fault: Fault, calls: u64) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.fault.store(Fault::None as u8, SeqCst);
+        self.fault_delay.store(calls, SeqCst);
+        self.fault.store(fault as u8, SeqCst);
+    }
+
+    fn injected_fault(&self, call: &str) -> Result<()> {
+        // Teardown still works on the real device: injected faults model failing work.
+        if ["destroy", "free", "unload"]
+            .iter()
+            .any(|t| call.contains(t))
+        {
+            return Ok(());
+        }
+        use std::sync::atomic::Ordering::SeqCst;
+        let fault = self.fault.load(std::sync::atomic::Ordering::Relaxed);
+        let applies = match fault {
+            1 => call.starts_with("device alloc") || call.starts_with("pinned host alloc"),
+            2 => call.starts_with("launch"),
+            3 => true,
+            _ => false,
+        };
+        if !applies {
+            return Ok(());
+        }
+        // Count down the calls that still succeed; once at zero, every such call fails.
+        if self
+            .fault_delay
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Ok(());
+        }
+        Err(match fault {
+            1 => Error::NoMem(format!("{call}: injected out-of-memory")),
+            // The status CUDA gives a failed launch (CUDA_ERROR_LAUNCH_FAILED).
+            2 => Error::gpu(call, 719, "injected launch failure"),
+            _ => Error::NoDevice(format!("{call}: injected device loss")),
+        })
+    }
+
+    pub(super) fn call(&self, call: &str, f: impl FnOnce(Api) -> Status) -> Result<()> {
+        let r = self
+            .injected_fault(call)
+            .and_then(|()| self.bind())
+            .and_then(|()| self.api.check(f(self.api), call));
+        if r.is_err() {
+            self.failed
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// [`Self::call`] for a call both runtimes shape alike: `f` gets the vendor's
+    /// [`CommonFns`].
+    pub(super) fn call_common(
+        &self,
+        call: &str,
+        f: impl FnOnce(&'static CommonFns) -> Status,
+    ) -> Result<()> {
+        self.call(call, |api| f(api.common()))
+    }
+
+    /// Reports a failure while releasing a resource: a warning the first time, and only at
+    /// debug level once the device has failed (a lost device fails every release, and the
+    /// caller already got the error that matters).
+    pub(crate) fn teardown_warn(&self, msg: std::fmt::Arguments<'_>) {
+        if self.failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            crate::log_debug!("{msg}");
+        } else {
+            crate::log_warn!("{msg}");
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if let Api::Cuda(c) = self.api {
+            // SAFETY: balances the retain in `open`; every object using the context holds an
+            // `Arc<Device>`, so none is left.
+            let st = unsafe { (c.fns.primary_ctx_release)(self.raw) };
+            if st != 0 {
+                crate::log_warn!("cuDevicePrimaryCtxRelease: status {st}");
+            }
+        }
+    }
+}
+
+/// Every device the selected vendors expose, in ordinal order, plus why a vendor offered none.
+pub fn enumerate() -> (Vec<DeviceInfo>, Vec<String>) {
+    let mut devices = Vec::new();
+    let mut notes = Vec::new();
+    for vendor in sys::vendor_order() {
+        let api = match Api::load(vendor) {
+            Ok(a) => a,
+            Err(e) => {
+                notes.push(format!("{}: {e}", vendor.name()));
+                continue;
+            }
+        };
+        let n = match api.device_count() {
+            Ok(n) => n,
+            Err(e) => {
+                notes.push(format!("{}: {e}", vendor.name()));
+                continue;
+            }
+        };
+        if n == 0 {
+            notes.push(format!("{}: runtime loaded but no devices", vendor.name()));
+        }
+        for i in 0..n {
+            match api.device_info(i as i32, devices.len()) {
+                Ok(info) => devices.push(info),
+                Err(e) => notes.push(format!("{} device {i}: {e}", vendor.name())),
+            }
+        }
+    }
+    (devices, notes)
+}
+
+/// A runtime failure a device can be told to report, to check that errors reach the caller as
+/// error codes (never a crash): [`Device::inject_fault`], or for whole programs
+/// `VMAF_HIP_INJECT_FAULT=oom|launch|lost[@N]`, read when a state is created (`@N`: the first N
+/// calls it applies to succeed, so it strikes mid-stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// No injected failure.
+    None = 0,
+    /// Device and pinned allocations fail with out-of-memory.
+    OutOfMemory = 1,
+    /// Kernel launches fail.
+    LaunchFailure = 2,
+    /// Every runtime call fails as if the device was lost.
+    DeviceLost = 3,
+}
+
+impl Fault {
+    /// The fault named by `VMAF_HIP_INJECT_FAULT` and the calls it lets pass first, if any.
+    pub fn from_env() -> Option<(Fault, u64)> {
+        let v = std::env::var("VMAF_HIP_INJECT_FAULT").ok()?;
+        let (name, after) = match v.split_once('@') {
+            Some((n, a)) => (n.to_string(), a.parse().ok()?),
+            None => (v, 0),
+        };
+        let fault = match name.as_str() {
+            "oom" => Fault::OutOfMemory,
+            "launch" => Fault::LaunchFailure,
+            "lost" => Fault::DeviceLost,
+            _ => return None,
+        };
+        Some((fault, after))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gfx_name_found_in_any_layout() {
+        let mut props = vec![0u8; 2048];
+        props[..12].copy_from_slice(b"AMD Instinct");
+        let at = 700;
+        let arch = b"gfx90a:sramecc+:xnack-";
+        props[at..at + arch.len()].copy_from_slice(arch);
+        assert_eq!(
+            scan_gfx_name(&props[256..]).as_deref(),
+            Some("gfx90a:sramecc+:xnack-")
+        );
+        // "gfx" in the middle of other text is not a field start.
+        let mut noise = vec![0u8; 64];
+        noise[1..8].copy_from_slice(b"xgfx906");
+        assert_eq!(scan_gfx_name(&noise), None);
+    }
+}

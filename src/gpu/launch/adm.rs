@@ -1,0 +1,365 @@
+//! Launchers for kernels/adm.hip.
+
+use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
+use crate::error::{Error, Result};
+use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+
+/// `vmaf_adm_dwt0_{u8,u16}(ref, dis, w, h, stride, bpc, ...)` and, with `T = i32`,
+/// `vmaf_adm_dwt123(ref, dis, w, h, stride, scale, ...)`; both continue `approx_ref,
+/// approx_dis, bands, maps, plane, lut, cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl`.
+type DwtArgs<T> = (
+    DevicePtr<T>,
+    DevicePtr<T>,
+    i32,
+    i32,
+    i32,
+    i32,
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    i32,
+    DevicePtr<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    u32,
+    u32,
+    u32,
+    f64,
+);
+/// `vmaf_adm_cm(bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube,
+/// cube_h, cube_v, cube_d, cm_row, irf_h, irf_v, irf_d, egl, lut, do_aim, out)`.
+type CmArgs = (
+    DevicePtr<i32>,
+    DevicePtr<i32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    u32,
+    u32,
+    u32,
+    f64,
+    DevicePtr<i32>,
+    i32,
+    DevicePtr<u64>,
+);
+
+const DWT123_KERNEL: &str = "vmaf_adm_dwt123";
+const CM_KERNEL: &str = "vmaf_adm_cm";
+
+/// The kernels of kernels/adm.hip with the argument tuples their launchers pass.
+pub(super) fn signatures() -> Vec<Signature> {
+    vec![
+        sig::<DwtArgs<u8>>(u8::ADM_DWT0_KERNEL),
+        sig::<DwtArgs<u16>>(u16::ADM_DWT0_KERNEL),
+        sig::<DwtArgs<i32>>(DWT123_KERNEL),
+        sig::<CmArgs>(CM_KERNEL),
+    ]
+}
+
+/// Entries of ADM's reciprocal table the kernels may index (`0..=32768`).
+pub const ADM_LUT_LEN: usize = 32769;
+
+/// ADM wavelet kernel block (kernels/adm.hip reads the geometry from blockDim).
+const ADM_DWT_BLOCK: (u32, u32) = (32, 8);
+/// ADM masking kernel block (`ADM_CM_BLOCK`; a multiple of every warp size).
+const ADM_CM_BLOCK: u32 = 256;
+
+/// What the ADM kernels of one scale need besides their buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct AdmScale {
+    /// 0..=3.
+    pub scale: usize,
+    /// Half-open decoupling/CSF window `[left, right, top, bottom]` of the band; the maps are
+    /// written only there (an empty window writes none).
+    pub csf: [usize; 4],
+    /// Half-open score window, same layout.
+    pub score: [usize; 4],
+    pub den_row: u32,
+    pub den_cube: u32,
+    pub cm_cube: [u32; 3],
+    pub cm_row: u32,
+    /// Integer CSF weights of bands h, v, d (the 16-bit ones at scale 0).
+    pub irf: [u32; 3],
+    pub egl: f64,
+    /// Whether the AIM maps and sums are computed.
+    pub aim: bool,
+}
+
+/// Device buffers shared by the ADM kernels. Band planes are `plane` elements apart.
+#[derive(Debug, Clone, Copy)]
+pub struct AdmBuffers<'a> {
+    /// Reference h, v, d then distorted h, v, d bands: 6 planes.
+    pub bands: &'a DeviceBuffer<i32>,
+    /// Threshold maps (flt and centre sums of the DLM pass, then of the AIM pass): 4 planes.
+    pub maps: &'a DeviceBuffer<i32>,
+    pub plane: usize,
+    /// The reciprocal table (at least [`ADM_LUT_LEN`] entries).
+    pub lut: &'a DeviceBuffer<i32>,
+}
+
+/// Checks what both ADM wavelet kernels access for a `w`x`h` input and returns the band size
+/// as kernel ints.
+fn adm_check_dwt(
+    w: usize,
+    h: usize,
+    approx_ref: &DeviceBuffer<i32>,
+    approx_dis: &DeviceBuffer<i32>,
+    b: &AdmBuffers<'_>,
+    p: &AdmScale,
+) -> Result<(i32, i32)> {
+    let (w, h) = dims_u32(w, h)?;
+    if w < 3 || h < 3 || p.scale > 3 {
+        return Err(Error::inval("bad ADM wavelet parameters"));
+    }
+    let (bw, bh) = (w.div_ceil(2) as usize, h.div_ceil(2) as usize);
+    adm_check_buffers(bw, bh, b, p)?;
+    if approx_ref.len() < bw * bh || approx_dis.len() < bw * bh {
+        return Err(Error::inval("ADM approximation buffer too small"));
+    }
+    let (cl, cr, ct, cb) = (p.csf[0], p.csf[1], p.csf[2], p.csf[3]);
+    if cl > cr || cr > bw || ct > cb || cb > bh {
+        return Err(Error::inval("ADM CSF window outside the band"));
+    }
+    Ok((bw as i32, bh as i32))
+}
+
+/// Checks the shared buffers and the score window of a `bw`x`bh` band.
+fn adm_check_buffers(bw: usize, bh: usize, b: &AdmBuffers<'_>, p: &AdmScale) -> Result<()> {
+    let fits = |n: usize, planes: usize| {
+        b.plane
+            .checked_mul(planes)
+            .is_some_and(|need| need <= n && i32::try_from(b.plane).is_ok())
+    };
+    if b.plane < bw * bh || !fits(b.bands.len(), 6) || !fits(b.maps.len(), 4) {
+        return Err(Error::inval("ADM band buffers too small"));
+    }
+    if b.lut.len() < ADM_LUT_LEN {
+        return Err(Error::inval("ADM reciprocal table too short"));
+    }
+    let (l, r, t, bo) = (p.score[0], p.score[1], p.score[2], p.score[3]);
+    if l > r || r > bw || t > bo || bo > bh {
+        return Err(Error::inval("ADM score window outside the band"));
+    }
+    let shifts = [p.den_row, p.den_cube, p.cm_row]
+        .into_iter()
+        .chain(p.cm_cube);
+    if shifts.into_iter().any(|s| s >= 63) {
+        return Err(Error::inval("ADM shift out of range"));
+    }
+    Ok(())
+}
+
+fn adm_flags(p: &AdmScale) -> i32 {
+    let maps = p.csf[0] < p.csf[1] && p.csf[2] < p.csf[3];
+    i32::from(maps) | (i32::from(maps && p.aim) << 1)
+}
+
+fn adm_dwt_cfg(bw: i32, bh: i32) -> LaunchConfig {
+    LaunchConfig {
+        grid: (
+            (bw as u32).div_ceil(ADM_DWT_BLOCK.0),
+            (bh as u32).div_ceil(ADM_DWT_BLOCK.1),
+            1,
+        ),
+        block: (ADM_DWT_BLOCK.0, ADM_DWT_BLOCK.1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Queues ADM's scale-0 wavelet level of both pictures (`bpc`-bit samples): writes the
+/// approximation bands (dense, `ceil(w/2)` wide) and the h, v, d bands, and the masking maps
+/// inside `p.csf`.
+#[allow(clippy::too_many_arguments)]
+pub fn adm_dwt0<T: Sample>(
+    state: &GpuState,
+    stream: &Stream,
+    reference: DevicePlane<'_, T>,
+    distorted: DevicePlane<'_, T>,
+    bpc: u32,
+    approx_ref: &DeviceBuffer<i32>,
+    approx_dis: &DeviceBuffer<i32>,
+    b: &AdmBuffers<'_>,
+    p: &AdmScale,
+) -> Result<()> {
+    if (reference.w, reference.h, reference.stride) != (distorted.w, distorted.h, distorted.stride)
+    {
+        return Err(Error::inval("ADM planes differ in geometry"));
+    }
+    if p.scale != 0 || !(8..=16).contains(&bpc) {
+        return Err(Error::inval("bad ADM scale-0 parameters"));
+    }
+    let (bw, bh) = adm_check_dwt(reference.w, reference.h, approx_ref, approx_dis, b, p)?;
+    let r = reference.checked_ptr()?;
+    let d = distorted.checked_ptr()?;
+    let (w, h) = (reference.w as i32, reference.h as i32);
+    let stride = reference.stride as i32;
+    let bpc = bpc as i32;
+    let (ar, ad, bands, maps, lut) = (
+        approx_ref.ptr(),
+        approx_dis.ptr(),
+        b.bands.ptr(),
+        b.maps.ptr(),
+        b.lut.ptr(),
+    );
+    let plane = b.plane as i32;
+    let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
+    let flags = adm_flags(p);
+    let [ih, iv, id] = p.irf;
+    let kernel = state.kernel("adm", T::ADM_DWT0_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_adm_dwt0_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride, int
+    // bpc, i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane, const i32 *lut, int
+    // cl, int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)` in
+    // kernels/adm.hip. Inputs are read at rows/columns mapped into 0..h / 0..w (w, h >= 3) of the
+    // checked planes; writes go to pixel i * bw + j < bw * bh of the approximation buffers (len >=
+    // bw * bh), of 6 band planes and, inside the CSF window (checked inside the band), of 4 map
+    // planes, each `plane >= bw * bh` long; the table is read below ADM_LUT_LEN.
+    unsafe {
+        launch::<DwtArgs<T>>(
+            &kernel,
+            stream,
+            adm_dwt_cfg(bw, bh),
+            &(
+                r, d, w, h, stride, bpc, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags,
+                ih, iv, id, p.egl,
+            ),
+        )
+    }
+}
+
+/// Queues one ADM wavelet level of scales 1-3 on the previous approximation bands `prev_ref`
+/// / `prev_dis` (which must not be the output buffers); outputs as [`adm_dwt0`].
+#[allow(clippy::too_many_arguments)]
+pub fn adm_dwt123(
+    state: &GpuState,
+    stream: &Stream,
+    prev_ref: DevicePlane<'_, i32>,
+    prev_dis: DevicePlane<'_, i32>,
+    approx_ref: &DeviceBuffer<i32>,
+    approx_dis: &DeviceBuffer<i32>,
+    b: &AdmBuffers<'_>,
+    p: &AdmScale,
+) -> Result<()> {
+    if (prev_ref.w, prev_ref.h, prev_ref.stride) != (prev_dis.w, prev_dis.h, prev_dis.stride) {
+        return Err(Error::inval("ADM planes differ in geometry"));
+    }
+    if !(1..=3).contains(&p.scale) {
+        return Err(Error::inval("bad ADM scale"));
+    }
+    let outs = [approx_ref.ptr().addr(), approx_dis.ptr().addr()];
+    if outs[0] == outs[1]
+        || outs.contains(&prev_ref.buf.ptr().addr())
+        || outs.contains(&prev_dis.buf.ptr().addr())
+    {
+        return Err(Error::inval("ADM wavelet input and output buffers overlap"));
+    }
+    let (bw, bh) = adm_check_dwt(prev_ref.w, prev_ref.h, approx_ref, approx_dis, b, p)?;
+    let r = prev_ref.checked_ptr()?;
+    let d = prev_dis.checked_ptr()?;
+    let (w, h) = (prev_ref.w as i32, prev_ref.h as i32);
+    let stride = prev_ref.stride as i32;
+    let scale = p.scale as i32;
+    let (ar, ad, bands, maps, lut) = (
+        approx_ref.ptr(),
+        approx_dis.ptr(),
+        b.bands.ptr(),
+        b.maps.ptr(),
+        b.lut.ptr(),
+    );
+    let plane = b.plane as i32;
+    let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
+    let flags = adm_flags(p);
+    let [ih, iv, id] = p.irf;
+    let kernel = state.kernel("adm", DWT123_KERNEL)?;
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_adm_dwt123(const i32 *ref, const i32 *dis, int w, int h, int stride, int scale,
+    // i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane, const i32 *lut, int cl,
+    // int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)`; accesses as
+    // in `adm_dwt0` (inputs mapped into the checked w x h planes, outputs below bw * bh or inside
+    // the checked CSF window), and the inputs are distinct from the outputs.
+    unsafe {
+        launch::<DwtArgs<i32>>(
+            &kernel,
+            stream,
+            adm_dwt_cfg(bw, bh),
+            &(
+                r, d, w, h, stride, scale, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags,
+                ih, iv, id, p.egl,
+            ),
+        )
+    }
+}
+
+/// Queues ADM's denominator and contrast-masking sums of one `bw`x`bh` scale over
+/// `p.score`: adds den h, v, d, then the DLM and AIM numerators h, v, d (int64 as two's
+/// complement) to `out[out_index..out_index + 9]`, each row rounded and shifted first.
+#[allow(clippy::too_many_arguments)]
+pub fn adm_cm(
+    state: &GpuState,
+    stream: &Stream,
+    b: &AdmBuffers<'_>,
+    bw: usize,
+    bh: usize,
+    p: &AdmScale,
+    out: &DeviceBuffer<u64>,
+    out_index: usize,
+) -> Result<()> {
+    let (w, h) = dims_u32(bw, bh)?;
+    if w < 2 || h < 2 || p.scale > 3 {
+        return Err(Error::inval("bad ADM masking parameters"));
+    }
+    adm_check_buffers(bw, bh, b, p)?;
+    if out_index.checked_add(9).is_none_or(|end| end > out.len()) {
+        return Err(Error::inval("ADM output index out of range"));
+    }
+    let [left, right, top, bottom] = p.score.map(|v| v as i32);
+    if left == right || top == bottom {
+        return Ok(());
+    }
+    let (bands, maps, lut) = (b.bands.ptr(), b.maps.ptr(), b.lut.ptr());
+    let o = out.ptr().offset(out_index);
+    let (plane, bw, bh, scale) = (b.plane as i32, w as i32, h as i32, p.scale as i32);
+    let (den_row, den_cube, cm_row) = (p.den_row as i32, p.den_cube as i32, p.cm_row as i32);
+    let [ch, cv, cd] = p.cm_cube.map(|v| v as i32);
+    let [ih, iv, id] = p.irf;
+    let aim = i32::from(p.aim);
+    let kernel = state.kernel("adm", CM_KERNEL)?;
+    let cfg = LaunchConfig {
+        grid: ((bottom - top) as u32, 1, 1),
+        block: (ADM_CM_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
+    // matches `vmaf_adm_cm(const i32 *bands, const i32 *maps, int plane, int bw, int bh, int scale,
+    // int left, int right, int top, int den_row, int den_cube, int cube_h, int cube_v, int cube_d,
+    // int cm_row, u32 irf_h, u32 irf_v, u32 irf_d, double egl, const i32 *lut, int do_aim, u64
+    // *out)`. Rows top..bottom and columns left..right lie in the band (checked), threshold
+    // neighbours are mapped into 0..bh / 0..bw (bw, bh >= 2), every plane index is below bw * bh <=
+    // plane with 6 band and 4 map planes present, the table is read below ADM_LUT_LEN, and
+    // out[out_index..+9] is inside `out`.
+    unsafe {
+        launch::<CmArgs>(
+            &kernel,
+            stream,
+            cfg,
+            &(
+                bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube, ch, cv, cd,
+                cm_row, ih, iv, id, p.egl, lut, aim, o,
+            ),
+        )
+    }
+}

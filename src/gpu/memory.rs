@@ -1,0 +1,472 @@
+//! Memory: [`DeviceBuffer`] (device memory), [`PinnedHostBuffer`] (page-locked host memory),
+//! [`HostRegistration`] (existing host memory page-locked in place), the element types that may
+//! cross ([`DeviceCopy`]) and the device addresses kernels take ([`DevicePtr`]).
+//!
+//! Host memory a pending copy may touch is guarded by an event that is waited on before the host
+//! reads, writes or frees it.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::device::{Api, Device};
+use super::stream::{Event, Stream};
+use super::sys::{self, RawDevPtr};
+use crate::error::{Error, Result};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Element types that may cross to and from the device: plain integers and floats, for which
+/// every bit pattern (including all-zero) is a valid value.
+pub trait DeviceCopy: Copy + Default + Send + Sync + 'static + sealed::Sealed {}
+macro_rules! device_copy {
+    ($($t:ty),*) => { $( impl sealed::Sealed for $t {} impl DeviceCopy for $t {} )* };
+}
+device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+/// Page-locked host memory: the only host memory the DMA engines read and write
+/// asynchronously. Host access waits for the last copy that used it.
+pub struct PinnedHostBuffer<T: DeviceCopy> {
+    dev: Arc<Device>,
+    ptr: *mut T,
+    len: usize,
+    /// Recorded after the last queued copy that touches this memory (created on first use).
+    event: Option<Event>,
+    /// Whether `event` guards a copy the host has not waited for yet.
+    pending: bool,
+}
+
+// SAFETY: the buffer is owned memory like a Box<[T]>; T is Send + Sync.
+unsafe impl<T: DeviceCopy> Send for PinnedHostBuffer<T> {}
+// SAFETY: shared access only reads (after syncing through &mut); T is Sync.
+unsafe impl<T: DeviceCopy> Sync for PinnedHostBuffer<T> {}
+
+fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b > 0)
+        .ok_or_else(|| Error::inval(format!("bad GPU buffer length {len}")))
+}
+
+impl<T: DeviceCopy> PinnedHostBuffer<T> {
+    /// `len` zeroed elements.
+    pub fn new(dev: &Arc<Device>, len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        dev.call_common("pinned host alloc", |f| {
+            // SAFETY: writes one pointer; freed in Drop with the matching call.
+            unsafe { (f.host_alloc)(&mut p, bytes, 0) }
+        })?;
+        if p.is_null() {
+            return Err(Error::NoMem("pinned host alloc returned NULL".into()));
+        }
+        // SAFETY: `p` points to `bytes` writable bytes we own; zero is valid for DeviceCopy.
+        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        Ok(PinnedHostBuffer {
+            dev: dev.clone(),
+            ptr: p.cast(),
+            len,
+            event: None,
+            pending: false,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        if self.pending {
+            if let Some(ev) = &self.event {
+                ev.synchronize()?;
+            }
+            self.pending = false;
+        }
+        Ok(())
+    }
+
+    /// The contents, after any copy in flight has finished.
+    pub fn as_slice(&mut self) -> Result<&[T]> {
+        self.settle()?;
+        // SAFETY: `ptr` holds `len` initialised elements and no copy is in flight.
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr, self.len) })
+    }
+
+    /// Mutable contents, after any copy in flight has finished.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.settle()?;
+        // SAFETY: as in `as_slice`, and `&mut self` makes the borrow unique.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
+    }
+
+    /// Records that a copy queued on `stream` uses this memory.
+    /// Creates the guard event; done before a copy is queued so that failing to create it
+    /// cannot leave a copy unguarded.
+    fn ensure_event(&mut self) -> Result<()> {
+        if self.event.is_none() {
+            self.event = Some(Event::new(&self.dev)?);
+        }
+        Ok(())
+    }
+
+    /// Records that a copy just queued on `stream` uses this memory.
+    fn mark_in_use(&mut self, stream: &Stream) -> Result<()> {
+        let Some(ev) = &self.event else {
+            return stream.synchronize();
+        };
+        match ev.record(stream) {
+            Ok(()) => {
+                self.pending = true;
+                Ok(())
+            }
+            Err(e) => {
+                // Without the marker, wait for the copy here instead.
+                let _ = stream.synchronize();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Existing host memory page-locked for DMA (`hipHostRegister` / `cuMemHostRegister`, portable
+/// to every device), so uploads read it directly instead of through a staging copy. Every copy
+/// from it leaves an event here, and dropping the registration waits for those copies before
+/// unlocking, so the memory cannot be released under a DMA while its owner drops this first.
+pub struct HostRegistration {
+    dev: Arc<Device>,
+    ptr: *mut c_void,
+    bytes: usize,
+    /// One event per device that copied from this memory, recorded after its latest copy.
+    copies: std::sync::Mutex<Vec<Event>>,
+}
+
+// SAFETY: the registration only describes memory owned elsewhere; the raw pointer is used for
+// runtime calls and range checks, never dereferenced here.
+unsafe impl Send for HostRegistration {}
+// SAFETY: as above; the event list is behind a mutex.
+unsafe impl Sync for HostRegistration {}
+
+impl std::fmt::Debug for HostRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRegistration")
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostRegistration {
+    /// Page-locks `bytes` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// The range must be one live allocation that neither moves nor is freed until this value
+    /// has been dropped.
+    pub unsafe fn new(dev: &Arc<Device>, ptr: *mut u8, bytes: usize) -> Result<Self> {
+        if ptr.is_null() || bytes == 0 {
+            return Err(Error::inval("nothing to page-lock"));
+        }
+        let p = ptr.cast::<c_void>();
+        let flags = sys::HOST_REGISTER_PORTABLE;
+        dev.call_common("host register", |f| {
+            // SAFETY: the caller guarantees the range stays allocated until Drop unregisters it.
+            unsafe { (f.host_register)(p, bytes, flags) }
+        })?;
+        Ok(HostRegistration {
+            dev: dev.clone(),
+            ptr: p,
+            bytes,
+            copies: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether `data` lies inside the registered range.
+    pub fn covers<T>(&self, data: &[T]) -> bool {
+        let start = data.as_ptr() as usize;
+        let end = start + std::mem::size_of_val(data);
+        let base = self.ptr as usize;
+        start >= base && end <= base + self.bytes
+    }
+
+    /// Records that a copy just queued on `stream` reads this memory.
+    fn mark_copy(&self, stream: &Stream) -> Result<()> {
+        let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
+        let i = match copies.iter().position(|e| Arc::ptr_eq(&e.dev, &stream.dev)) {
+            Some(i) => i,
+            None => {
+                copies.push(Event::new(&stream.dev)?);
+                copies.len() - 1
+            }
+        };
+        copies[i].record(stream)
+    }
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        let copies = std::mem::take(self.copies.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for ev in &copies {
+            if let Err(e) = ev.synchronize() {
+                self.dev
+                    .teardown_warn(format_args!("page-locked picture: {e}"));
+            }
+        }
+        let p = self.ptr;
+        let r = self.dev.call_common("host unregister", |f| {
+            // SAFETY: `p` was registered in `new` and is unregistered once, after its copies.
+            unsafe { (f.host_unregister)(p) }
+        });
+        if let Err(e) = r {
+            self.dev.teardown_warn(format_args!("{e}"));
+        }
+    }
+}
+
+impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
+    fn drop(&mut self) {
+        // A DMA still reading or writing this memory must finish before it is freed.
+        if let Err(e) = self.settle() {
+            self.dev.teardown_warn(format_args!("pinned buffer: {e}"));
+        }
+        let p = self.ptr.cast::<c_void>();
+        let r = self.dev.call_common("pinned host free", |f| {
+            // SAFETY: `p` came from this runtime's `host_alloc` (hipHostMalloc /
+            // cuMemHostAlloc) and is freed once, with the matching call.
+            unsafe { (f.host_free)(p) }
+        });
+        if let Err(e) = r {
+            self.dev.teardown_warn(format_args!("{e}"));
+        }
+    }
+}
+
+/// A device address of `T`s, as passed to kernels. Obtained from a [`DeviceBuffer`]; carries no
+/// lifetime, so only the typed launch wrappers (which check bounds) turn it into a kernel
+/// argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct DevicePtr<T> {
+    addr: RawDevPtr,
+    _t: PhantomData<*const T>,
+}
+
+impl<T> DevicePtr<T> {
+    pub fn addr(self) -> u64 {
+        self.addr
+    }
+
+    pub(crate) fn from_addr(addr: u64) -> Self {
+        DevicePtr {
+            addr,
+            _t: PhantomData,
+        }
+    }
+}
+
+/// Device memory holding `len` elements of `T`.
+pub struct DeviceBuffer<T: DeviceCopy> {
+    dev: Arc<Device>,
+    ptr: RawDevPtr,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceCopy> std::fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceBuffer({:#x}, {})", self.ptr, self.len)
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// `len` uninitialised elements (device memory is never read by the host without a copy,
+    /// so garbage is harmless; callers that need zeros queue [`DeviceBuffer::zero`]).
+    pub fn new(dev: &Arc<Device>, len: usize) -> Result<Self> {
+        let bytes = byte_len::<T>(len)?;
+        let mut ptr: RawDevPtr = 0;
+        dev.call("device alloc", |api| match api {
+            // SAFETY: writes one device pointer (64 bits, like RawDevPtr); freed in Drop.
+            Api::Hip(h) => unsafe {
+                (h.fns.malloc)((&mut ptr as *mut RawDevPtr).cast::<*mut c_void>(), bytes)
+            },
+            // SAFETY: writes one CUdeviceptr; freed in Drop.
+            Api::Cuda(c) => unsafe { (c.fns.mem_alloc)(&mut ptr, bytes) },
+        })?;
+        dev.account(bytes, true);
+        Ok(DeviceBuffer {
+            dev: dev.clone(),
+            ptr,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn ptr(&self) -> DevicePtr<T> {
+        DevicePtr {
+            addr: self.ptr,
+            _t: PhantomData,
+        }
+    }
+
+    fn check_range(&self, what: &str, count: usize, other: usize) -> Result<usize> {
+        if count > self.len || count > other {
+            return Err(Error::inval(format!(
+                "{what}: {count} elements exceed buffer lengths {} / {other}",
+                self.len
+            )));
+        }
+        Ok(count * std::mem::size_of::<T>())
+    }
+
+    /// Queues a copy of the first `count` elements of `src` to the start of this buffer.
+    pub fn upload_async(
+        &mut self,
+        stream: &Stream,
+        src: &mut PinnedHostBuffer<T>,
+        count: usize,
+    ) -> Result<()> {
+        let bytes = self.check_range("upload", count, src.len)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // Host writes to `src` must be complete before the DMA reads it.
+        src.settle()?;
+        src.ensure_event()?;
+        // SAFETY: `src` holds at least `bytes` bytes (checked) and stays alive and untouched by
+        // the host until the event recorded below has passed (PinnedHostBuffer waits on it).
+        unsafe { self.queue_htod(stream, src.ptr.cast::<c_void>().cast_const(), bytes)? };
+        src.mark_in_use(stream)
+    }
+
+    /// Queues a copy of `bytes` bytes from host address `src` to the start of this buffer.
+    ///
+    /// # Safety
+    /// `bytes` fits this buffer, and `src` points to `bytes` readable bytes that stay allocated
+    /// and unwritten until the copy has finished (the caller orders that after the copy).
+    unsafe fn queue_htod(&self, stream: &Stream, src: *const c_void, bytes: usize) -> Result<()> {
+        let dst = self.ptr;
+        self.dev.call("copy host to device", |api| match api {
+            // SAFETY: the ranges hold `bytes` bytes and `src` outlives the copy (contract).
+            Api::Hip(h) => unsafe {
+                (h.fns.memcpy_htod_async)(dst as *mut c_void, src, bytes, stream.raw)
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.memcpy_htod_async)(dst, src, bytes, stream.raw) },
+        })
+    }
+
+    /// Queues a copy of `src`, which must lie in page-locked memory `reg`, to the start of
+    /// this buffer. `reg` waits for the copy before it can be dropped.
+    pub fn upload_registered_async(
+        &mut self,
+        stream: &Stream,
+        reg: &HostRegistration,
+        src: &[T],
+    ) -> Result<()> {
+        if !reg.covers(src) {
+            return Err(Error::inval(
+                "upload source is not in the page-locked range",
+            ));
+        }
+        let bytes = self.check_range("upload", src.len(), src.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // Create the completion marker before queueing, so a copy is never left unguarded.
+        reg.mark_copy(stream)?;
+        // SAFETY: `src` holds `bytes` bytes inside `reg`, whose Drop waits for the event
+        // recorded below before the memory can be unlocked and freed.
+        unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };
+        reg.mark_copy(stream).inspect_err(|_| {
+            // Without the marker, wait for the copy here instead.
+            let _ = stream.synchronize();
+        })
+    }
+
+    /// Queues a copy of the first `count` elements of this buffer into `dst`.
+    pub fn download_async(
+        &self,
+        stream: &Stream,
+        dst: &mut PinnedHostBuffer<T>,
+        count: usize,
+    ) -> Result<()> {
+        let bytes = self.check_range("download", count, dst.len)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        dst.settle()?;
+        dst.ensure_event()?;
+        let (d, src) = (dst.ptr.cast::<c_void>(), self.ptr);
+        self.dev.call("copy device to host", |api| match api {
+            // SAFETY: both ranges hold `bytes` bytes; the host cannot see `dst` until the event
+            // recorded below has passed.
+            Api::Hip(h) => unsafe {
+                (h.fns.memcpy_dtoh_async)(d, src as *mut c_void, bytes, stream.raw)
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.memcpy_dtoh_async)(d, src, bytes, stream.raw) },
+        })?;
+        dst.mark_in_use(stream)
+    }
+
+    /// Copies `src` (ordinary host memory) to the start of this buffer and waits for it.
+    pub fn upload_blocking(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
+        let bytes = self.check_range("upload", src.len(), src.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: `src` holds `bytes` bytes; we synchronise before it is released.
+        unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };
+        stream.synchronize()
+    }
+
+    /// Queues filling the whole buffer with zero bytes.
+    pub fn zero(&mut self, stream: &Stream) -> Result<()> {
+        let bytes = self.len * std::mem::size_of::<T>();
+        let dst = self.ptr;
+        self.dev.call("memset", |api| match api {
+            // SAFETY: the buffer holds `bytes` bytes.
+            Api::Hip(h) => unsafe {
+                (h.fns.memset_d8_async)(dst as *mut c_void, 0, bytes, stream.raw)
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.memset_d8_async)(dst, 0, bytes, stream.raw) },
+        })
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        let p = self.ptr;
+        // Queued kernels or copies may still use the memory: wait for the device first (frees
+        // are rare: buffers are cached and reused).
+        let r = self.dev.call_common("device synchronize", |f| {
+            // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
+            // primary context (CUDA).
+            unsafe { (f.synchronize)() }
+        });
+        if let Err(e) = r {
+            self.dev.teardown_warn(format_args!("{e}"));
+        }
+        self.dev.account(self.len * std::mem::size_of::<T>(), false);
+        let r = self.dev.call("device free", |api| match api {
+            // SAFETY: `p` came from hipMalloc and is freed once.
+            Api::Hip(h) => unsafe { (h.fns.free)(p as *mut c_void) },
+            // SAFETY: `p` came from cuMemAlloc and is freed once.
+            Api::Cuda(c) => unsafe { (c.fns.mem_free)(p) },
+        });
+        if let Err(e) = r {
+            self.dev.teardown_warn(format_args!("{e}"));
+        }
+    }
+}

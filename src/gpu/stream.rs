@@ -1,0 +1,120 @@
+//! Ordering of device work: [`Stream`] (an in-order queue) and [`Event`] (a marker in one).
+
+use std::sync::Arc;
+
+use super::device::Device;
+use super::sys;
+use crate::error::Result;
+
+/// An in-order queue of device work (created non-blocking: it never waits on the legacy
+/// default stream other libraries in the process may use).
+pub struct Stream {
+    pub(super) dev: Arc<Device>,
+    pub(super) raw: sys::RawStream,
+}
+
+// SAFETY: stream handles may be used from any thread; the runtimes serialise submissions.
+unsafe impl Send for Stream {}
+// SAFETY: as above.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    pub fn new(dev: &Arc<Device>) -> Result<Stream> {
+        let mut raw: sys::RawStream = std::ptr::null_mut();
+        dev.call_common("stream create", |f| {
+            // SAFETY: writes one handle; destroyed in Drop.
+            unsafe { (f.stream_create)(&mut raw, sys::STREAM_NON_BLOCKING) }
+        })?;
+        Ok(Stream {
+            dev: dev.clone(),
+            raw,
+        })
+    }
+
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// Blocks until all work queued so far has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.dev.call_common("stream synchronize", |f| {
+            // SAFETY: `raw` is a live stream of this device.
+            unsafe { (f.stream_synchronize)(self.raw) }
+        })
+    }
+
+    /// Makes later work on this stream wait for `event` (recorded on any stream).
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.dev.call_common("stream wait event", |f| {
+            // SAFETY: both handles are live objects of this device.
+            unsafe { (f.stream_wait_event)(self.raw, event.raw, 0) }
+        })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let raw = self.raw;
+        let r = self.dev.call_common("stream destroy", |f| {
+            // SAFETY: destroying our own handle once; queued work still completes.
+            unsafe { (f.stream_destroy)(raw) }
+        });
+        if let Err(e) = r {
+            self.dev.teardown_warn(format_args!("{e}"));
+        }
+    }
+}
+
+/// A marker in a stream, for ordering and host waits (timing disabled: cheaper).
+pub struct Event {
+    pub(super) dev: Arc<Device>,
+    pub(super) raw: sys::RawEvent,
+}
+
+// SAFETY: event handles may be used from any thread.
+unsafe impl Send for Event {}
+// SAFETY: as above.
+unsafe impl Sync for Event {}
+
+impl Event {
+    pub fn new(dev: &Arc<Device>) -> Result<Event> {
+        let mut raw: sys::RawEvent = std::ptr::null_mut();
+        dev.call_common("event create", |f| {
+            // SAFETY: writes one handle; destroyed in Drop.
+            unsafe { (f.event_create)(&mut raw, sys::EVENT_DISABLE_TIMING) }
+        })?;
+        Ok(Event {
+            dev: dev.clone(),
+            raw,
+        })
+    }
+
+    /// Captures the work queued on `stream` so far.
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        self.dev.call_common("event record", |f| {
+            // SAFETY: both handles are live objects of this device.
+            unsafe { (f.event_record)(self.raw, stream.raw) }
+        })
+    }
+
+    /// Blocks until the captured work has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.dev.call_common("event synchronize", |f| {
+            // SAFETY: `raw` is a live event.
+            unsafe { (f.event_synchronize)(self.raw) }
+        })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let raw = self.raw;
+        let r = self.dev.call_common("event destroy", |f| {
+            // SAFETY: destroying our own handle once.
+            unsafe { (f.event_destroy)(raw) }
+        });
+        if let Err(e) = r {
+            self.dev.teardown_warn(format_args!("{e}"));
+        }
+    }
+}
