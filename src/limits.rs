@@ -3,7 +3,7 @@
 //! libvmaf trusts these sizes and lets `malloc` fail; a Rust `Vec` that cannot allocate aborts
 //! the whole host process instead. So each size that reaches an allocation is checked against a
 //! documented bound (past it: [`Error::Invalid`], `-EINVAL`), and buffers that stay large within
-//! the bound are allocated with [`try_filled`] (failure: [`Error::NoMem`], `-ENOMEM`, with the
+//! the bound are allocated with `try_filled` (failure: [`Error::NoMem`], `-ENOMEM`, with the
 //! process and the context still usable).
 
 #![forbid(unsafe_code)]

@@ -2,7 +2,7 @@
 //!
 //! `VmafHipState*` is a `Box<HipStateHandle>` holding an `Arc<GpuState>`; importing clones the
 //! `Arc` into the context, so the context keeps the device alive even if the caller frees the
-//! state first. Every body runs in [`ffi_boundary!`], as in the other C API files: a panic becomes
+//! state first. Every body runs in `ffi_boundary!`, as in the other C API files: a panic becomes
 //! `-EINVAL` (or nothing for `void` functions), never an unwind into C.
 
 use std::ffi::c_int;

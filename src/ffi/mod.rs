@@ -5,7 +5,7 @@
 //! (`cbindgen/*.toml`, checked by `tests/ffi.rs`).
 //!
 //! Conventions:
-//! * Every exported body runs inside [`ffi_boundary!`]: a panic is caught and becomes an error
+//! * Every exported body runs inside `ffi_boundary!`: a panic is caught and becomes an error
 //!   return (`-EINVAL`, NULL or nothing), never an unwind into C.
 //! * Failures return a negative errno and log one `libvmaf ERROR <function>: <reason>` line.
 //! * Handles are boxed Rust values: `VmafContext*` is `Box<crate::context::Context>`,

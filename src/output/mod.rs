@@ -2,7 +2,7 @@
 //!
 //! Shared rules: frames are visited in index order, skipping `i % n_subsample != 0`; a frame is
 //! printed only when some feature has a score at it, and then lists the features that do, in
-//! creation order. Feature names go through [`crate::feature::alias::alias`], then [`escape`] so
+//! creation order. Feature names go through `feature::alias::alias`, then [`escape`] so
 //! that any name gives a parseable file (normal names are unchanged). Numbers follow
 //! [`num::value`].
 

@@ -1,12 +1,12 @@
 //! ADM on the GPU: kernels/adm.hip computes the same per-scale [`ScaleAccum`]s as
-//! [`super::kernels::accumulate`], and the CPU's [`super::finish`] turns them into scores, so
+//! [`super::cpu::accumulate`], and the CPU's [`super::finish`] turns them into scores, so
 //! the results are identical to the CPU path.
 //!
 //! Per scale two kernels run: the wavelet level of both pictures (which also decouples and
 //! CSF-weights every pixel of the CSF window into threshold maps), then one block per score
 //! row for the denominator and both numerators, rounding each row before it is added.
 
-use super::kernels::{band_size, csf_window, scale_shifts, score_window, MIN_SIDE};
+use super::cpu::{band_size, csf_window, scale_shifts, score_window, MIN_SIDE};
 use super::tables::div_lookup;
 use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
@@ -223,7 +223,7 @@ pub fn queue_accumulate(
 
 #[cfg(test)]
 mod tests {
-    use super::super::kernels::{self as cpu, Luma, Scratch as CpuScratch};
+    use super::super::cpu::{self, Luma, Scratch as CpuScratch};
     use super::super::Adm;
     use super::*;
     use crate::feature::{Dict, Extractor, FrameInput, Scores};

@@ -14,10 +14,6 @@ pub mod cpu;
 pub mod gpu;
 pub mod tables;
 
-/// Old name of [`cpu`], kept while `gpu.rs` still says `super::kernels`.
-// TODO(house): remove once adm/gpu.rs uses `super::cpu`.
-pub(crate) use cpu as kernels;
-
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};

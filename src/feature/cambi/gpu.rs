@@ -1,5 +1,5 @@
 //! cambi on the GPU: kernels/cambi.hip computes the same 10-bit picture, flat-area mask, mode
-//! filtered scales and c-value maps as the CPU stages in [`super::cambi`], bit for bit.
+//! filtered scales and c-value maps as the CPU stages in [`super::cpu`], bit for bit.
 //!
 //! Pooling: the CPU's top-k mean sums in the order its quickselect leaves, so it is not
 //! reproduced in parallel. Instead the device returns exact integer statistics of each map, and

@@ -1,5 +1,5 @@
 //! Motion on the GPU: kernels/motion.hip computes the same integer SAD as
-//! [`super::motion::motion_sad`]; the CPU's `Motion::finish` turns it into scores.
+//! [`super::motion_sad`]; the CPU's `Motion::finish` turns it into scores.
 
 use std::sync::Arc;
 

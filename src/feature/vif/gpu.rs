@@ -1,5 +1,5 @@
 //! VIF on the GPU: kernels/vif.hip computes the same per-scale integer sums as
-//! [`super::vif::compute_accums`], and the CPU's [`super::vif::vif_scores`] finishes them, so the
+//! [`super::compute_accums`], and the CPU's [`super::vif_scores`] finishes them, so the
 //! scores are identical to the CPU path.
 
 use super::{log2_table, VifAccums};
