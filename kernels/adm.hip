@@ -1,4 +1,4 @@
-/* Integer ADM on the GPU, the same integer steps as src/feature/adm/kernels.rs.
+/* Integer ADM on the GPU, the same integer steps as src/feature/adm/cpu.rs.
  *
  * Per scale, two kernels:
  *  - vmaf_adm_dwt0_{u8,u16} / vmaf_adm_dwt123: one thread per band pixel runs the
