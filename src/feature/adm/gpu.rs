@@ -188,8 +188,9 @@ fn queue_typed<T: Sample + PlaneAs>(
     }))
 }
 
-/// The per-scale accumulators of one picture pair computed on the GPU (same contract as the
-/// CPU's `accumulate`). Frames smaller than [`MIN_SIDE`] are rejected; callers use the CPU.
+/// Tests: the per-scale accumulators of one picture pair computed on the GPU, waited for (same
+/// contract as the CPU's `accumulate`). Frames smaller than [`MIN_SIDE`] are rejected.
+#[cfg(test)]
 pub fn accumulate(
     state: &Arc<GpuState>,
     reference: &Picture,

@@ -339,10 +339,6 @@ impl Adm {
         let (lr, ld) = self.check(input)?;
         let (r, d) = (input.reference, input.distorted);
         let (w, h) = (r.w[0], r.h[0]);
-        if let Some(g) = &self.gpu {
-            // Sizes were validated above (at least MIN_SIDE, the GPU path's minimum too).
-            return gpu::accumulate(g.for_frame(input.index), r, d, &self.params);
-        }
         let mut scratch = self
             .pool
             .lock()
@@ -382,6 +378,10 @@ impl Extractor for Adm {
             return Err(Error::inval(
                 "adm: adm_norm_view_dist * adm_ref_display_height must be at least 3240",
             ));
+        }
+        // The GPU path has one entry, `queue`; extracting there is queueing and waiting.
+        if let Some(pending) = self.queue(input)? {
+            return pending(out);
         }
         let acc = self.accumulate(input)?;
         self.emit(input.reference.w[0], input.reference.h[0], &acc, out);

@@ -64,7 +64,8 @@ fn queue_typed<T: Sample + PlaneAs>(
     }))
 }
 
-/// SAD of the blurred difference of two reference luma planes, on the GPU.
+/// Tests: the SAD of the blurred difference of two reference luma planes on the GPU, waited for.
+#[cfg(test)]
 pub fn motion_sad(state: &Arc<GpuState>, prev: &Picture, cur: &Picture) -> Result<u64> {
     queue_motion_sad(state, prev, cur)?()
 }

@@ -159,11 +159,12 @@ impl Extractor for Motion {
     }
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        // The GPU path has one entry, `queue`; extracting there is queueing and waiting.
+        if let Some(pending) = self.queue(input)? {
+            return pending(out);
+        }
         let sad = match self.sad_pair(input)? {
-            Some((prev, cur)) => Some(match &self.gpu {
-                Some(g) => gpu::motion_sad(g.for_frame(input.index), prev, cur)?,
-                None => motion_sad(prev, cur)?,
-            }),
+            Some((prev, cur)) => Some(motion_sad(prev, cur)?),
             None => None,
         };
         let r = input.reference;

@@ -161,8 +161,9 @@ fn queue_typed<T: Sample + PlaneAs>(
     }))
 }
 
-/// The four scales' integer sums computed on the GPU (same contract as the CPU's
+/// Tests: the four scales' integer sums computed on the GPU, waited for (same contract as the CPU's
 /// `compute_accums`; frames smaller than [`MIN_SIDE`] are rejected, callers use the CPU).
+#[cfg(test)]
 pub fn compute_accums(
     state: &Arc<GpuState>,
     reference: &Picture,

@@ -98,17 +98,12 @@ impl Extractor for Vif {
     }
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        // The GPU path has one entry, `queue`; extracting there is queueing and waiting.
+        if let Some(pending) = self.queue(input)? {
+            return pending(out);
+        }
         let (r, d) = (&**input.reference, &**input.distorted);
-        let acc = match &self.gpu {
-            Some(g) if r.w[0] >= gpu::MIN_SIDE && r.h[0] >= gpu::MIN_SIDE => gpu::compute_accums(
-                g.for_frame(input.index),
-                input.reference,
-                input.distorted,
-                self.egl,
-                self.skip_scale0,
-            )?,
-            _ => compute_accums(r, d, self.egl, self.skip_scale0)?,
-        };
+        let acc = compute_accums(r, d, self.egl, self.skip_scale0)?;
         self.emit(&acc, out);
         Ok(())
     }
