@@ -55,8 +55,8 @@ pub struct GpuState {
     /// One stream per worker thread, so frames in flight on different threads overlap on the
     /// device (uploads of one frame with kernels of another).
     lanes: Mutex<HashMap<ThreadId, Arc<Stream>>>,
-    /// Per type: values every thread shares (the uploaded-plane cache).
-    shared: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    /// The uploaded luma planes, shared by every worker thread (see [`planes`]).
+    planes: planes::StatePlanes,
 }
 
 impl std::fmt::Debug for GpuState {
@@ -108,7 +108,7 @@ impl GpuState {
             kernels: Mutex::new(HashMap::new()),
             scratch: Mutex::new(HashMap::new()),
             lanes: Mutex::new(HashMap::new()),
-            shared: Mutex::new(HashMap::new()),
+            planes: planes::StatePlanes::default(),
         }))
     }
 
@@ -173,16 +173,9 @@ impl GpuState {
         Ok(k)
     }
 
-    /// The state's one value of type `S`, shared by every thread (created on first use).
-    pub fn shared<S: Any + Send + Sync + Default>(&self) -> Arc<S> {
-        let mut map = lock(&self.shared);
-        let v = map
-            .entry(TypeId::of::<S>())
-            .or_insert_with(|| Arc::new(S::default()))
-            .clone();
-        drop(map);
-        // The map holds an `S` under `TypeId::of::<S>()`, so the downcast cannot fail.
-        v.downcast::<S>().unwrap_or_else(|_| Arc::new(S::default()))
+    /// The uploaded luma planes every worker thread of this state shares.
+    pub(crate) fn planes(&self) -> &planes::StatePlanes {
+        &self.planes
     }
 
     /// An idle scratch value of type `S` from the state's pool (None when there is none yet:

@@ -22,8 +22,17 @@ use crate::picture::{Picture, PictureData, PlaneRef};
 pub(crate) type Queued<R> = Box<dyn FnOnce() -> Result<R> + Send>;
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
-pub(crate) trait PlaneAs: Sized {
+pub(crate) trait PlaneAs: Sized + Sample {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
+    /// The state's cache of uploaded planes of this sample type.
+    fn cache(planes: &StatePlanes) -> &PlaneCache<Self>;
+}
+
+/// A state's uploaded luma planes, one cache per sample type (8-bit and deeper pictures).
+#[derive(Default)]
+pub(crate) struct StatePlanes {
+    u8: PlaneCache<u8>,
+    u16: PlaneCache<u16>,
 }
 
 impl PlaneAs for u8 {
@@ -33,6 +42,9 @@ impl PlaneAs for u8 {
             PlaneRef::U16(_) => None,
         }
     }
+    fn cache(planes: &StatePlanes) -> &PlaneCache<u8> {
+        &planes.u8
+    }
 }
 
 impl PlaneAs for u16 {
@@ -41,6 +53,9 @@ impl PlaneAs for u16 {
             PlaneRef::U16(p) => Some(p),
             PlaneRef::U8(_) => None,
         }
+    }
+    fn cache(planes: &StatePlanes) -> &PlaneCache<u16> {
+        &planes.u16
     }
 }
 
@@ -238,7 +253,7 @@ pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
     if pics.iter().any(|p| (p.w[0], p.h[0]) != (w, h)) {
         return Err(Error::inval("pictures differ in luma size"));
     }
-    let cache = state.shared::<PlaneCache<T>>();
+    let cache = T::cache(state.planes());
     let mut planes: Vec<(Arc<Plane<T>>, &Picture)> = Vec::with_capacity(N);
     for pic in pics {
         let p = cache.acquire(state, pic)?;
