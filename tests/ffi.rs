@@ -96,10 +96,26 @@ fn show(out: &Output) -> String {
     )
 }
 
-/// Compiles C file `src` against the library into `target/ffi-tests/<name>`.
+/// Compiles C file `src` against the library into `target/ffi-tests/<name>`, once per test
+/// process: tests sharing a program (the `c_api_*` parity runs) must not rewrite it while
+/// another one runs it (the spawn then fails with EACCES or ETXTBSY).
 fn compile_c(src: &Path, name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = built.iter().find(|(n, _)| n == name) {
+        return exe.clone();
+    }
+    let exe = compile_c_uncached(src, name);
+    built.push((name.to_string(), exe.clone()));
+    exe
+}
+
+fn compile_c_uncached(src: &Path, name: &str) -> PathBuf {
     let lib = lib_dir();
     let exe = work_dir().join(name);
+    // Linked under a temporary name and renamed into place, so a program still running from
+    // an earlier test process keeps its own file.
+    let tmp = work_dir().join(format!("{name}.{}.tmp", std::process::id()));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(cc)
         .args([
@@ -117,7 +133,7 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
         .arg(root().join("include/libvmaf"))
         .arg(src)
         .arg("-o")
-        .arg(&exe)
+        .arg(&tmp)
         .arg("-L")
         .arg(&lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
@@ -130,6 +146,7 @@ fn compile_c(src: &Path, name: &str) -> PathBuf {
         src.display(),
         show(&out)
     );
+    std::fs::rename(&tmp, &exe).expect("move the test program into place");
     exe
 }
 
