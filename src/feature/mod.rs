@@ -26,6 +26,26 @@ use ssim::{float_ms_ssim, float_ssim};
 pub(crate) mod vif;
 
 pub use options::Dict;
+
+/// C's `MIN(a, b)`, `a < b ? a : b` (so `b` when either is NaN), as libvmaf clamps scores.
+#[inline]
+pub(crate) fn c_min(a: f64, b: f64) -> f64 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// C's `MAX(a, b)`, `a > b ? a : b` (so `b` when either is NaN).
+#[inline]
+pub(crate) fn c_max(a: f64, b: f64) -> f64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
 pub(crate) use options::{OptSpec, OptValue, Opts};
 
 bitflags! {

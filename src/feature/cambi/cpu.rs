@@ -5,6 +5,7 @@
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
+use crate::feature::c_max;
 use crate::picture::{PictureData, PlaneRef};
 
 pub(super) const NUM_SCALES: usize = 5;
@@ -23,26 +24,6 @@ pub(super) const RECIPROCAL_LUT_SIZE: usize = 4226;
 /// Internal bit depth and its limited ("TV") luma range.
 const LUMA_FOOT: i32 = 64;
 const LUMA_HEAD: i32 = 940;
-
-/// C's `MIN(a, b)`.
-#[inline]
-pub(super) fn c_min(a: f64, b: f64) -> f64 {
-    if a < b {
-        a
-    } else {
-        b
-    }
-}
-
-/// C's `MAX(a, b)`.
-#[inline]
-fn c_max(a: f64, b: f64) -> f64 {
-    if a > b {
-        a
-    } else {
-        b
-    }
-}
 
 /// Upstream's reciprocal table: `1/i` printed with 9 significant digits and read back as an
 /// `f32` (42 entries differ from a correctly rounded `1.0f32 / i`, so it is rebuilt this way).

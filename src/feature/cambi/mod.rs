@@ -21,16 +21,16 @@ use crate::feature::alias::alias;
 mod cpu;
 pub mod gpu;
 use crate::feature::options::{fmt_g, normalize_value};
-use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::feature::{c_min, Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::GpuSet;
 use crate::picture::{Picture, PictureData};
 
 #[cfg(test)]
 use cpu::cpu_c_value_maps;
 use cpu::{
-    adjust_window, c_min, decimation_taps, mask_index, reciprocal_lut, scale_sizes,
-    spatial_pooling, tvi_for_diff, validate, vlt_luma, weighted_score, Eotf, Setup, Work,
-    CONTRAST_WEIGHTS, MIN_WIDTH_HEIGHT, NUM_SCALES, RECIPROCAL_LUT_SIZE,
+    adjust_window, decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling,
+    tvi_for_diff, validate, vlt_luma, weighted_score, Eotf, Setup, Work, CONTRAST_WEIGHTS,
+    MIN_WIDTH_HEIGHT, NUM_SCALES, RECIPROCAL_LUT_SIZE,
 };
 
 /// Full feature names this extractor provides.

@@ -2,20 +2,11 @@
 //! planes, and the C helpers the host finishing uses (`MIN`, the blend).
 
 use crate::error::{Error, Result};
+use crate::feature::c_min;
 use crate::picture::{PictureData, PlaneRef};
 
 /// Q16 blur taps (the same kernel as VIF scale 2).
 pub const FILTER: [i64; 5] = [3571, 16004, 26386, 16004, 3571];
-
-/// C's `MIN(a, b)`: `a < b ? a : b` (picks `b` when either is NaN).
-#[inline]
-pub(super) fn c_min(a: f64, b: f64) -> f64 {
-    if a < b {
-        a
-    } else {
-        b
-    }
-}
 
 /// Reflect-101 index into `0..n` for `idx` at most 2 outside it (`n >= 3`).
 #[inline]

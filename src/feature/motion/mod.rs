@@ -18,8 +18,9 @@ use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts,
 use crate::gpu::GpuSet;
 use crate::picture::Picture;
 
+use super::c_min;
+use cpu::blend;
 pub use cpu::motion_sad;
-use cpu::{blend, c_min};
 
 /// Full feature names this extractor provides.
 pub const PROVIDED_FEATURES: &[&str] = &[

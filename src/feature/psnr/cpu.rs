@@ -1,26 +1,7 @@
 //! CPU reference of psnr: exact integer SSE per plane and the capped `10·log10(peak² / mse)`.
 
+use crate::feature::{c_max, c_min};
 use crate::picture::{PictureData, PlaneRef};
-
-/// C's `MIN(a, b)`: `a < b ? a : b`.
-#[inline]
-pub(super) fn c_min(a: f64, b: f64) -> f64 {
-    if a < b {
-        a
-    } else {
-        b
-    }
-}
-
-/// C's `MAX(a, b)`: `a > b ? a : b`.
-#[inline]
-fn c_max(a: f64, b: f64) -> f64 {
-    if a > b {
-        a
-    } else {
-        b
-    }
-}
 
 /// Sum of squared differences of plane `plane` over the reference's plane size. The caller
 /// guarantees both pictures share format, size and bit depth. 8-bit rows are summed in a

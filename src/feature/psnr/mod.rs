@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
 use crate::picture::{PictureData, PixelFormat};
 
-use cpu::c_min;
+use super::c_min;
 pub use cpu::{psnr_from_sse, sse_plane};
 
 /// Full feature names this extractor provides.
