@@ -1,17 +1,17 @@
 //! The vendor-neutral GPU runtime (HIP on AMD, the CUDA driver on NVIDIA), loaded at run time.
 //!
-//! Layers, after cudarc: [`sys`] holds our own C types and the per-library function tables
-//! (resolved with `libloading`, all-or-nothing, once), plus one [`sys::CommonFns`] table per
-//! vendor for the calls both runtimes shape alike. RAII types over them bind the device on every
-//! thread they are used from, split by concern: [`device`] (runtime, device, faults), [`stream`]
-//! (streams, events), [`memory`] (device, pinned and registered host memory) and [`module`]
-//! (loaded code, kernels, launches); [`safe`] re-exports all four under their old path. [`code`]
-//! finds device code for a kernel source (ahead-of-time object, else a cached hiprtc/nvrtc
-//! compile); [`launch`] (also reachable as `gpu::kernels`) has the typed, bounds-checked
-//! launchers, one module per kernels/*.hip file, each declaring its kernels' argument tuples,
-//! which a test checks against the `VMAF_KERNEL` signatures. [`GpuState`] is what
-//! `vmaf_hip_state_init` creates: one device, one compute stream, the loaded kernels and
-//! per-feature scratch buffers.
+//! Layers, after cudarc: `sys` (crate-private) holds our own C types and the per-library
+//! function tables (resolved with `libloading`, all-or-nothing, once), plus one `CommonFns`
+//! table per vendor for the calls both runtimes shape alike. RAII types over them bind the
+//! device on every thread they are used from, split by concern: [`device`] (runtime, device,
+//! faults), [`stream`] (streams, events), [`memory`] (device, pinned and registered host memory)
+//! and [`module`] (loaded code, kernels, launches). [`code`] finds device code for a kernel
+//! source (ahead-of-time object, else a cached hiprtc/nvrtc compile); `launch` (crate-private,
+//! also reachable as `gpu::kernels`) has the typed, bounds-checked launchers, one module per
+//! kernels/*.hip file, each declaring its kernels' argument tuples, which a test checks against
+//! the `VMAF_KERNEL` signatures; `planes` caches uploaded luma planes. [`GpuState`] is what
+//! `vmaf_hip_state_init` creates: one device, one compute stream, the loaded kernels, pooled
+//! per-feature scratch buffers and the plane caches.
 //!
 //! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
 //! reasons; nothing here panics or aborts on a missing library or symbol.
@@ -25,19 +25,18 @@ use crate::error::{Error, Result};
 
 pub mod code;
 pub mod device;
-pub mod launch;
+pub(crate) mod launch;
 pub mod memory;
 pub mod module;
-pub mod planes;
-pub mod safe;
+pub(crate) mod planes;
 pub mod stream;
-pub mod sys;
+pub(crate) mod sys;
 #[cfg(test)]
 mod tests;
 
 pub use device::{enumerate, Device, DeviceInfo, Fault};
 /// The launchers' old path (`crate::gpu::kernels::psnr_sse`, ...).
-pub use launch as kernels;
+pub(crate) use launch as kernels;
 pub use memory::{DeviceBuffer, DeviceCopy, DevicePtr, HostRegistration, PinnedHostBuffer};
 pub use module::{Kernel, KernelArg, LaunchConfig, Module};
 pub use stream::{Event, Stream};

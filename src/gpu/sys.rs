@@ -516,12 +516,24 @@ static NVRTC: OnceLock<Result<Rtc<NvrtcFns>, String>> = OnceLock::new();
 
 /// The HIP runtime, loaded and initialised on first use.
 pub fn hip() -> Result<&'static HipApi, &'static str> {
-    HIP.get_or_init(load_hip).as_ref().map_err(|e| e.as_str())
+    HIP.get_or_init(|| {
+        let api = load_hip()?;
+        crate::log_debug!("HIP runtime {} (version {})", api.path, api.version);
+        Ok(api)
+    })
+    .as_ref()
+    .map_err(|e| e.as_str())
 }
 
 /// The CUDA driver, loaded and initialised on first use.
 pub fn cuda() -> Result<&'static CudaApi, &'static str> {
-    CUDA.get_or_init(load_cuda).as_ref().map_err(|e| e.as_str())
+    CUDA.get_or_init(|| {
+        let api = load_cuda()?;
+        crate::log_debug!("CUDA driver {} (version {})", api.path, api.version);
+        Ok(api)
+    })
+    .as_ref()
+    .map_err(|e| e.as_str())
 }
 
 fn rtc_version<T>(fns: &T, get: impl Fn(&T, *mut c_int, *mut c_int) -> Status) -> (c_int, c_int) {
