@@ -230,6 +230,25 @@ fn rtc_cache_round_trip() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A context with `threads` workers on a fresh GPU state (whose buffers are allocated on first
+/// use, so after any fault set now) and `model`'s features; the state's device, to inject into.
+fn fresh_gpu_context(
+    threads: u32,
+    model: &crate::model::Model,
+) -> (crate::context::Context, Arc<crate::gpu::Device>) {
+    use crate::context::{Config, Context};
+    let state = GpuState::new(None).unwrap();
+    let device = state.device().clone();
+    let mut ctx = Context::new(Config {
+        n_threads: threads,
+        ..Config::default()
+    })
+    .unwrap();
+    ctx.import_gpu_state(state).unwrap();
+    ctx.use_features_from_model(model).unwrap();
+    (ctx, device)
+}
+
 /// Injected runtime failures (out of memory, failed launch, lost device) reach the caller of
 /// `read_pictures`/`flush` as errors, synchronously and from worker threads, and the process
 /// goes on; a state created afterwards works again. Faults are per device object, so other
@@ -252,16 +271,7 @@ fn injected_faults_become_errors() {
     ];
     for (fault, errno) in cases {
         for threads in [0, 2] {
-            // A fresh state: its buffers are allocated on first use, after the fault is set.
-            let state = GpuState::new(None).unwrap();
-            let device = state.device().clone();
-            let mut ctx = Context::new(Config {
-                n_threads: threads,
-                ..Config::default()
-            })
-            .unwrap();
-            ctx.import_gpu_state(state).unwrap();
-            ctx.use_features_from_model(&model).unwrap();
+            let (mut ctx, device) = fresh_gpu_context(threads, &model);
             device.inject_fault(fault);
             let mut err = None;
             for i in 0..3 {
@@ -429,7 +439,6 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
 /// picture is given back once the context is gone.
 #[test]
 fn mid_stream_faults_return_errors_and_every_picture() {
-    use crate::context::{Config, Context};
     use crate::gpu::Fault;
     use crate::model::{Model, ModelConfig};
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -449,15 +458,7 @@ fn mid_stream_faults_return_errors_and_every_picture() {
     ];
     for (fault, set_at, after, errno) in cases {
         for threads in [0, 3] {
-            let state = GpuState::new(None).unwrap();
-            let device = state.device().clone();
-            let mut ctx = Context::new(Config {
-                n_threads: threads,
-                ..Config::default()
-            })
-            .unwrap();
-            ctx.import_gpu_state(state).unwrap();
-            ctx.use_features_from_model(&model).unwrap();
+            let (mut ctx, device) = fresh_gpu_context(threads, &model);
             let returned = Arc::new(AtomicUsize::new(0));
             let pooled = |p: &crate::picture::Picture| {
                 let mut d = p.duplicate();
