@@ -23,7 +23,8 @@ pub struct Config {
     pub n_threads: u32,
     /// Score every n-th frame only (0 or 1 = every frame).
     pub n_subsample: u32,
-    /// CPU features to disable (our scalar code ignores it).
+    /// CPU instruction sets to disable, upstream's bits (8 = AVX2, 16 = AVX-512, 1 = NEON on
+    /// aarch64; 255 = scalar only). See [`crate::simd`].
     pub cpumask: u64,
     /// Non-zero disables the GPU.
     pub gpumask: u64,
@@ -87,6 +88,8 @@ struct PicParams {
 /// A VMAF scoring session.
 pub struct Context {
     cfg: Config,
+    /// Instruction sets of the CPU code: detected, lowered by `cfg.cpumask`.
+    cpu: crate::simd::CpuLevel,
     extractors: Vec<Arc<dyn Extractor>>,
     /// How each registered extractor was created, to rebuild it when a GPU state arrives.
     specs: Vec<(String, Dict)>,
@@ -188,8 +191,15 @@ impl Context {
         } else {
             None
         };
+        let cpu = crate::simd::CpuLevel::for_cpumask(cfg.cpumask);
+        crate::log_debug!(
+            "CPU code: {cpu} (best on this CPU: {}, cpumask {:#x})",
+            crate::simd::CpuLevel::detect(),
+            cfg.cpumask
+        );
         Ok(Context {
             cfg,
+            cpu,
             extractors: Vec::new(),
             specs: Vec::new(),
             collector: Arc::new(FeatureCollector::new()),
@@ -204,6 +214,11 @@ impl Context {
             workers,
             stored_names: Mutex::default(),
         })
+    }
+
+    /// The instruction-set level of this context's CPU code.
+    pub fn cpu_level(&self) -> crate::simd::CpuLevel {
+        self.cpu
     }
 
     /// The configuration this context was created with.
@@ -406,6 +421,7 @@ impl Context {
                     distorted: &distorted,
                     prev_ref: self.prev_ref.as_ref(),
                     prev_prev_ref: self.prev_prev_ref.as_ref(),
+                    cpu: self.cpu,
                 };
                 run_extractors(&exts, &input, &self.collector)?;
             }
@@ -423,6 +439,7 @@ impl Context {
                     distorted: &distorted,
                     prev_ref: self.prev_ref.as_ref(),
                     prev_prev_ref: self.prev_prev_ref.as_ref(),
+                    cpu: self.cpu,
                 };
                 run_extractors(&temporal, &input, &self.collector)?;
                 if !parallel.is_empty() {
@@ -433,6 +450,7 @@ impl Context {
                     let (pr, ppr) = (self.prev_ref.clone(), self.prev_prev_ref.clone());
                     let collector = self.collector.clone();
                     let in_flight = self.in_flight.clone();
+                    let cpu = self.cpu;
                     pool.spawn(move || {
                         let input = FrameInput {
                             index,
@@ -440,6 +458,7 @@ impl Context {
                             distorted: &d,
                             prev_ref: pr.as_ref(),
                             prev_prev_ref: ppr.as_ref(),
+                            cpu,
                         };
                         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             run_extractors(&parallel, &input, &collector)

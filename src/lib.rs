@@ -24,6 +24,7 @@ pub mod model;
 pub mod output;
 pub mod picture;
 pub mod pooling;
+pub mod simd;
 #[cfg(test)]
 pub mod testutil;
 

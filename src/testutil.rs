@@ -197,6 +197,7 @@ pub(crate) fn extract_clip(
                 distorted: &dists[i],
                 prev_ref: i.checked_sub(1).map(|p| &refs[p]),
                 prev_prev_ref: i.checked_sub(2).map(|p| &refs[p]),
+                cpu: crate::simd::CpuLevel::default(),
             };
             let mut out = Vec::new();
             ext.extract(&input, &mut out).expect("extract");
@@ -263,6 +264,129 @@ pub fn noise_picture(
         }
     }
     std::sync::Arc::new(pic)
+}
+
+/// Helpers of the checkasm-style SIMD tests (every kernel at every [`crate::simd::CpuLevel`]
+/// against the scalar reference on random geometry and content, compared exactly).
+pub mod checkasm {
+    /// A small seeded generator (PCG-style LCG, high bits out): the same inputs on every run.
+    pub struct Rng(u64);
+
+    impl Rng {
+        pub fn new(seed: u64) -> Self {
+            Rng(seed ^ 0x9e37_79b9_7f4a_7c15)
+        }
+
+        pub fn next_u32(&mut self) -> u32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 32) as u32
+        }
+
+        /// Uniform in `0..n` (n > 0).
+        pub fn below(&mut self, n: usize) -> usize {
+            (u64::from(self.next_u32()) * n as u64 >> 32) as usize
+        }
+
+        /// Uniform in `lo..=hi`.
+        pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+            lo + self.below(hi - lo + 1)
+        }
+    }
+
+    /// What a random plane looks like: kernels have different edge cases for each.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Content {
+        /// One value everywhere (zero variance).
+        Flat,
+        /// Uniform noise over the full range.
+        Noise,
+        /// Only 0 and the maximum (largest sums and differences).
+        Extremes,
+        /// A smooth gradient with a little noise (realistic statistics).
+        Smooth,
+    }
+
+    pub const CONTENTS: [Content; 4] = [
+        Content::Flat,
+        Content::Noise,
+        Content::Extremes,
+        Content::Smooth,
+    ];
+
+    /// Frame sizes every kernel is tried at: tiny, odd, around vector widths, and real ones.
+    pub fn sizes(rng: &mut Rng, n_random: usize) -> Vec<(usize, usize)> {
+        let mut v = vec![
+            (1, 1),
+            (2, 3),
+            (7, 5),
+            (15, 17),
+            (16, 16),
+            (31, 33),
+            (33, 31),
+            (63, 65),
+            (65, 64),
+            (127, 9),
+            (576, 324),
+            (577, 325),
+            (1920, 1080),
+        ];
+        for _ in 0..n_random {
+            v.push((rng.range(1, 300), rng.range(1, 300)));
+        }
+        v
+    }
+
+    /// `h` rows of `w` samples, `stride` apart (`stride >= w`), with `bpc`-bit values of
+    /// `content`; samples between rows hold noise, which kernels must never read.
+    pub fn plane(
+        rng: &mut Rng,
+        w: usize,
+        h: usize,
+        stride: usize,
+        bpc: u32,
+        content: Content,
+    ) -> Vec<u16> {
+        let max = (1u32 << bpc) - 1;
+        let flat = rng.next_u32() & max;
+        let (gx, gy) = (rng.below(7) as u32, rng.below(7) as u32);
+        let mut v = vec![0u16; stride * h.max(1)];
+        for y in 0..h {
+            for x in 0..stride {
+                let r = rng.next_u32();
+                v[y * stride + x] = if x >= w {
+                    (r & max) as u16
+                } else {
+                    (match content {
+                        Content::Flat => flat,
+                        Content::Noise => r & max,
+                        Content::Extremes => {
+                            if r & 1 == 0 {
+                                0
+                            } else {
+                                max
+                            }
+                        }
+                        Content::Smooth => {
+                            let base = (x as u32 * gx + y as u32 * gy) & max;
+                            (base + (r & 3)).min(max)
+                        }
+                    }) as u16
+                };
+            }
+        }
+        v
+    }
+
+    /// [`plane`] narrowed to bytes (`bpc` must be 8).
+    pub fn plane_u8(rng: &mut Rng, w: usize, h: usize, stride: usize, content: Content) -> Vec<u8> {
+        plane(rng, w, h, stride, 8, content)
+            .into_iter()
+            .map(|v| v as u8)
+            .collect()
+    }
 }
 
 #[cfg(test)]

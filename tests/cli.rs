@@ -476,6 +476,13 @@ fn help_and_version() {
     }
     let out = vmaf_ok(&["-v"]);
     assert_eq!(String::from_utf8_lossy(&out.stderr), "3.2.0\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("vmaf-hip ") && stdout.contains("CPU code "),
+        "{stdout}"
+    );
+    let out = vmaf_ok(&["-v", "--cpumask", "255"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CPU code scalar "));
 }
 
 /// GPU failures (out of memory, failed launch, lost device; injected through

@@ -145,7 +145,7 @@ struct Cli {
     /// Score only every N-th frame
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_u32)]
     subsample: u32,
-    /// CPU instruction sets to disable (accepted for compatibility)
+    /// CPU instruction sets to disable: 8 = AVX2, 16 = AVX-512, 1 = NEON, 255 = scalar only
     #[arg(long, value_name = "MASK", default_value = "0", value_parser = parse_u64)]
     cpumask: u64,
     /// GPU operations to disable
@@ -804,8 +804,17 @@ fn main() -> ExitCode {
         }
     };
     if cli.version {
-        // Upstream prints the version on stderr.
-        return match writeln!(std::io::stderr(), "{}", vmaf_hip::VMAF_VERSION) {
+        // Upstream prints the version on stderr; stdout (empty upstream) says what runs here.
+        let cpu = vmaf_hip::simd::CpuLevel::for_cpumask(cli.cpumask);
+        let best = vmaf_hip::simd::CpuLevel::detect();
+        let printed = writeln!(std::io::stderr(), "{}", vmaf_hip::VMAF_VERSION).and_then(|_| {
+            writeln!(
+                std::io::stdout(),
+                "vmaf-hip {}: CPU code {cpu} (best on this CPU: {best})",
+                env!("CARGO_PKG_VERSION")
+            )
+        });
+        return match printed {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::FAILURE,
         };

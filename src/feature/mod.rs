@@ -2,8 +2,12 @@
 //!
 //! An extractor is created from an options dictionary, computes per-frame scores from a
 //! reference/distorted picture pair, and may finish scores at flush time (motion2).
+//!
+//! Only the SIMD files (`<name>/x86.rs`, `<name>/aarch64.rs`) may use `unsafe`, for calling
+//! `#[target_feature]` kernels at a detected [`CpuLevel`] and for vector loads and stores; each
+//! such file opts in with `#![allow(unsafe_code)]`.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 use bitflags::bitflags;
 
@@ -11,6 +15,7 @@ use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
 use crate::gpu::GpuSet;
 use crate::picture::Picture;
+use crate::simd::CpuLevel;
 
 pub(crate) mod adm;
 pub(crate) mod alias;
@@ -69,6 +74,8 @@ pub(crate) struct FrameInput<'a> {
     pub prev_ref: Option<&'a Picture>,
     /// Reference submitted two frames ago.
     pub prev_prev_ref: Option<&'a Picture>,
+    /// Instruction sets the CPU code may use.
+    pub cpu: CpuLevel,
 }
 
 impl<'a> FrameInput<'a> {
@@ -81,6 +88,7 @@ impl<'a> FrameInput<'a> {
             distorted,
             prev_ref: None,
             prev_prev_ref: None,
+            cpu: CpuLevel::default(),
         }
     }
 }

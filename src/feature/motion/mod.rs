@@ -256,6 +256,7 @@ mod tests {
                 distorted: &dists[i],
                 prev_ref: i.checked_sub(1).map(|p| &refs[p]),
                 prev_prev_ref: i.checked_sub(2).map(|p| &refs[p]),
+                cpu: crate::simd::CpuLevel::default(),
             };
             let mut out = Scores::new();
             m.extract(&input, &mut out).unwrap();

@@ -154,6 +154,7 @@ mod tests {
             distorted: d,
             prev_ref: None,
             prev_prev_ref: None,
+            cpu: crate::simd::CpuLevel::default(),
         };
         let mut out = Scores::new();
         vif.extract(&input, &mut out).expect("extract");
