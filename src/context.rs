@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
 use crate::feature::{self, Dict, Extractor, ExtractorFlags, FrameInput, Scores};
+use crate::gpu::job::Queued;
 use crate::log::LogLevel;
 use crate::model::{BootstrapScore, Model, ModelCollection, ModelFeature, ModelFlags};
 use crate::output::OutputFormat;
@@ -132,7 +133,7 @@ fn run_extractors(
         let q = queued.next().flatten();
         scores.clear();
         let res = match q {
-            Some(finish) => finish(&mut scores),
+            Some(finish) => finish().map(|s| scores = s),
             None => e.extract(input, &mut scores),
         }
         .and_then(|()| {
@@ -150,10 +151,9 @@ fn run_extractors(
 
 /// Waits for GPU work already queued for a frame that failed, so no upload or kernel still
 /// reads its pictures when they go back to the caller's pool (their results are dropped).
-fn drain<'a>(queued: impl IntoIterator<Item = Option<feature::Pending<'a>>>) {
-    let mut sink: Scores = Vec::new();
+fn drain<'a>(queued: impl IntoIterator<Item = Option<Queued<'a, Scores>>>) {
     for finish in queued.into_iter().flatten() {
-        let _ = finish(&mut sink);
+        let _ = finish();
     }
 }
 

@@ -79,7 +79,7 @@ impl CpuLevel {
         if l == Level::Avx512 && cpumask & MASK_AVX512 != 0 {
             l = Level::Avx2;
         }
-        if l == Level::Avx2 && cpumask & MASK_AVX2 != 0 {
+        if matches!(l, Level::Avx2 | Level::Avx512) && cpumask & MASK_AVX2 != 0 {
             l = Level::Scalar;
         }
         if l == Level::Neon && cpumask & MASK_NEON != 0 {

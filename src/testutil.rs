@@ -287,7 +287,7 @@ pub mod checkasm {
 
         /// Uniform in `0..n` (n > 0).
         pub fn below(&mut self, n: usize) -> usize {
-            (u64::from(self.next_u32()) * n as u64 >> 32) as usize
+            ((u64::from(self.next_u32()) * n as u64) >> 32) as usize
         }
 
         /// Uniform in `lo..=hi`.

@@ -13,6 +13,7 @@ use bitflags::bitflags;
 
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
+use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
 use crate::picture::Picture;
 use crate::simd::CpuLevel;
@@ -75,6 +76,7 @@ pub(crate) struct FrameInput<'a> {
     /// Reference submitted two frames ago.
     pub prev_prev_ref: Option<&'a Picture>,
     /// Instruction sets the CPU code may use.
+    #[allow(dead_code)] // until the first SIMD kernel reads it
     pub cpu: CpuLevel,
 }
 
@@ -95,10 +97,6 @@ impl<'a> FrameInput<'a> {
 
 /// Scores produced by one `extract` call: (stored feature name, value).
 pub(crate) type Scores = Vec<(String, f64)>;
-
-/// A frame's GPU work, queued by [`Extractor::queue`]: calling it waits for the results and
-/// writes the scores, as `extract` would have.
-pub(crate) type Pending<'a> = Box<dyn FnOnce(&mut Scores) -> Result<()> + Send + 'a>;
 
 /// A configured feature extractor. `extract` may run on several threads at once for different
 /// frames (unless TEMPORAL), so per-frame scratch memory is allocated inside the call.
@@ -128,8 +126,8 @@ pub(crate) trait Extractor: Send + Sync {
 
     /// Queues this frame's GPU work without waiting for it, so a frame's extractors keep the
     /// device busy back to back and CPU extractors run meanwhile; the returned closure waits
-    /// and writes the scores. None (the default): use `extract`.
-    fn queue<'a>(&'a self, _input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+    /// and gives the scores `extract` would have written. None (the default): use `extract`.
+    fn queue<'a>(&'a self, _input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
         Ok(None)
     }
 

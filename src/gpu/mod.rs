@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 
 pub mod code;
 pub mod device;
+pub(crate) mod job;
 pub(crate) mod launch;
 pub mod memory;
 pub mod module;
@@ -181,7 +182,7 @@ impl GpuState {
     /// the caller creates one). Give it back with [`Self::put_scratch`] once the GPU work using
     /// it has finished; a value dropped instead is freed (dropping device buffers waits for
     /// the device).
-    pub fn take_scratch<S: Any + Send>(&self) -> Option<S> {
+    pub(crate) fn take_scratch<S: Any + Send>(&self) -> Option<S> {
         lock(&self.scratch)
             .get_mut(&TypeId::of::<S>())
             .and_then(Vec::pop)
@@ -190,27 +191,11 @@ impl GpuState {
     }
 
     /// Returns a scratch value to the pool, for later calls on any thread.
-    pub fn put_scratch<S: Any + Send>(&self, value: S) {
+    pub(crate) fn put_scratch<S: Any + Send>(&self, value: S) {
         lock(&self.scratch)
             .entry(TypeId::of::<S>())
             .or_default()
             .push(Box::new(value));
-    }
-
-    /// Runs `f` with a pooled scratch value of type `S` (None when there is none yet: `f`
-    /// creates it); what `f` leaves goes back to the pool if it returns Ok, so `f` must have
-    /// waited for the GPU work that uses the scratch. So concurrent frames never share buffers,
-    /// and buffers are allocated only up to the peak number of frames in flight.
-    pub fn with_scratch<S: Any + Send, R>(
-        &self,
-        f: impl FnOnce(&mut Option<S>) -> Result<R>,
-    ) -> Result<R> {
-        let mut typed: Option<S> = self.take_scratch();
-        let r = f(&mut typed);
-        if let (Ok(_), Some(v)) = (&r, typed) {
-            self.put_scratch(v);
-        }
-        r
     }
 }
 

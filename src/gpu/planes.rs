@@ -6,8 +6,9 @@
 //! on its stream and records an event, later users' streams wait on that event. Entries are
 //! keyed by the picture's content identity ([`PictureData::id`]), never by a reference to it:
 //! the cache must not keep a caller's pooled picture from going back to its pool. An entry is
-//! reused for another picture only when no thread holds it. Also the small helpers the GPU
-//! dispatch modules share (typed plane access, dense plane views).
+//! reused for another picture only when no thread holds it: a job holds its planes as an
+//! [`UploadedLuma`] guard while it queues work on them. Also the small helpers the GPU dispatch
+//! modules share (typed plane access, dense plane views).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
@@ -16,10 +17,6 @@ use crate::error::{Error, Result};
 use crate::gpu::kernels::{DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, Event, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData, PlaneRef};
-
-/// GPU work queued for one frame: calling it waits for the results (and returns the scratch
-/// buffers it holds to the state's pool).
-pub(crate) type Queued<R> = Box<dyn FnOnce() -> Result<R> + Send>;
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
 pub(crate) trait PlaneAs: Sized + Sample {
@@ -238,57 +235,88 @@ fn ensure_uploaded<T: Sample + PlaneAs>(
     Ok(())
 }
 
-/// Runs `f` with the luma planes of `pics` on the device (dense: rows `w` samples apart).
-/// Planes are shared by every worker thread of the state: each is packed and uploaded once
-/// (by whichever thread needs it first) and the calling stream waits for that upload. Work `f`
-/// queues may still be running when it returns: an event recorded afterwards holds back the
-/// next upload into these planes. All pictures must share the luma size and sample type.
-pub(crate) fn with_luma<T: Sample + PlaneAs, R, const N: usize>(
-    state: &GpuState,
-    stream: &Stream,
-    pics: [&Picture; N],
-    f: impl FnOnce([&DeviceBuffer<T>; N]) -> Result<R>,
-) -> Result<R> {
-    let (w, h) = (pics[0].w[0], pics[0].h[0]);
-    if pics.iter().any(|p| (p.w[0], p.h[0]) != (w, h)) {
-        return Err(Error::inval("pictures differ in luma size"));
+/// The luma planes of a job's pictures, uploaded (by this or another thread) and ordered
+/// before the job's later work on its stream. While held, no entry can be reused for another
+/// picture; dropping it records on the stream the point after every use queued so far, which
+/// holds back the next upload into these planes until the device has passed it.
+pub(crate) struct UploadedLuma<T: Sample, const N: usize> {
+    planes: Vec<Arc<Plane<T>>>,
+    /// `planes` index of each picture (the same picture twice shares one plane).
+    index: [usize; N],
+    stream: Arc<Stream>,
+}
+
+/// One uploaded luma plane, read-locked while a job queues work on it.
+pub(crate) struct Luma<'a, T: Sample>(RwLockReadGuard<'a, Slot<T>>);
+
+impl<T: Sample> Luma<'_, T> {
+    /// The plane as a dense `w`x`h` image (rows `w` samples apart).
+    pub(crate) fn dense(&self, w: usize, h: usize) -> DevicePlane<'_, T> {
+        dense(&self.0.dev, w, h)
     }
-    let cache = T::cache(state.planes());
-    let mut planes: Vec<(Arc<Plane<T>>, &Picture)> = Vec::with_capacity(N);
-    for pic in pics {
-        let p = cache.acquire(state, pic)?;
-        // The same picture twice (e.g. reference == distorted) is one plane.
-        if !planes.iter().any(|(q, _)| Arc::ptr_eq(q, &p)) {
-            planes.push((p, pic));
+}
+
+impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
+    /// The luma planes of `pics` on the device, each packed and uploaded once per state (by
+    /// whichever thread needs it first); `stream` waits for those uploads. All pictures must
+    /// share the luma size and sample type.
+    pub(crate) fn acquire(
+        state: &GpuState,
+        stream: &Arc<Stream>,
+        pics: [&Picture; N],
+    ) -> Result<Self> {
+        if let Some(first) = pics.first() {
+            let (w, h) = (first.w[0], first.h[0]);
+            if pics.iter().any(|p| (p.w[0], p.h[0]) != (w, h)) {
+                return Err(Error::inval("pictures differ in luma size"));
+            }
+        }
+        let cache = T::cache(state.planes());
+        let mut planes: Vec<Arc<Plane<T>>> = Vec::with_capacity(N);
+        let mut index = [0usize; N];
+        for (k, pic) in pics.iter().enumerate() {
+            let p = cache.acquire(state, pic)?;
+            index[k] = match planes.iter().position(|q| Arc::ptr_eq(q, &p)) {
+                Some(i) => i,
+                None => {
+                    planes.push(p);
+                    planes.len() - 1
+                }
+            };
+        }
+        // From here on the guard owns the planes: an error below still releases them.
+        let held = UploadedLuma {
+            planes,
+            index,
+            stream: stream.clone(),
+        };
+        // Uploads first, one lock at a time; later only read locks, which no writer can block
+        // because every plane here is uploaded and held (so not reusable).
+        for (k, pic) in pics.iter().enumerate() {
+            ensure_uploaded(&held.planes[held.index[k]], pic, stream)?;
+        }
+        for p in &held.planes {
+            stream.wait_event(&p.ready)?;
+        }
+        Ok(held)
+    }
+
+    /// The planes, in the order of the pictures given to [`Self::acquire`].
+    pub(crate) fn get(&self) -> [Luma<'_, T>; N] {
+        std::array::from_fn(|k| Luma(read(&self.planes[self.index[k]].slot)))
+    }
+}
+
+impl<T: Sample, const N: usize> Drop for UploadedLuma<T, N> {
+    fn drop(&mut self) {
+        for p in &self.planes {
+            if mark_released(p, &self.stream).is_err() {
+                // Without the marker, wait here so the plane is never refilled under a reader
+                // (best effort: the device may be gone).
+                let _ = self.stream.synchronize();
+            }
         }
     }
-    // Uploads first, one lock at a time; then only read locks, which no writer can block
-    // because every plane here is uploaded and held (so not reusable).
-    for (p, pic) in &planes {
-        ensure_uploaded(p, pic, stream)?;
-    }
-    let planes: Vec<Arc<Plane<T>>> = planes.into_iter().map(|(p, _)| p).collect();
-    let guards: Vec<RwLockReadGuard<'_, Slot<T>>> = planes.iter().map(|p| read(&p.slot)).collect();
-    for p in &planes {
-        stream.wait_event(&p.ready)?;
-    }
-    let bufs: [&DeviceBuffer<T>; N] = std::array::from_fn(|k| {
-        let i = planes
-            .iter()
-            .position(|p| p.id == pics[k].id())
-            .unwrap_or(0);
-        &guards[i].dev
-    });
-    let r = f(bufs);
-    drop(guards);
-    for p in &planes {
-        if mark_released(p, stream).is_err() {
-            // Without the marker, wait here so the plane is never refilled under a reader
-            // (best effort: the device may be gone).
-            let _ = stream.synchronize();
-        }
-    }
-    r
 }
 
 /// Records on `stream` the point after its uses of `plane` queued so far.

@@ -12,9 +12,9 @@ use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
+use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
-use crate::gpu::planes::{dense, PlaneAs};
-use crate::gpu::planes::{with_luma, Queued};
+use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
@@ -108,72 +108,68 @@ fn queue_typed<T: Sample + PlaneAs>(
     r: &Picture,
     d: &Picture,
     p: &AdmParams,
-) -> Result<Queued<[ScaleAccum; NUM_SCALES]>> {
+) -> Result<Queued<'static, [ScaleAccum; NUM_SCALES]>> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
-    let mut scratch = match state.take_scratch::<Scratch<T>>() {
-        Some(s) if (s.w, s.h) == (w, h) => s,
-        _ => Scratch::new(state, w, h)?,
-    };
+    let mut job = Job::<Scratch<T>, T, 2>::start(
+        state,
+        [r, d],
+        |s| (s.w, s.h) == (w, h),
+        |st| Scratch::new(st, w, h),
+    )?;
     {
-        let s = &mut scratch;
-        let stream = &*state.lane_stream()?;
-        s.out_dev.zero(stream)?;
-        with_luma(
+        let Parts {
             state,
             stream,
-            [r, d],
-            |[ref_dev, dis_dev]: [&DeviceBuffer<T>; 2]| {
-                let b = AdmBuffers {
-                    bands: &s.bands,
-                    maps: &s.maps,
-                    plane: s.plane,
-                    lut: &s.lut,
-                };
-                let [ar, ad] = &s.approx;
-                let (mut pw, mut ph) = (w, h);
-                for scale in 0..NUM_SCALES {
-                    let (bw, bh) = band_size(w, h, scale);
-                    let sp = scale_params(w, h, scale, p);
-                    // Scale s writes approximation slot s % 2 and reads the other one.
-                    let (cur, prev) = (scale % 2, (scale + 1) % 2);
-                    if scale == 0 {
-                        kernels::adm_dwt0(
-                            state,
-                            stream,
-                            dense(ref_dev, w, h),
-                            dense(dis_dev, w, h),
-                            bpc,
-                            &ar[cur],
-                            &ad[cur],
-                            &b,
-                            &sp,
-                        )?;
-                    } else {
-                        kernels::adm_dwt123(
-                            state,
-                            stream,
-                            band_plane(&ar[prev], pw, ph),
-                            band_plane(&ad[prev], pw, ph),
-                            &ar[cur],
-                            &ad[cur],
-                            &b,
-                            &sp,
-                        )?;
-                    }
-                    kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
-                    (pw, ph) = (bw, bh);
-                }
-                Ok(())
-            },
-        )?;
+            scratch: s,
+            luma: [ref_dev, dis_dev],
+        } = job.parts();
+        s.out_dev.zero(stream)?;
+        let b = AdmBuffers {
+            bands: &s.bands,
+            maps: &s.maps,
+            plane: s.plane,
+            lut: &s.lut,
+        };
+        let [ar, ad] = &s.approx;
+        let (mut pw, mut ph) = (w, h);
+        for scale in 0..NUM_SCALES {
+            let (bw, bh) = band_size(w, h, scale);
+            let sp = scale_params(w, h, scale, p);
+            // Scale s writes approximation slot s % 2 and reads the other one.
+            let (cur, prev) = (scale % 2, (scale + 1) % 2);
+            if scale == 0 {
+                kernels::adm_dwt0(
+                    state,
+                    stream,
+                    ref_dev.dense(w, h),
+                    dis_dev.dense(w, h),
+                    bpc,
+                    &ar[cur],
+                    &ad[cur],
+                    &b,
+                    &sp,
+                )?;
+            } else {
+                kernels::adm_dwt123(
+                    state,
+                    stream,
+                    band_plane(&ar[prev], pw, ph),
+                    band_plane(&ad[prev], pw, ph),
+                    &ar[cur],
+                    &ad[cur],
+                    &b,
+                    &sp,
+                )?;
+            }
+            kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
+            (pw, ph) = (bw, bh);
+        }
         s.out_dev
             .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
     }
-    let state = state.clone();
-    Ok(Box::new(move || {
+    Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).
-        let o = scratch.out_host.as_slice()?.to_vec();
-        state.put_scratch(scratch);
+        let o = s.out_host.as_slice()?;
         let mut acc = [ScaleAccum::default(); NUM_SCALES];
         for (scale, a) in acc.iter_mut().enumerate() {
             let v = &o[SLOTS * scale..SLOTS * (scale + 1)];
@@ -207,7 +203,7 @@ pub fn queue_accumulate(
     reference: &Picture,
     distorted: &Picture,
     p: &AdmParams,
-) -> Result<Queued<[ScaleAccum; NUM_SCALES]>> {
+) -> Result<Queued<'static, [ScaleAccum; NUM_SCALES]>> {
     let (r, d) = (reference, distorted);
     if r.bpc != d.bpc || r.w[0] != d.w[0] || r.h[0] != d.h[0] {
         return Err(Error::inval("adm: reference and distorted pictures differ"));

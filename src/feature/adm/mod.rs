@@ -17,7 +17,8 @@ pub mod tables;
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores};
+use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
 use crate::picture::PlaneRef;
 
@@ -380,15 +381,16 @@ impl Extractor for Adm {
             ));
         }
         // The GPU path has one entry, `queue`; extracting there is queueing and waiting.
-        if let Some(pending) = self.queue(input)? {
-            return pending(out);
+        if let Some(queued) = self.queue(input)? {
+            out.extend(queued()?);
+            return Ok(());
         }
         let acc = self.accumulate(input)?;
         self.emit(input.reference.w[0], input.reference.h[0], &acc, out);
         Ok(())
     }
 
-    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
         let Some(g) = &self.gpu else { return Ok(None) };
         if !self.view_ok {
             // `extract` reports it.
@@ -402,9 +404,10 @@ impl Extractor for Adm {
             &self.params,
         )?;
         let (w, h) = (input.reference.w[0], input.reference.h[0]);
-        Ok(Some(Box::new(move |out: &mut Scores| {
-            self.emit(w, h, &q()?, out);
-            Ok(())
+        Ok(Some(Box::new(move || {
+            let mut out = Scores::new();
+            self.emit(w, h, &q()?, &mut out);
+            Ok(out)
         })))
     }
 }

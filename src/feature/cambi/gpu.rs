@@ -13,12 +13,14 @@ use super::{
     weighted_score, Setup, NUM_SCALES,
 };
 use crate::error::{Error, Result};
+use crate::gpu::job::{Job, Parts};
 use crate::gpu::kernels::{
     self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
 };
-use crate::gpu::planes::{dense, with_luma, PlaneAs};
+use crate::gpu::planes::{dense, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
+use std::sync::Arc;
 
 /// Device buffers of one frame in flight (pooled per state), sized for pictures up to `cap` pixels at the processing size.
 struct Scratch {
@@ -107,7 +109,7 @@ enum ScaleData<'a> {
 /// Runs the kernels for `pic` and gives `each` the statistics of every scale's c-value map in
 /// scale order; then the maps of the scales for which `each` answered true.
 fn with_c_values<T: Sample + PlaneAs>(
-    state: &GpuState,
+    state: &Arc<GpuState>,
     s: &Setup,
     pic: &Picture,
     is_src: bool,
@@ -123,18 +125,22 @@ fn with_c_values<T: Sample + PlaneAs>(
         ));
     }
     let sizes = scale_sizes(s, w, h);
-    state.with_scratch(|slot: &mut Option<Scratch>| {
-        if slot.as_ref().is_none_or(|sc| !sc.fits(w, h)) {
-            *slot = None;
-            // Sized for both pictures of full-reference mode at once.
-            *slot = Some(Scratch::new(state, s.alloc_w.max(w), s.alloc_h.max(h))?);
-        }
-        let sc = slot
-            .as_mut()
-            .ok_or_else(|| Error::inval("no cambi scratch"))?;
-        let stream = &*state.lane_stream()?;
+    let mut job = Job::<Scratch, T, 1>::start(
+        state,
+        [pic],
+        |sc| sc.fits(w, h),
+        // Sized for both pictures of full-reference mode at once.
+        |st| Scratch::new(st, s.alloc_w.max(w), s.alloc_h.max(h)),
+    )?;
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: sc,
+            luma: [luma],
+        } = job.parts();
 
-        // Small per-call tables: the scratch is shared by every cambi instance of the thread.
+        // Small per-call tables: the scratch is shared by every cambi instance.
         {
             let taps = sc.taps_host.as_mut_slice()?;
             if (in_w, in_h) == (w, h) {
@@ -162,18 +168,16 @@ fn with_c_values<T: Sample + PlaneAs>(
         sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
         sc.params
             .upload_async(stream, &mut sc.params_host, 2 * nd)?;
-
-        with_luma(state, stream, [pic], |[luma]: [&DeviceBuffer<T>; 1]| {
-            kernels::cambi_preprocess(
-                state,
-                stream,
-                dense(luma, in_w, in_h),
-                &sc.taps,
-                bpc,
-                s.enc_bitdepth < 10,
-                dense(&sc.img[0], w, h),
-            )
-        })?;
+        kernels::cambi_preprocess(
+            state,
+            stream,
+            luma.dense(in_w, in_h),
+            &sc.taps,
+            bpc,
+            s.enc_bitdepth < 10,
+            dense(&sc.img[0], w, h),
+        )?;
+        drop(luma);
         kernels::cambi_mask(
             state,
             stream,
@@ -231,6 +235,8 @@ fn with_c_values<T: Sample + PlaneAs>(
         }
         sc.stats
             .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
+    }
+    job.wait(|sc, stream| {
         let mut wanted = [false; NUM_SCALES];
         for (scale, want) in wanted.iter_mut().enumerate() {
             let st = &sc.stats_host.as_slice()?[scale * CAMBI_STATS_LEN..][..CAMBI_STATS_LEN];
@@ -257,7 +263,7 @@ fn with_c_values<T: Sample + PlaneAs>(
 
 /// The cambi score of `pic` (the distorted picture, or the source when `is_src`) with its
 /// per-pixel stages on `state`; same contract as the CPU's per-picture score.
-pub(super) fn score(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
+pub(super) fn score(state: &Arc<GpuState>, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
     validate(pic)?;
     let (w, h, window) = s.geometry(is_src);
     let sizes = scale_sizes(s, w, h);
@@ -422,7 +428,12 @@ mod tests {
     }
 
     /// Each scale's c-value map from the GPU.
-    fn gpu_maps(state: &GpuState, s: &Setup, pic: &Picture, is_src: bool) -> Vec<Vec<f32>> {
+    fn gpu_maps(
+        state: &std::sync::Arc<GpuState>,
+        s: &Setup,
+        pic: &Picture,
+        is_src: bool,
+    ) -> Vec<Vec<f32>> {
         let mut maps = Vec::new();
         let keep = |_: usize, data: ScaleData<'_>| {
             if let ScaleData::Map(cv) = data {

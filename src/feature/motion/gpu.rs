@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
-use crate::gpu::planes::{dense, PlaneAs};
-use crate::gpu::planes::{with_luma, Queued};
+use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
@@ -22,46 +22,43 @@ fn queue_typed<T: Sample + PlaneAs>(
     state: &Arc<GpuState>,
     prev: &Picture,
     cur: &Picture,
-) -> Result<Queued<u64>> {
+) -> Result<Queued<'static, u64>> {
     let (w, h) = (cur.w[0], cur.h[0]);
-    let mut s = match state.take_scratch::<Scratch>() {
-        Some(s) if s.h == h => s,
-        _ => {
-            let dev = state.device();
-            Scratch {
+    let mut job = Job::<Scratch, T, 2>::start(
+        state,
+        [prev, cur],
+        |s| s.h == h,
+        |st| {
+            let dev = st.device();
+            Ok(Scratch {
                 h,
                 rows: DeviceBuffer::new(dev, h)?,
                 out_dev: DeviceBuffer::new(dev, 1)?,
                 out_host: PinnedHostBuffer::new(dev, 1)?,
-            }
-        }
-    };
-    let stream = &*state.lane_stream()?;
-    s.rows.zero(stream)?;
-    with_luma(
-        state,
-        stream,
-        [prev, cur],
-        |[p, c]: [&DeviceBuffer<T>; 2]| {
-            kernels::motion_sad(
-                state,
-                stream,
-                dense(p, w, h),
-                dense(c, w, h),
-                cur.bpc,
-                &s.rows,
-                &s.out_dev,
-            )
+            })
         },
     )?;
-    s.out_dev.download_async(stream, &mut s.out_host, 1)?;
-    let state = state.clone();
-    Ok(Box::new(move || {
-        // Waits for the read-back (and so for the kernels before it on the stream).
-        let sad = s.out_host.as_slice()?[0];
-        state.put_scratch(s);
-        Ok(sad)
-    }))
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: s,
+            luma: [p, c],
+        } = job.parts();
+        s.rows.zero(stream)?;
+        kernels::motion_sad(
+            state,
+            stream,
+            p.dense(w, h),
+            c.dense(w, h),
+            cur.bpc,
+            &s.rows,
+            &s.out_dev,
+        )?;
+        s.out_dev.download_async(stream, &mut s.out_host, 1)?;
+    }
+    // Waits for the read-back (and so for the kernels before it on the stream).
+    Ok(job.finish(|s| Ok(s.out_host.as_slice()?[0])))
 }
 
 /// Tests: the SAD of the blurred difference of two reference luma planes on the GPU, waited for.
@@ -76,7 +73,7 @@ pub fn queue_motion_sad(
     state: &Arc<GpuState>,
     prev: &Picture,
     cur: &Picture,
-) -> Result<Queued<u64>> {
+) -> Result<Queued<'static, u64>> {
     if prev.w[0] != cur.w[0] || prev.h[0] != cur.h[0] || prev.bpc != cur.bpc {
         return Err(Error::inval(
             "motion: previous reference differs in size or bit depth",

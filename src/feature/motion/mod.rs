@@ -14,7 +14,8 @@ use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
 mod cpu;
 pub mod gpu;
-use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Pending, Scores};
+use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
 use crate::picture::Picture;
 
@@ -161,8 +162,9 @@ impl Extractor for Motion {
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         // The GPU path has one entry, `queue`; extracting there is queueing and waiting.
-        if let Some(pending) = self.queue(input)? {
-            return pending(out);
+        if let Some(queued) = self.queue(input)? {
+            out.extend(queued()?);
+            return Ok(());
         }
         let sad = match self.sad_pair(input)? {
             Some((prev, cur)) => Some(motion_sad(prev, cur)?),
@@ -173,16 +175,17 @@ impl Extractor for Motion {
         Ok(())
     }
 
-    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
         let Some(g) = &self.gpu else { return Ok(None) };
         let Some((prev, cur)) = self.sad_pair(input)? else {
             return Ok(None);
         };
         let q = gpu::queue_motion_sad(g.for_frame(input.index), prev, cur)?;
         let (w, h) = (input.reference.w[0], input.reference.h[0]);
-        Ok(Some(Box::new(move |out: &mut Scores| {
-            self.finish(Some(q()?), w, h, out);
-            Ok(())
+        Ok(Some(Box::new(move || {
+            let mut out = Scores::new();
+            self.finish(Some(q()?), w, h, &mut out);
+            Ok(out)
         })))
     }
 

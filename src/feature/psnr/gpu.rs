@@ -6,10 +6,12 @@
 //! are reused while the picture size stays the same.
 
 use crate::error::{Error, Result};
+use crate::gpu::job::{Job, Parts};
 use crate::gpu::kernels::{self, DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::{Picture, PictureData};
+use std::sync::Arc;
 
 /// Buffers for one sample type, sized for the largest picture seen.
 struct Scratch<T: Sample> {
@@ -66,21 +68,27 @@ fn fill<T: Sample + PlaneAs>(
 }
 
 fn sse_typed<T: Sample + PlaneAs>(
-    state: &GpuState,
+    state: &Arc<GpuState>,
     r: &PictureData,
     d: &PictureData,
     n_planes: usize,
 ) -> Result<[u64; 3]> {
     let (r_offs, r_len) = packed_layout::<T>(r, n_planes)?;
     let (d_offs, d_len) = packed_layout::<T>(d, n_planes)?;
-    state.with_scratch(|slot: &mut Option<Scratch<T>>| {
-        if !slot.as_ref().is_some_and(|s| s.fits(r_len, d_len)) {
-            // Free the old buffers before allocating larger ones.
-            *slot = None;
-            *slot = Some(Scratch::new(state, r_len, d_len)?);
-        }
-        let s = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        let stream = &*state.lane_stream()?;
+    // No shared luma planes: PSNR uploads every plane of both pictures itself.
+    let mut job = Job::<Scratch<T>, T, 0>::start(
+        state,
+        [],
+        |s| s.fits(r_len, d_len),
+        |st| Scratch::new(st, r_len, d_len),
+    )?;
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: s,
+            ..
+        } = job.parts();
         fill(&mut s.ref_host, r, &r_offs, n_planes)?;
         fill(&mut s.dis_host, d, &d_offs, n_planes)?;
         s.sums_dev.zero(stream)?;
@@ -104,6 +112,8 @@ fn sse_typed<T: Sample + PlaneAs>(
             )?;
         }
         s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
+    }
+    job.wait(|s, _| {
         let sums = s.sums_host.as_slice()?;
         Ok([sums[0], sums[1], sums[2]])
     })
@@ -111,7 +121,11 @@ fn sse_typed<T: Sample + PlaneAs>(
 
 /// Sum over each plane of (reference - distorted)^2 as exact integers: `[Y, U, V]` (chroma 0 for
 /// 4:0:0). Both pictures must have the same format, depth and size; strides may differ.
-pub fn sse_planes(state: &GpuState, reference: &Picture, distorted: &Picture) -> Result<[u64; 3]> {
+pub fn sse_planes(
+    state: &Arc<GpuState>,
+    reference: &Picture,
+    distorted: &Picture,
+) -> Result<[u64; 3]> {
     let (r, d) = (&**reference, &**distorted);
     if r.pix_fmt != d.pix_fmt || r.bpc != d.bpc || r.w != d.w || r.h != d.h {
         return Err(Error::inval(

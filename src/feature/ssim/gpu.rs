@@ -15,10 +15,12 @@ use super::tools::{
     GAUSSIAN_LEN, LPF_9X9,
 };
 use crate::error::{Error, Result};
+use crate::gpu::job::{Job, Parts};
 use crate::gpu::kernels::{self, DeviceImage, SsimSample};
-use crate::gpu::planes::{dense, with_luma, PlaneAs};
+use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
+use std::sync::Arc;
 
 /// What a pipeline computes: the levels of its float pyramid and the decimation between them.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,75 +131,74 @@ impl<const MS: bool> Pipeline<MS> {
         })
     }
 
-    /// Runs the plan on a picture pair and returns the SSIM means of each SSIM level.
-    fn run<T: SsimSample + PlaneAs>(
-        &mut self,
-        state: &GpuState,
-        reference: &Picture,
-        distorted: &Picture,
-    ) -> Result<Vec<SsimMeans>> {
-        let stream = &*state.lane_stream()?;
-        let (w, h) = self.plan.dims[0];
-        let scaler = luma_scaler(reference.bpc)?;
-        let image = |buf, (w, h): (usize, usize)| DeviceImage { buf, w, h };
-        with_luma(
+    /// Queues the plan on the job's picture pair: to float, the decimated levels, and the
+    /// SSIM row sums of each SSIM level, read back into `sums_host`.
+    fn queue<T: SsimSample + PlaneAs>(job: &mut Job<Self, T, 2>, bpc: u32) -> Result<()> {
+        let Parts {
             state,
             stream,
-            [reference, distorted],
-            |[r, d]: [&DeviceBuffer<T>; 2]| {
-                kernels::ssim_to_float(
-                    state,
-                    stream,
-                    dense(r, w, h),
-                    dense(d, w, h),
-                    scaler,
-                    image(&self.refs[0], (w, h)),
-                    image(&self.dis[0], (w, h)),
-                )
-            },
+            scratch: p,
+            luma: [r, d],
+        } = job.parts();
+        let (w, h) = p.plan.dims[0];
+        let scaler = luma_scaler(bpc)?;
+        let image = |buf, (w, h): (usize, usize)| DeviceImage { buf, w, h };
+        kernels::ssim_to_float(
+            state,
+            stream,
+            r.dense(w, h),
+            d.dense(w, h),
+            scaler,
+            image(&p.refs[0], (w, h)),
+            image(&p.dis[0], (w, h)),
         )?;
-        let plan = &self.plan;
+        let plan = &p.plan;
         for l in 1..plan.dims.len() {
             kernels::ssim_decimate(
                 state,
                 stream,
-                image(&self.refs[l - 1], plan.dims[l - 1]),
-                image(&self.dis[l - 1], plan.dims[l - 1]),
-                &self.taps,
+                image(&p.refs[l - 1], plan.dims[l - 1]),
+                image(&p.dis[l - 1], plan.dims[l - 1]),
+                &p.taps,
                 plan.size,
                 plan.factor,
-                image(&self.refs[l], plan.dims[l]),
-                image(&self.dis[l], plan.dims[l]),
+                image(&p.refs[l], plan.dims[l]),
+                image(&p.dis[l], plan.dims[l]),
             )?;
         }
-        let layout = plan.sum_layout();
-        for (&l, &(offset, _, _)) in plan.ssim_levels.iter().zip(&layout) {
+        for (&l, &(offset, _, _)) in plan.ssim_levels.iter().zip(&plan.sum_layout()) {
             let dims = plan.dims[l];
             kernels::ssim_hconv(
                 state,
                 stream,
-                image(&self.refs[l], dims),
-                image(&self.dis[l], dims),
-                &self.gauss,
-                &self.hbuf,
+                image(&p.refs[l], dims),
+                image(&p.dis[l], dims),
+                &p.gauss,
+                &p.hbuf,
             )?;
             kernels::ssim_rows(
                 state,
                 stream,
-                &self.hbuf,
+                &p.hbuf,
                 dims.0,
                 dims.1,
-                &self.gauss,
+                &p.gauss,
                 ssim_constants(),
-                &self.sums_dev,
+                &p.sums_dev,
                 offset,
             )?;
         }
-        let n = self.sums_dev.len();
-        self.sums_dev
-            .download_async(stream, &mut self.sums_host, n)?;
+        let n = p.sums_dev.len();
+        p.sums_dev.download_async(stream, &mut p.sums_host, n)?;
+        Ok(())
+    }
+
+    /// The SSIM means of each SSIM level from the read-back row sums (waits for them).
+    fn means(&mut self) -> Result<Vec<SsimMeans>> {
         let sums = self.sums_host.as_slice()?;
-        Ok(layout
+        Ok(self
+            .plan
+            .sum_layout()
             .iter()
             .map(|&(offset, rows, count)| {
                 let mut acc = [0.0f64; 4];
@@ -212,32 +213,40 @@ impl<const MS: bool> Pipeline<MS> {
     }
 }
 
-/// Runs `plan` with the calling thread's pipeline of kind `MS`, rebuilding it when the plan
-/// changes.
+/// Runs `plan` on a picture pair with a pooled pipeline of kind `MS` (rebuilt when the plan
+/// changes) and waits for the SSIM means of each SSIM level.
 fn run_plan<const MS: bool>(
-    state: &GpuState,
+    state: &Arc<GpuState>,
     reference: &Picture,
     distorted: &Picture,
     plan: Plan,
 ) -> Result<Vec<SsimMeans>> {
-    state.with_scratch(|slot: &mut Option<Pipeline<MS>>| {
-        if slot.as_ref().is_none_or(|p| p.plan != plan) {
-            // Free the old buffers before allocating new ones.
-            *slot = None;
-            *slot = Some(Pipeline::new(state, plan)?);
-        }
-        let p = slot.as_mut().ok_or_else(|| Error::inval("no scratch"))?;
-        if reference.bpc == 8 {
-            p.run::<u8>(state, reference, distorted)
-        } else {
-            p.run::<u16>(state, reference, distorted)
-        }
-    })
+    fn typed<const MS: bool, T: SsimSample + PlaneAs>(
+        state: &Arc<GpuState>,
+        pics: [&Picture; 2],
+        plan: Plan,
+    ) -> Result<Vec<SsimMeans>> {
+        let bpc = pics[0].bpc;
+        let mut job = Job::<Pipeline<MS>, T, 2>::start(
+            state,
+            pics,
+            |p| p.plan == plan,
+            |st| Pipeline::new(st, plan.clone()),
+        )?;
+        Pipeline::queue(&mut job, bpc)?;
+        job.finish(|p| p.means())()
+    }
+    let pics = [reference, distorted];
+    if reference.bpc == 8 {
+        typed::<MS, u8>(state, pics, plan)
+    } else {
+        typed::<MS, u16>(state, pics, plan)
+    }
 }
 
 /// [`super::float_ssim::compute`] on the GPU: same results, same errors.
 pub fn float_ssim(
-    state: &GpuState,
+    state: &Arc<GpuState>,
     reference: &Picture,
     distorted: &Picture,
     scale: i32,
@@ -257,7 +266,11 @@ pub fn float_ssim(
 }
 
 /// [`float_ms_ssim::compute`] on the GPU: same results, same errors.
-pub fn float_ms_ssim(state: &GpuState, reference: &Picture, distorted: &Picture) -> Result<MsSsim> {
+pub fn float_ms_ssim(
+    state: &Arc<GpuState>,
+    reference: &Picture,
+    distorted: &Picture,
+) -> Result<MsSsim> {
     check_pair("float_ms_ssim", reference, distorted)?;
     let (w, h) = (reference.w[0], reference.h[0]);
     float_ms_ssim::check_size(w, h)?;
@@ -283,7 +296,7 @@ mod tests {
 
     /// float_ssim (auto, 2 and 3 decimation) and float_ms_ssim values of every frame of every
     /// parity clip, CPU beside GPU; computed once for the tests below.
-    fn parity_rows(state: &GpuState) -> &'static [Row] {
+    fn parity_rows(state: &Arc<GpuState>) -> &'static [Row] {
         static ROWS: OnceLock<Vec<Row>> = OnceLock::new();
         ROWS.get_or_init(|| {
             let mut rows = Vec::new();

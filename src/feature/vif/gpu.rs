@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::gpu::planes::{dense, PlaneAs};
 use std::sync::Arc;
 
+use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
-use crate::gpu::planes::{with_luma, Queued};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
@@ -62,91 +62,79 @@ fn queue_typed<T: Sample + PlaneAs>(
     d: &Picture,
     egl: f64,
     skip_scale0: bool,
-) -> Result<Queued<[VifAccums; 4]>> {
+) -> Result<Queued<'static, [VifAccums; 4]>> {
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc);
-    let mut scratch = match state.take_scratch::<Scratch<T>>() {
-        Some(s) if (s.w, s.h) == (w, h) => s,
-        _ => Scratch::new(state, w, h)?,
-    };
+    let mut job = Job::<Scratch<T>, T, 2>::start(
+        state,
+        [r, d],
+        |s| (s.w, s.h) == (w, h),
+        |st| Scratch::new(st, w, h),
+    )?;
     {
-        let s = &mut scratch;
-        let stream = &*state.lane_stream()?;
-        s.acc_dev.zero(stream)?;
-        with_luma(
+        let Parts {
             state,
             stream,
-            [r, d],
-            |[ref_dev, dis_dev]: [&DeviceBuffer<T>; 2]| {
-                let down0 = (
-                    dense(&s.pyr_ref[0], w / 2, h / 2),
-                    dense(&s.pyr_dis[0], w / 2, h / 2),
-                );
-                if skip_scale0 {
-                    kernels::vif_down(
-                        state,
-                        stream,
-                        dense(ref_dev, w, h),
-                        dense(dis_dev, w, h),
-                        0,
-                        bpc,
-                        down0.0,
-                        down0.1,
-                    )?;
-                } else {
-                    // Scale 0's statistics also write the decimated scale-1 pictures.
-                    kernels::vif_stats(
-                        state,
-                        stream,
-                        dense(ref_dev, w, h),
-                        dense(dis_dev, w, h),
-                        0,
-                        bpc,
-                        &s.table,
-                        egl,
-                        &s.acc_dev,
-                        Some(down0),
-                    )?;
-                }
-                let (mut cw, mut ch) = (w / 2, h / 2);
-                for scale in 1..4 {
-                    let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
-                    kernels::vif_stats(
-                        state,
-                        stream,
-                        dense(pr, cw, ch),
-                        dense(pd, cw, ch),
-                        scale,
-                        bpc,
-                        &s.table,
-                        egl,
-                        &s.acc_dev,
-                        None,
-                    )?;
-                    if scale < 3 {
-                        kernels::vif_down(
-                            state,
-                            stream,
-                            dense(pr, cw, ch),
-                            dense(pd, cw, ch),
-                            scale,
-                            bpc,
-                            dense(&s.pyr_ref[scale], cw / 2, ch / 2),
-                            dense(&s.pyr_dis[scale], cw / 2, ch / 2),
-                        )?;
-                    }
-                    cw /= 2;
-                    ch /= 2;
-                }
-                Ok(())
-            },
-        )?;
+            scratch: s,
+            luma: [ref_dev, dis_dev],
+        } = job.parts();
+        s.acc_dev.zero(stream)?;
+        let down0 = (
+            dense(&s.pyr_ref[0], w / 2, h / 2),
+            dense(&s.pyr_dis[0], w / 2, h / 2),
+        );
+        let (r0, d0) = (ref_dev.dense(w, h), dis_dev.dense(w, h));
+        if skip_scale0 {
+            kernels::vif_down(state, stream, r0, d0, 0, bpc, down0.0, down0.1)?;
+        } else {
+            // Scale 0's statistics also write the decimated scale-1 pictures.
+            kernels::vif_stats(
+                state,
+                stream,
+                r0,
+                d0,
+                0,
+                bpc,
+                &s.table,
+                egl,
+                &s.acc_dev,
+                Some(down0),
+            )?;
+        }
+        let (mut cw, mut ch) = (w / 2, h / 2);
+        for scale in 1..4 {
+            let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
+            kernels::vif_stats(
+                state,
+                stream,
+                dense(pr, cw, ch),
+                dense(pd, cw, ch),
+                scale,
+                bpc,
+                &s.table,
+                egl,
+                &s.acc_dev,
+                None,
+            )?;
+            if scale < 3 {
+                kernels::vif_down(
+                    state,
+                    stream,
+                    dense(pr, cw, ch),
+                    dense(pd, cw, ch),
+                    scale,
+                    bpc,
+                    dense(&s.pyr_ref[scale], cw / 2, ch / 2),
+                    dense(&s.pyr_dis[scale], cw / 2, ch / 2),
+                )?;
+            }
+            cw /= 2;
+            ch /= 2;
+        }
         s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
     }
-    let state = state.clone();
-    Ok(Box::new(move || {
+    Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).
-        let a = scratch.acc_host.as_slice()?.to_vec();
-        state.put_scratch(scratch);
+        let a = s.acc_host.as_slice()?;
         let mut out = [VifAccums::default(); 4];
         for (i, o) in out.iter_mut().enumerate() {
             // The device sums in two's complement; reinterpret as signed.
@@ -182,7 +170,7 @@ pub fn queue_accums(
     distorted: &Picture,
     egl: f64,
     skip_scale0: bool,
-) -> Result<Queued<[VifAccums; 4]>> {
+) -> Result<Queued<'static, [VifAccums; 4]>> {
     let (r, d) = (reference, distorted);
     if r.bpc != d.bpc || r.w[0] != d.w[0] || r.h[0] != d.h[0] {
         return Err(Error::inval("vif: reference and distorted pictures differ"));

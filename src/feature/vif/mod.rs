@@ -11,7 +11,8 @@ pub mod gpu;
 use crate::gpu::GpuSet;
 
 use crate::error::Result;
-use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Pending, Scores};
+use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::job::Queued;
 
 pub use cpu::{compute_accums, log2_table, vif_debug_scores, vif_scores, VifAccums};
 
@@ -99,8 +100,9 @@ impl Extractor for Vif {
 
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         // The GPU path has one entry, `queue`; extracting there is queueing and waiting.
-        if let Some(pending) = self.queue(input)? {
-            return pending(out);
+        if let Some(queued) = self.queue(input)? {
+            out.extend(queued()?);
+            return Ok(());
         }
         let (r, d) = (&**input.reference, &**input.distorted);
         let acc = compute_accums(r, d, self.egl, self.skip_scale0)?;
@@ -108,7 +110,7 @@ impl Extractor for Vif {
         Ok(())
     }
 
-    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Pending<'a>>> {
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
         let r = &**input.reference;
         let Some(g) = &self.gpu else { return Ok(None) };
         if r.w[0] < gpu::MIN_SIDE || r.h[0] < gpu::MIN_SIDE {
@@ -121,9 +123,10 @@ impl Extractor for Vif {
             self.egl,
             self.skip_scale0,
         )?;
-        Ok(Some(Box::new(move |out: &mut Scores| {
-            self.emit(&q()?, out);
-            Ok(())
+        Ok(Some(Box::new(move || {
+            let mut out = Scores::new();
+            self.emit(&q()?, &mut out);
+            Ok(out)
         })))
     }
 }

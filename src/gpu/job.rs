@@ -1,0 +1,115 @@
+//! One extractor's GPU work for one frame: the single dispatch path every GPU feature takes.
+//!
+//! A [`Job`] takes the extractor's scratch buffers from the state's pool (or makes them), binds
+//! the calling thread's stream, and holds the uploaded luma planes of its pictures as a guard.
+//! The feature queues its kernels and read-back through [`Job::parts`], then [`Job::finish`]
+//! releases the planes and returns a [`Queued`] closure that waits for the read-back, turns it
+//! into results and gives the scratch back. Nothing calls back into feature code while planes
+//! are locked, and an error anywhere drops the job, which releases the planes (the scratch is
+//! freed, since queued work may still use it).
+
+use std::any::Any;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::gpu::planes::{Luma, PlaneAs, UploadedLuma};
+use crate::gpu::{GpuState, Stream};
+use crate::picture::Picture;
+
+/// Work queued for one frame: calling it waits for the results. Also what a feature
+/// extractor's `queue` returns (its results are the frame's scores).
+pub(crate) type Queued<'a, R> = Box<dyn FnOnce() -> Result<R> + Send + 'a>;
+
+/// A frame's GPU work in the making: pooled scratch `S`, the thread's stream, and the luma
+/// planes (samples `T`) of `N` pictures.
+pub(crate) struct Job<S: Any + Send, T: PlaneAs, const N: usize> {
+    state: Arc<GpuState>,
+    stream: Arc<Stream>,
+    scratch: S,
+    luma: UploadedLuma<T, N>,
+}
+
+/// What a job's work is queued with.
+pub(crate) struct Parts<'j, S, T: PlaneAs, const N: usize> {
+    pub state: &'j GpuState,
+    pub stream: &'j Stream,
+    pub scratch: &'j mut S,
+    /// The pictures' luma planes on the device, in the order given to [`Job::start`].
+    pub luma: [Luma<'j, T>; N],
+}
+
+impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
+    /// Starts a job on `pics`: an idle scratch value the job `fits` (else one from `make`),
+    /// the calling thread's stream, and the pictures' luma planes uploaded and waited for.
+    pub(crate) fn start(
+        state: &Arc<GpuState>,
+        pics: [&Picture; N],
+        fits: impl Fn(&S) -> bool,
+        make: impl FnOnce(&GpuState) -> Result<S>,
+    ) -> Result<Self> {
+        let scratch = match state.take_scratch::<S>() {
+            Some(s) if fits(&s) => s,
+            // A misfit (another size) is dropped: its buffers are freed before new ones.
+            other => {
+                drop(other);
+                make(state)?
+            }
+        };
+        let stream = state.lane_stream()?;
+        let luma = UploadedLuma::acquire(state, &stream, pics)?;
+        Ok(Job {
+            state: state.clone(),
+            stream,
+            scratch,
+            luma,
+        })
+    }
+
+    /// The state, stream, scratch and planes to queue work with.
+    pub(crate) fn parts(&mut self) -> Parts<'_, S, T, N> {
+        Parts {
+            state: &self.state,
+            stream: &self.stream,
+            scratch: &mut self.scratch,
+            luma: self.luma.get(),
+        }
+    }
+
+    /// Ends the queueing: the planes are released after the work queued so far, and the
+    /// returned closure waits for the results with `read` (which typically reads the pinned
+    /// read-back buffer, so waits for every earlier operation on the stream) and returns the
+    /// scratch to the pool.
+    pub(crate) fn finish<R: 'static>(
+        self,
+        read: impl FnOnce(&mut S) -> Result<R> + Send + 'static,
+    ) -> Queued<'static, R> {
+        let Job {
+            state,
+            stream: _,
+            mut scratch,
+            luma,
+        } = self;
+        drop(luma);
+        Box::new(move || {
+            let r = read(&mut scratch)?;
+            state.put_scratch(scratch);
+            Ok(r)
+        })
+    }
+
+    /// [`Self::finish`] and wait, on the calling thread: for features whose host side needs
+    /// the results to decide what else to read back (`read` may queue more copies on the
+    /// scratch and wait again).
+    pub(crate) fn wait<R>(self, read: impl FnOnce(&mut S, &Stream) -> Result<R>) -> Result<R> {
+        let Job {
+            state,
+            stream,
+            mut scratch,
+            luma,
+        } = self;
+        drop(luma);
+        let r = read(&mut scratch, &stream)?;
+        state.put_scratch(scratch);
+        Ok(r)
+    }
+}
