@@ -5,7 +5,8 @@
 //! [`output`]. [`context`] drives it; [`ffi`] exposes the libvmaf C API; [`gpu`] is the
 //! vendor-neutral GPU runtime; [`io`] holds the CLI's video readers.
 //!
-//! `unsafe` lives only in [`ffi`] and [`gpu`]: every other module forbids it, and each unsafe
+//! `unsafe` lives only in [`ffi`], [`gpu`] and the per-feature SIMD files (`feature/<name>/x86.rs`,
+//! `aarch64.rs`, dispatched by [`simd`]): every other module forbids it, and each unsafe
 //! block there carries a `// SAFETY:` comment (enforced by clippy).
 
 #![deny(unsafe_op_in_unsafe_fn)]
