@@ -90,10 +90,17 @@ pub struct PictureData {
     id: u64,
     /// Page-locking of `samples` (pictures from a pinned pool). Declared before `samples`
     /// so it drops first: unlocking waits for any upload still reading the memory.
-    pinned: Option<crate::gpu::HostRegistration>,
+    pinned: Option<Box<dyn HostPin>>,
     samples: Samples,
     /// Receives the buffer when the last reference drops (picture pools recycle it).
     release: Option<ReleaseHook>,
+}
+
+/// A page-locking of a picture's sample buffer, owned by the picture and released (unlocked)
+/// when it drops. The GPU layer implements it (`gpu::HostRegistration`) and recognises its own
+/// through `as_any`, so pictures do not depend on the GPU runtime.
+pub trait HostPin: std::any::Any + std::fmt::Debug + Send + Sync {
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Callback that takes over a picture's buffer instead of freeing it.
@@ -175,13 +182,13 @@ impl PictureData {
     }
 
     /// Attaches the page-locking of this picture's sample buffer (see [`Self::sample_buffer`]).
-    pub fn set_pinned(&mut self, reg: crate::gpu::HostRegistration) {
+    pub fn set_pinned(&mut self, reg: Box<dyn HostPin>) {
         self.pinned = Some(reg);
     }
 
     /// The page-locking of the sample buffer, for pictures from a pinned pool.
-    pub fn pinned(&self) -> Option<&crate::gpu::HostRegistration> {
-        self.pinned.as_ref()
+    pub fn pinned(&self) -> Option<&dyn HostPin> {
+        self.pinned.as_deref()
     }
 }
 

@@ -159,6 +159,12 @@ impl std::fmt::Debug for HostRegistration {
     }
 }
 
+impl crate::picture::HostPin for HostRegistration {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 impl HostRegistration {
     /// Page-locks `bytes` bytes at `ptr`.
     ///

@@ -244,7 +244,7 @@ pub fn pin_picture(
     // in `pic`, whose field order drops it (waiting for copies, then unlocking) before the
     // buffer is freed, and it moves with the buffer when a pool recycles the picture.
     let reg = unsafe { HostRegistration::new(dev, ptr, bytes) }?;
-    pic.set_pinned(reg);
+    pic.set_pinned(Box::new(reg));
     Ok(pic)
 }
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{Error, Result};
 use crate::gpu::kernels::{DevicePlane, Sample};
-use crate::gpu::{DeviceBuffer, Event, GpuState, PinnedHostBuffer, Stream};
+use crate::gpu::{DeviceBuffer, Event, GpuState, HostRegistration, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData, PlaneRef};
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
@@ -216,7 +216,10 @@ fn ensure_uploaded<T: Sample + PlaneAs>(
     drop(released);
     let n = pic.w[0] * pic.h[0];
     let slot = &mut *s;
-    match (pic.pinned(), T::plane_of(pic, 0)) {
+    let reg = pic
+        .pinned()
+        .and_then(|p| p.as_any().downcast_ref::<HostRegistration>());
+    match (reg, T::plane_of(pic, 0)) {
         // A page-locked picture with rows back to back: the DMA reads it in place.
         (Some(reg), Some(luma)) if pic.stride[0] == pic.w[0] && luma.len() >= n => {
             slot.dev.upload_registered_async(stream, reg, &luma[..n])?;

@@ -363,7 +363,10 @@ fn page_locked_pictures_score_like_the_cpu() {
         |p: &crate::picture::Picture| Arc::new(pin_picture(state.device(), p.duplicate()).unwrap());
     let pinned_refs: Vec<_> = refs.iter().take(3).map(pin).collect();
     let pinned_dists: Vec<_> = dists.iter().take(3).map(pin).collect();
-    let reg = pinned_refs[0].pinned().unwrap();
+    let reg = pinned_refs[0]
+        .pinned()
+        .and_then(|p| p.as_any().downcast_ref::<crate::gpu::HostRegistration>())
+        .unwrap();
     let luma = match pinned_refs[0].plane(0) {
         crate::picture::PlaneRef::U8(p) => p,
         crate::picture::PlaneRef::U16(_) => unreachable!("8-bit clip"),
