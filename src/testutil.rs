@@ -188,6 +188,15 @@ pub(crate) fn extract_clip(
     clip: &str,
     ext: &dyn crate::feature::Extractor,
 ) -> Vec<crate::feature::Scores> {
+    extract_clip_at(clip, ext, crate::simd::CpuLevel::default())
+}
+
+/// [`extract_clip`] with the CPU code at level `cpu`.
+pub(crate) fn extract_clip_at(
+    clip: &str,
+    ext: &dyn crate::feature::Extractor,
+    cpu: crate::simd::CpuLevel,
+) -> Vec<crate::feature::Scores> {
     let (refs, dists) = load_parity_clip(clip);
     (0..refs.len())
         .map(|i| {
@@ -197,7 +206,7 @@ pub(crate) fn extract_clip(
                 distorted: &dists[i],
                 prev_ref: i.checked_sub(1).map(|p| &refs[p]),
                 prev_prev_ref: i.checked_sub(2).map(|p| &refs[p]),
-                cpu: crate::simd::CpuLevel::default(),
+                cpu,
             };
             let mut out = Vec::new();
             ext.extract(&input, &mut out).expect("extract");

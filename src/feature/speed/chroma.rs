@@ -55,8 +55,20 @@ impl Extractor for SpeedChroma {
         };
         let d = Dims::new(w, h, self.opts.params.prescale)?;
         let p = &self.opts.params;
-        let (su, eu) = extract_score(&d, p, plane_to_float(r, 1, &d)?, plane_to_float(dp, 1, &d)?);
-        let (sv, ev) = extract_score(&d, p, plane_to_float(r, 2, &d)?, plane_to_float(dp, 2, &d)?);
+        let (su, eu) = extract_score(
+            input.cpu,
+            &d,
+            p,
+            plane_to_float(r, 1, &d)?,
+            plane_to_float(dp, 1, &d)?,
+        );
+        let (sv, ev) = extract_score(
+            input.cpu,
+            &d,
+            p,
+            plane_to_float(r, 2, &d)?,
+            plane_to_float(dp, 2, &d)?,
+        );
         // A channel whose covariance is singular (e.g. flat) takes the other channel's score.
         let suv = match (eu, ev) {
             (true, false) => sv,

@@ -4,6 +4,7 @@
 use super::linalg::{eigenvalues, solve, Mat};
 use super::scale::filter_and_downscale;
 use super::{Dims, Params, BLOCK, EIG_EPS, NB};
+use crate::simd::CpuLevel;
 
 /// `log2(2·pi·e)` (of the double `2·pi·e`), the Gaussian entropy constant. Upstream's compiler
 /// folds it, correctly rounded; spelled out so no run-time libm can differ.
@@ -148,10 +149,16 @@ fn speed_score(d: &Dims, r: &Stats, s: &Stats, p: &Params) -> f32 {
 
 /// Scores one pair of float planes (consumed: they are filtered in place). Returns the score
 /// and whether either covariance matrix was singular; when exactly one was, the score is 0.
-pub(super) fn extract_score(d: &Dims, p: &Params, mut r: Vec<f32>, mut s: Vec<f32>) -> (f32, bool) {
-    filter_and_downscale(d, p, &mut r);
+pub(super) fn extract_score(
+    cpu: CpuLevel,
+    d: &Dims,
+    p: &Params,
+    mut r: Vec<f32>,
+    mut s: Vec<f32>,
+) -> (f32, bool) {
+    filter_and_downscale(cpu, d, p, &mut r);
     let (rs, rok) = est_params(d, &r, p.sigma_nn);
-    filter_and_downscale(d, p, &mut s);
+    filter_and_downscale(cpu, d, p, &mut s);
     let (ds, dok) = est_params(d, &s, p.sigma_nn);
     let score = if rok != dok {
         0.0

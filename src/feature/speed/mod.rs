@@ -25,6 +25,8 @@ mod gsm;
 mod linalg;
 mod scale;
 mod temporal;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use crate::error::{Error, Result};
 use crate::feature::alias::alias;
@@ -262,6 +264,7 @@ mod tests {
     use super::*;
     use crate::feature::{create, Extractor, ExtractorFlags, FrameInput, Scores};
     use crate::picture::{Picture, PixelFormat};
+    use crate::simd::CpuLevel;
     use crate::testutil::{expected_json, expected_metric, load_parity_clip};
 
     fn model_opts(prescale: bool) -> Dict {
@@ -284,21 +287,28 @@ mod tests {
         crate::testutil::extract_clip(clip, x)
     }
 
+    /// Upstream's printed scores, at every CPU level (each level's scores also equal the
+    /// scalar ones bit for bit).
     fn check_model(model: &str, prescale: bool) {
         let x = SpeedChroma::new(&model_opts(prescale)).unwrap();
         let log = expected_json(&format!("natural_1920x1080_420p8.{model}.json"));
-        let scores = run(&x, "natural_1920x1080_420p8");
-        assert_eq!(scores.len(), 8);
-        for (i, out) in scores.iter().enumerate() {
-            assert_eq!(out.len(), 3);
-            for (name, v) in out {
-                let want = expected_metric(&log, i, name)
-                    .unwrap_or_else(|| panic!("{model} frame {i}: no {name}"));
-                assert_eq!(
-                    format!("{v:.6}"),
-                    format!("{want:.6}"),
-                    "{model} frame {i} {name}"
-                );
+        let clip = "natural_1920x1080_420p8";
+        let scalar = crate::testutil::extract_clip_at(clip, &x, CpuLevel::SCALAR);
+        for cpu in CpuLevel::available() {
+            let scores = crate::testutil::extract_clip_at(clip, &x, cpu);
+            assert_eq!(scores, scalar, "{model} at {cpu}");
+            assert_eq!(scores.len(), 8);
+            for (i, out) in scores.iter().enumerate() {
+                assert_eq!(out.len(), 3);
+                for (name, v) in out {
+                    let want = expected_metric(&log, i, name)
+                        .unwrap_or_else(|| panic!("{model} frame {i}: no {name}"));
+                    assert_eq!(
+                        format!("{v:.6}"),
+                        format!("{want:.6}"),
+                        "{model} frame {i} {name} at {cpu}"
+                    );
+                }
             }
         }
     }

@@ -78,7 +78,7 @@ impl Extractor for SpeedTemporal {
         sub(&mut pr, &cur_r);
         sub(&mut pd, if self.use_ref_diff { &cur_r } else { &cur_d });
         // No max_val clipping here: upstream's temporal extractor stores the raw score.
-        let (score, _) = extract_score(&d, &self.opts.params, pr, pd);
+        let (score, _) = extract_score(input.cpu, &d, &self.opts.params, pr, pd);
         out.push((name, f64::from(score)));
         Ok(())
     }
