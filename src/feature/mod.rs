@@ -76,7 +76,6 @@ pub(crate) struct FrameInput<'a> {
     /// Reference submitted two frames ago.
     pub prev_prev_ref: Option<&'a Picture>,
     /// Instruction sets the CPU code may use.
-    #[allow(dead_code)] // until the first SIMD kernel reads it
     pub cpu: CpuLevel,
 }
 
