@@ -81,6 +81,9 @@ pub struct Cambi {
     cambi_eotf: String,
     setup: OnceLock<std::result::Result<Setup, String>>,
     gpu: Option<GpuSet>,
+    /// Idle CPU work buffers (one per frame in flight at most), so frames do not allocate and
+    /// page-fault several picture-sized buffers each.
+    works: std::sync::Mutex<Vec<Work>>,
 }
 
 impl Cambi {
@@ -138,6 +141,7 @@ impl Cambi {
             cambi_eotf,
             setup: OnceLock::new(),
             gpu: None,
+            works: std::sync::Mutex::default(),
         };
         c.score_name = c.stored_name(PROVIDED_FEATURES[0]);
         Ok(c)
@@ -297,7 +301,7 @@ impl Extractor for Cambi {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let setup = self.setup_for(input.distorted)?;
         let gpu = self.gpu.as_ref().map(|g| g.for_frame(input.index));
-        let mut work = None;
+        let mut work = self.works.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut score = |pic: &Picture, is_src: bool| match gpu {
             Some(state) => gpu::score(state, setup, pic, is_src),
             None => {
@@ -310,10 +314,18 @@ impl Extractor for Cambi {
                 r
             }
         };
-        let dist_score = score(input.distorted, false)?;
+        let dist_score = score(input.distorted, false);
+        let src_score = match (&dist_score, self.full_ref) {
+            (Ok(_), true) => Some(score(input.reference, true)),
+            _ => None,
+        };
+        if let Some(w) = work {
+            self.works.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+        }
+        let dist_score = dist_score?;
         out.push((self.score_name.clone(), c_min(dist_score, self.max_val)));
-        if self.full_ref {
-            let src_score = score(input.reference, true)?;
+        if let Some(src_score) = src_score {
+            let src_score = src_score?;
             out.push((SOURCE_NAME.to_string(), c_min(src_score, self.max_val)));
             // C's MAX(0, x) with an integer zero.
             let diff = dist_score - src_score;
