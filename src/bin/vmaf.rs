@@ -518,6 +518,39 @@ fn fmt_name(f: PixelFormat) -> &'static str {
     }
 }
 
+/// Frames of one input read on a thread of their own, a few frames ahead of the scorer.
+struct ReadAhead {
+    rx: std::sync::mpsc::Receiver<vmaf_hip::Result<Option<vmaf_hip::picture::Picture>>>,
+}
+
+/// Frames read ahead per input: enough to hide a slow read, few enough to bound memory.
+const READ_AHEAD: usize = 3;
+
+impl ReadAhead {
+    /// Reads `reader` until its end, an error, `limit` frames, or until the receiver is gone.
+    fn start(mut reader: Box<dyn io::VideoReader>, limit: Option<usize>) -> ReadAhead {
+        let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
+        std::thread::spawn(move || {
+            let mut n = 0usize;
+            while limit.is_none_or(|l| n < l) {
+                let frame = reader.read_frame();
+                let more = matches!(frame, Ok(Some(_)));
+                if tx.send(frame).is_err() || !more {
+                    break;
+                }
+                n += 1;
+            }
+        });
+        ReadAhead { rx }
+    }
+
+    /// The next frame; `None` after the last one.
+    fn next(&self) -> vmaf_hip::Result<Option<vmaf_hip::picture::Picture>> {
+        // A closed channel means the reader stopped after an end, an error or the limit.
+        self.rx.recv().unwrap_or(Ok(None))
+    }
+}
+
 fn progress_bar(show: bool, len: Option<u64>) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
@@ -656,10 +689,15 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     }
     let pb = progress_bar(show_progress, len);
 
+    // Reference and distorted are read ahead on their own threads, so reading overlaps
+    // scoring and the two files are read at once.
+    let limit = (cli.frame_cnt > 0).then_some(cli.frame_cnt as usize);
+    let ref_frames = ReadAhead::start(vref, limit);
+    let dist_frames = ReadAhead::start(vdist, limit);
     let mut n = 0usize;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
-        let r = vref.read_frame().map_err(reading(&ref_path))?;
-        let d = vdist.read_frame().map_err(reading(&dist_path))?;
+        let r = ref_frames.next().map_err(reading(&ref_path))?;
+        let d = dist_frames.next().map_err(reading(&dist_path))?;
         let (r, d) = match (r, d) {
             (Some(r), Some(d)) => (r, d),
             (None, None) => break,

@@ -50,7 +50,7 @@ impl VideoInfo {
 }
 
 /// A source of pictures, read in order.
-pub trait VideoReader {
+pub trait VideoReader: Send {
     /// Stream parameters.
     fn info(&self) -> VideoInfo;
 

@@ -249,7 +249,7 @@ impl<R: BufRead> Y4mReader<R> {
     }
 }
 
-impl<R: BufRead> VideoReader for Y4mReader<R> {
+impl<R: BufRead + Send> VideoReader for Y4mReader<R> {
     fn info(&self) -> VideoInfo {
         self.info
     }

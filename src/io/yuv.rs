@@ -74,7 +74,7 @@ impl<R: Read> YuvReader<R> {
     }
 }
 
-impl<R: Read> VideoReader for YuvReader<R> {
+impl<R: Read + Send> VideoReader for YuvReader<R> {
     fn info(&self) -> VideoInfo {
         self.info
     }
