@@ -182,3 +182,54 @@ fn horizontal_neon(ext: &[i32]) -> u32 {
     }
     sad
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feature::motion::cpu::{blurred_diff_sad, check_row_kernels};
+
+    #[test]
+    fn checkasm_row_kernels() {
+        assert!(CpuLevel::detect().has_neon(), "aarch64 without NEON");
+        for cpu in CpuLevel::available() {
+            if let Some(k) = Neon::new(cpu) {
+                check_row_kernels(k, "neon");
+            }
+        }
+    }
+
+    /// The kernels themselves (no fallback) give the reference's SAD on in-range samples at
+    /// their largest magnitudes, and refuse samples above the bit depth.
+    #[test]
+    fn kernels_take_every_in_range_input() {
+        let (w, h) = (37, 11);
+        let k = Neon::new(CpuLevel::detect()).expect("NEON");
+        for bpc in [9u32, 10, 12, 16] {
+            let max = ((1u32 << bpc) - 1) as u16;
+            let p: Vec<u16> = (0..w * h)
+                .map(|i| if i % 7 < 4 { max } else { 0 })
+                .collect();
+            let c: Vec<u16> = p.iter().map(|&v| max - v).collect();
+            let want = blurred_diff_sad(&p, w, &c, w, w, h, bpc);
+            assert_eq!(
+                sad_rows(k, &p, w, &c, w, w, h, bpc),
+                Some(want),
+                "{bpc}-bit"
+            );
+            if bpc < 16 {
+                let over: Vec<u16> = p.iter().map(|&v| v | 0x8000).collect();
+                assert_eq!(
+                    sad_rows(k, &over, w, &c, w, w, h, bpc),
+                    None,
+                    "{bpc}-bit over"
+                );
+            }
+        }
+        let p: Vec<u8> = (0..w * h)
+            .map(|i| if i % 3 == 0 { 255 } else { 0 })
+            .collect();
+        let c: Vec<u8> = p.iter().map(|&v| 255 - v).collect();
+        let want = blurred_diff_sad(&p, w, &c, w, w, h, 8);
+        assert_eq!(sad_rows(k, &p, w, &c, w, w, h, 8), Some(want));
+    }
+}
