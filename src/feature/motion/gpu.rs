@@ -102,7 +102,9 @@ mod tests {
         for clip in PARITY_CLIPS {
             let (refs, _) = load_parity_clip(clip);
             for (i, pair) in refs.windows(2).enumerate().take(5) {
-                let cpu = super::super::motion_sad(&pair[0], &pair[1]).unwrap();
+                let cpu =
+                    super::super::motion_sad(&pair[0], &pair[1], crate::simd::CpuLevel::SCALAR)
+                        .unwrap();
                 let gpu = motion_sad(&state, &pair[0], &pair[1]).unwrap();
                 assert_eq!(gpu, cpu, "{clip} frames {i}..{}", i + 1);
             }

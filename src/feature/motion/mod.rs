@@ -12,8 +12,12 @@
 
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 mod cpu;
 pub mod gpu;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
@@ -167,7 +171,7 @@ impl Extractor for Motion {
             return Ok(());
         }
         let sad = match self.sad_pair(input)? {
-            Some((prev, cur)) => Some(motion_sad(prev, cur)?),
+            Some((prev, cur)) => Some(motion_sad(prev, cur, input.cpu)?),
             None => None,
         };
         let r = input.reference;
@@ -244,11 +248,17 @@ impl Extractor for Motion {
 mod tests {
     use super::*;
     use crate::picture::PictureData;
+    use crate::simd::CpuLevel;
     use crate::testutil::{expected_json, load_parity_clip};
 
     /// Runs `clip` through a motion extractor with `opts`, frames in reverse order to show
     /// that extraction order does not matter, and returns the collector after flush.
     fn run(clip: &str, opts: &Dict) -> FeatureCollector {
+        run_at(clip, opts, CpuLevel::default())
+    }
+
+    /// [`run`] with the CPU kernels of `cpu`.
+    fn run_at(clip: &str, opts: &Dict, cpu: CpuLevel) -> FeatureCollector {
         let (refs, dists) = load_parity_clip(clip);
         let m = Motion::new(opts).unwrap();
         let c = FeatureCollector::new();
@@ -259,7 +269,7 @@ mod tests {
                 distorted: &dists[i],
                 prev_ref: i.checked_sub(1).map(|p| &refs[p]),
                 prev_prev_ref: i.checked_sub(2).map(|p| &refs[p]),
-                cpu: crate::simd::CpuLevel::default(),
+                cpu,
             };
             let mut out = Scores::new();
             m.extract(&input, &mut out).unwrap();
@@ -301,6 +311,17 @@ mod tests {
     fn check_clip(clip: &str) {
         let c = run(clip, &Dict::new());
         check(&c, &format!("{clip}.json"), DEFAULT_NAMES);
+    }
+
+    /// Every parity clip matches upstream at every CPU level this machine runs.
+    #[test]
+    fn parity_clips_at_every_level() {
+        for cpu in CpuLevel::available() {
+            for clip in crate::testutil::PARITY_CLIPS {
+                let c = run_at(clip, &Dict::new(), cpu);
+                check(&c, &format!("{clip}.json"), DEFAULT_NAMES);
+            }
+        }
     }
 
     #[test]
@@ -427,6 +448,6 @@ mod tests {
         let input = FrameInput::pair(3, &refs[3], &dists[3]);
         assert!(m.extract(&input, &mut Scores::new()).is_err());
         let tiny = PictureData::new(crate::picture::PixelFormat::Yuv420p, 8, 2, 8).unwrap();
-        assert!(motion_sad(&tiny, &tiny).is_err());
+        assert!(motion_sad(&tiny, &tiny, CpuLevel::default()).is_err());
     }
 }

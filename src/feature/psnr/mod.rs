@@ -8,8 +8,12 @@
 //! SSEs on the device (kernels/psnr.hip); this file holds the extractor, its options, the
 //! dispatch and the aggregate state.
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 mod cpu;
 pub mod gpu;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 use crate::gpu::GpuSet;
 use std::sync::Mutex;
 
@@ -223,7 +227,7 @@ impl Extractor for Psnr {
             Some(g) => gpu::sse_planes(g.for_frame(input.index), input.reference, input.distorted)?
                 [..n]
                 .to_vec(),
-            None => (0..n).map(|p| sse_plane(r, d, p)).collect(),
+            None => (0..n).map(|p| sse_plane(r, d, p, input.cpu)).collect(),
         };
         self.finish(r, &sse, out)
     }
@@ -232,18 +236,46 @@ impl Extractor for Psnr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simd::CpuLevel;
     use crate::testutil::{expected_json, load_parity_clip, PARITY_CLIPS};
 
     fn run(clip: &str, psnr: &Psnr) -> Vec<Scores> {
         crate::testutil::extract_clip(clip, psnr)
     }
 
+    /// [`run`] with the CPU kernels of `cpu`.
+    fn run_at(clip: &str, psnr: &Psnr, cpu: CpuLevel) -> Vec<Scores> {
+        let (refs, dists) = load_parity_clip(clip);
+        (0..refs.len())
+            .map(|i| {
+                let input = FrameInput {
+                    cpu,
+                    ..FrameInput::pair(i, &refs[i], &dists[i])
+                };
+                let mut out = Scores::new();
+                psnr.extract(&input, &mut out).unwrap();
+                out
+            })
+            .collect()
+    }
+
     #[test]
     fn parity_clips_match_upstream() {
+        parity_clips_at(CpuLevel::default());
+    }
+
+    #[test]
+    fn parity_clips_at_every_level() {
+        for cpu in CpuLevel::available() {
+            parity_clips_at(cpu);
+        }
+    }
+
+    fn parity_clips_at(cpu: CpuLevel) {
         for clip in PARITY_CLIPS {
             let log = expected_json(&format!("{clip}.json"));
             let frames = log["frames"].as_array().unwrap();
-            let scores = run(clip, &Psnr::new(&Dict::new()).unwrap());
+            let scores = run_at(clip, &Psnr::new(&Dict::new()).unwrap(), cpu);
             assert_eq!(scores.len(), frames.len(), "{clip}");
             for (i, (fr, out)) in frames.iter().zip(&scores).enumerate() {
                 assert_eq!(out.len(), 3);
@@ -254,7 +286,8 @@ mod tests {
                     assert_eq!(
                         format!("{v:.6}"),
                         format!("{want:.6}"),
-                        "{clip} frame {i} {name}"
+                        "{clip} frame {i} {name} at {}",
+                        cpu.name()
                     );
                 }
             }
@@ -276,7 +309,7 @@ mod tests {
         for (i, out) in scores.iter().enumerate() {
             let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
             assert_eq!(names, ["psnr_y", "mse_y"]);
-            let sse = sse_plane(&refs[i], &dists[i], 0);
+            let sse = sse_plane(&refs[i], &dists[i], 0, CpuLevel::SCALAR);
             total += sse;
             assert_eq!(out[1].1, sse as f64 / (320.0 * 180.0));
             let want = (10.0 * (4095.0f64 * 4095.0 / out[1].1).log10()).min(84.0);
