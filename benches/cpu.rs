@@ -1,26 +1,33 @@
 //! CPU throughput, ours against upstream libvmaf, through the same C ABI harness.
 //!
-//! Each library is `dlopen`ed (ours: `target/release/libvmaf_hip.so` or `--lib PATH`; upstream:
-//! the `libvmaf.so` that `VMAF_UPSTREAM_LIB` names, v3.2.0, same ABI) and scores the same
-//! synthetic frames, held in memory, with the default model (vmaf_v0.6.1): per frame a
-//! `vmaf_picture_alloc` and a copy from the in-memory frame (what FFmpeg's `libvmaf` filter
-//! does), then `vmaf_read_pictures`; the flush and `vmaf_score_pooled` are inside the timing,
-//! context and model set-up are not.
+//! Each library is `dlopen`ed (ours: `target/release/libvmaf_hip.so`, or the fresher copy
+//! `cargo bench` leaves in `target/release/deps/`, or `--lib PATH`; upstream: the `libvmaf.so`
+//! that `VMAF_UPSTREAM_LIB` names, v3.2.0, same ABI) and scores the same synthetic frames, held
+//! in memory, with the default model (vmaf_v0.6.1): per frame a `vmaf_picture_alloc` and a copy
+//! from the in-memory frame (what FFmpeg's `libvmaf` filter does), then `vmaf_read_pictures`.
+//! The flush and `vmaf_score_pooled` are inside the timing; context and model set-up are not.
 //!
 //! Rows: every input (1080p/2160p, 8/10-bit) at every thread count ("1" = `n_threads` 0, the
-//! synchronous caller-thread path; "N" = `n_threads` N, a pool of N workers; "all" = the cores
-//! here) and every CPU level (`cpumask` 255 = scalar, 16 = no AVX-512, 0 = best), for both
-//! libraries. `ours/up` compares frames per second with upstream at the same cpumask and thread
-//! count, `ours/up best` with upstream's best (cpumask 0). Checks: ours gives the same pooled VMAF,
-//! bit for bit, at every level and thread count; ours and upstream's C path (cpumask 255) agree
-//! to 1e-6 (upstream's SIMD rows are printed beside, with their difference).
+//! synchronous caller-thread path; "N" = `n_threads` N workers; "all" = the cores here) and
+//! every CPU level (`cpumask` 255 = scalar, 16 = AVX2 at most, 0 = best; masks that give ours
+//! the same level as an earlier one are skipped), for both libraries: fps (wall clock) and CPU
+//! milliseconds per frame (the process's CPU time: the steadier figure on a shared machine).
+//! The ratio columns compare ours with upstream at the same thread count, fps (ours / upstream)
+//! and CPU per frame (upstream / ours), first at the same cpumask, then at upstream's best.
+//! The summary adds ours best / ours scalar and the thread scaling of ours at its best level.
 //!
-//! With `VMAF_UPSTREAM` set to an upstream `vmaf` CLI binary, both CLIs (ours:
-//! `target/release/vmaf`) also score the same frames written once to raw `.yuv` files under
-//! `target/bench-cpu/`, timed end to end beside the read-only floor (`cat` of both files).
+//! Checks (the run fails otherwise): ours gives the same pooled VMAF, bit for bit, at every
+//! level and thread count; ours and upstream's C path (cpumask 255) agree to 1e-6. Where
+//! upstream's SIMD rows differ from ours at all, both values are printed.
 //!
-//! `cargo bench --bench cpu [-- --frames N --sizes 1080p,2160p --bpc 8,10 --threads 1,all
-//!  --levels scalar,avx2,best --reps N --distinct N --lib PATH --cli --quick]`
+//! With `VMAF_UPSTREAM` set to an upstream `vmaf` CLI binary (or `--cli` for ours alone), the
+//! CLIs (ours: `target/release/vmaf`) also score the same frames written once to raw `.yuv`
+//! files under `target/bench-cpu/` (removed afterwards), timed end to end beside the read-only
+//! floor (`cat` of both files, from the page cache).
+//!
+//! `cargo bench --bench cpu [-- --frames N (16) --sizes 1080p,2160p --bpc 8,10 --threads 1,all
+//!  --levels scalar,avx2,best --reps N (best of) --distinct N (pairs cycled, 8) --lib PATH --cli
+//!  --quick (8 frames, 1080p 8-bit, 1 thread)]`
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::io::Write as _;
@@ -951,15 +958,19 @@ fn main() {
             if let Some(x) = both(ours_at(255), up_at(255)) {
                 parts.push(format!("scalar, ours / upstream C: {x}"));
             }
-            println!("  {input:<13} {tl:>3} thr: {}", parts.join("; "));
+            if !parts.is_empty() {
+                println!("  {input:<13} {tl:>3} thr: {}", parts.join("; "));
+            }
         }
         // Thread scaling of ours at its best level.
         let one = find(input, "1", "ours", best_mask);
         for (tl, n) in a.threads.iter().filter(|t| t.1 > 1) {
             if let (Some(f), Some(one)) = (find(input, tl, "ours", best_mask), one) {
                 println!(
-                    "  {input:<13} scaling, ours {best}: {n} threads / 1 thread = {:.2}x fps ({cores} cores here)",
-                    f.fps / one.fps
+                    "  {input:<13} scaling, ours {best}: {n} threads / 1 thread = {:.2}x fps, \
+                     {:.2}x CPU per frame ({cores} cores here)",
+                    f.fps / one.fps,
+                    f.cpu_ms / one.cpu_ms
                 );
             }
         }
