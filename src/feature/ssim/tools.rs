@@ -8,6 +8,10 @@
 //!   [`ssim_means`]);
 //! * loops here run over x innermost so independent outputs vectorise, but each output still
 //!   sees its taps in upstream's order, so results are unchanged.
+//! * the SIMD kernels (`x86.rs`, `aarch64.rs`, at the context's [`CpuLevel`]) vectorise across
+//!   outputs too: `dot_taps_one` and `ssim_terms_one` state what each lane computes, and
+//!   the SIMD paths of [`decimate`] and [`ssim_means`] only change where intermediate rows are
+//!   kept, never an operation or its order.
 
 use crate::error::{Error, Result};
 use crate::picture::{PictureData, PlaneRef};
@@ -173,14 +177,8 @@ pub fn decimate(
     // per output (the box filters) stay on the scalar loop, which measured faster for them.
     let simd = Simd::new(cpu).filter(|_| taps * taps >= 4 * factor * factor);
     let len = w.div_ceil(factor);
-    let mut split = vec![
-        0.0f32;
-        if simd.is_some() {
-            taps * factor * len
-        } else {
-            0
-        }
-    ];
+    let split_len = simd.map_or(0, |_| taps * factor * len);
+    let mut split = vec![0.0f32; split_len];
     let mut next = 0;
     let mut acc = vec![0.0f64; x1 - x0];
     for (y, out) in data.chunks_mut(sw.max(1)).enumerate() {
