@@ -6,7 +6,8 @@
 //! collected `motion_sad` scores only at flush. The extractor keeps no per-frame state, so frames
 //! may be extracted in any order on any thread.
 //!
-//! Layout: `cpu.rs` is the CPU reference ([`motion_sad`] and the C helpers of the finishing),
+//! Layout: `cpu.rs` is the CPU reference ([`motion_sad`] and the C helpers of the finishing)
+//! with the SIMD driver, `x86.rs` / `aarch64.rs` its AVX2, AVX-512 and NEON row kernels,
 //! `gpu.rs` the same SAD on the device (kernels/motion.hip); this file holds the extractor, its
 //! options, the dispatch and the host finishing (motion2/motion3 at flush).
 

@@ -4,9 +4,10 @@
 //! maximum. With `enable_apsnr` the SSEs and pixel counts of all frames are summed for an
 //! aggregate PSNR, which is why upstream registers the extractor as TEMPORAL.
 //!
-//! Layout: `cpu.rs` is the CPU reference ([`sse_plane`], [`psnr_from_sse`]), `gpu.rs` the same
-//! SSEs on the device (kernels/psnr.hip); this file holds the extractor, its options, the
-//! dispatch and the aggregate state.
+//! Layout: `cpu.rs` is the CPU reference ([`sse_plane`], [`psnr_from_sse`]), `x86.rs` /
+//! `aarch64.rs` its AVX2, AVX-512 and NEON row sums, `gpu.rs` the same SSEs on the device
+//! (kernels/psnr.hip); this file holds the extractor, its options, the dispatch and the
+//! aggregate state.
 
 #[cfg(target_arch = "aarch64")]
 mod aarch64;

@@ -303,7 +303,28 @@ mod bench {
     use crate::simd::CpuLevel;
     use crate::testutil::noise_picture;
     use std::hint::black_box;
-    use std::time::Instant;
+
+    /// This thread's CPU time in ms (wall time on this shared machine counts other jobs).
+    fn cpu_now() -> f64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for the call to fill.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 * 1e-6
+    }
+
+    /// Best-of-`reps` CPU milliseconds of `f`.
+    fn ms(reps: usize, mut f: impl FnMut()) -> f64 {
+        (0..reps)
+            .map(|_| {
+                let t = cpu_now();
+                f();
+                cpu_now() - t
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
 
     #[test]
     #[ignore]
@@ -312,15 +333,11 @@ mod bench {
             let r = noise_picture(PixelFormat::Yuv420p, bpc, 1920, 1080, 1);
             let d = noise_picture(PixelFormat::Yuv420p, bpc, 1920, 1080, 2);
             for cpu in CpuLevel::available() {
-                let best = (0..30)
-                    .map(|_| {
-                        let t = Instant::now();
-                        for p in 0..3 {
-                            black_box(super::super::sse_plane(&r, &d, p, cpu));
-                        }
-                        t.elapsed().as_secs_f64() * 1e3
-                    })
-                    .fold(f64::INFINITY, f64::min);
+                let best = ms(30, || {
+                    for p in 0..3 {
+                        black_box(super::super::sse_plane(&r, &d, p, cpu));
+                    }
+                });
                 println!("{bpc}-bit {}: {best:.3} ms", cpu.name());
             }
         }

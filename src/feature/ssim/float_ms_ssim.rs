@@ -14,6 +14,7 @@ use crate::feature::ssim::tools::{
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::GpuSet;
 use crate::picture::PictureData;
+use crate::simd::CpuLevel;
 
 /// Full feature names this extractor provides.
 pub const PROVIDED_FEATURES: &[&str] = &["float_ms_ssim"];
@@ -82,8 +83,8 @@ pub fn check_size(w: usize, h: usize) -> Result<()> {
     Ok(())
 }
 
-/// Computes MS-SSIM of the luma planes.
-pub fn compute(reference: &PictureData, distorted: &PictureData) -> Result<MsSsim> {
+/// Computes MS-SSIM of the luma planes with the SIMD kernels of `cpu`.
+pub fn compute(reference: &PictureData, distorted: &PictureData, cpu: CpuLevel) -> Result<MsSsim> {
     check_size(reference.w[0], reference.h[0])?;
     let mut r = luma_to_float(reference)?;
     let mut d = luma_to_float(distorted)?;
@@ -95,10 +96,10 @@ pub fn compute(reference: &PictureData, distorted: &PictureData) -> Result<MsSsi
     }; SCALES];
     for (i, m) in means.iter_mut().enumerate() {
         if i > 0 {
-            r = decimate(&r, 2, &LPF_9X9, 9);
-            d = decimate(&d, 2, &LPF_9X9, 9);
+            r = decimate(&r, 2, &LPF_9X9, 9, cpu);
+            d = decimate(&d, 2, &LPF_9X9, 9, cpu);
         }
-        *m = ssim_means(&r, &d)?;
+        *m = ssim_means(&r, &d, cpu)?;
     }
     finish(&means)
 }
@@ -174,7 +175,7 @@ impl Extractor for FloatMsSsim {
             Some(g) => {
                 gpu::float_ms_ssim(g.for_frame(input.index), input.reference, input.distorted)?
             }
-            None => compute(r, d)?,
+            None => compute(r, d, input.cpu)?,
         };
         let mut score = m.score;
         if self.enable_db {
@@ -204,6 +205,19 @@ mod tests {
 
     fn run(clip: &str, x: &FloatMsSsim) -> Vec<Scores> {
         crate::testutil::extract_clip(clip, x)
+    }
+
+    #[test]
+    fn parity_clips_at_every_level() {
+        let x = FloatMsSsim::new(&Dict::new()).unwrap();
+        for cpu in crate::simd::CpuLevel::available() {
+            crate::feature::ssim::tools::tests::assert_matches_upstream_at(
+                &x,
+                "float_ms_ssim",
+                "float_ms_ssim",
+                cpu,
+            );
+        }
     }
 
     #[test]

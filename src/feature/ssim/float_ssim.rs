@@ -13,6 +13,7 @@ use crate::feature::ssim::tools::{
 };
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::GpuSet;
+use crate::simd::CpuLevel;
 
 /// Full feature names this extractor provides.
 pub const PROVIDED_FEATURES: &[&str] = &["float_ssim"];
@@ -66,21 +67,23 @@ pub fn box_taps(scale: usize) -> Vec<f32> {
     vec![1.0f32 / (scale * scale) as f32; scale * scale]
 }
 
-/// SSIM means of a luma pair after decimating by `scale` with a `scale`x`scale` box filter.
+/// SSIM means of a luma pair after decimating by `scale` with a `scale`x`scale` box filter,
+/// with the SIMD kernels of `cpu`.
 pub fn compute(
     reference: &crate::picture::PictureData,
     distorted: &crate::picture::PictureData,
     scale: i32,
+    cpu: CpuLevel,
 ) -> Result<SsimMeans> {
     let scale = checked_scale(scale, reference.w[0], reference.h[0])?;
     let mut r = luma_to_float(reference)?;
     let mut d = luma_to_float(distorted)?;
     if scale > 1 {
         let taps = box_taps(scale);
-        r = decimate(&r, scale, &taps, scale);
-        d = decimate(&d, scale, &taps, scale);
+        r = decimate(&r, scale, &taps, scale, cpu);
+        d = decimate(&d, scale, &taps, scale, cpu);
     }
-    ssim_means(&r, &d)
+    ssim_means(&r, &d, cpu)
 }
 
 /// The float_ssim extractor.
@@ -136,7 +139,7 @@ impl Extractor for FloatSsim {
                 input.distorted,
                 self.scale,
             )?,
-            None => compute(r, d, self.scale)?,
+            None => compute(r, d, self.scale, input.cpu)?,
         };
         let mut score = f64::from(m.ssim);
         if self.enable_db {
@@ -164,6 +167,19 @@ mod tests {
 
     fn run(clip: &str, x: &FloatSsim) -> Vec<Scores> {
         crate::testutil::extract_clip(clip, x)
+    }
+
+    #[test]
+    fn parity_clips_at_every_level() {
+        let x = FloatSsim::new(&Dict::new()).unwrap();
+        for cpu in crate::simd::CpuLevel::available() {
+            crate::feature::ssim::tools::tests::assert_matches_upstream_at(
+                &x,
+                "float_ssim",
+                "float_ssim",
+                cpu,
+            );
+        }
     }
 
     #[test]

@@ -304,7 +304,13 @@ mod tests {
                 let (refs, dists) = load_parity_clip(clip);
                 for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
                     for scale in [0, 2, 3] {
-                        let cpu = super::super::float_ssim::compute(r, d, scale).unwrap();
+                        let cpu = super::super::float_ssim::compute(
+                            r,
+                            d,
+                            scale,
+                            crate::simd::CpuLevel::SCALAR,
+                        )
+                        .unwrap();
                         let gpu = float_ssim(state, r, d, scale).unwrap();
                         for (k, (a, b)) in [
                             (cpu.ssim, gpu.ssim),
@@ -320,7 +326,7 @@ mod tests {
                             rows.push((label, f64::from(a), f64::from(b)));
                         }
                     }
-                    let cpu = float_ms_ssim::compute(r, d).unwrap();
+                    let cpu = float_ms_ssim::compute(r, d, crate::simd::CpuLevel::SCALAR).unwrap();
                     let gpu = float_ms_ssim(state, r, d).unwrap();
                     let label = format!("{clip} frame {i} float_ms_ssim");
                     rows.push((label.clone(), cpu.score, gpu.score));

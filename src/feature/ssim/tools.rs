@@ -8,9 +8,21 @@
 //!   [`ssim_means`]);
 //! * loops here run over x innermost so independent outputs vectorise, but each output still
 //!   sees its taps in upstream's order, so results are unchanged.
+//! * the SIMD kernels (`x86.rs`, `aarch64.rs`, at the context's [`CpuLevel`]) vectorise across
+//!   outputs too: `dot_taps_one` and `ssim_terms_one` state what each lane computes, and
+//!   the SIMD paths of [`decimate`] and [`ssim_means`] only change where intermediate rows are
+//!   kept, never an operation or its order.
 
 use crate::error::{Error, Result};
 use crate::picture::{PictureData, PlaneRef};
+use crate::simd::CpuLevel;
+
+#[cfg(target_arch = "aarch64")]
+use super::aarch64::Simd;
+#[cfg(target_arch = "x86_64")]
+use super::x86::Simd;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+use no_simd::Simd;
 
 /// Taps of the 11-tap Gaussian window (sigma 1.5) applied along rows, then columns.
 pub const GAUSSIAN: [f32; 11] = [
@@ -139,10 +151,16 @@ pub fn decimated_len(n: usize, factor: usize) -> usize {
 }
 
 /// Decimates `src` by `factor`, filtering each kept sample with the square `size`x`size`
-/// `kernel` (no normalisation). Upstream decimates float SSIM's images in place; with the sizes
-/// accepted here no output ever overwrites a sample a later output reads, so writing to a new
-/// image gives the same values.
-pub fn decimate(src: &FloatImage, factor: usize, kernel: &[f32], size: usize) -> FloatImage {
+/// `kernel` (no normalisation), with the SIMD kernels of `cpu`. Upstream decimates float SSIM's
+/// images in place; with the sizes accepted here no output ever overwrites a sample a later
+/// output reads, so writing to a new image gives the same values.
+pub fn decimate(
+    src: &FloatImage,
+    factor: usize,
+    kernel: &[f32],
+    size: usize,
+    cpu: CpuLevel,
+) -> FloatImage {
     let (w, h) = (src.w, src.h);
     let (sw, sh) = (decimated_len(w, factor), decimated_len(h, factor));
     let half = size / 2;
@@ -153,12 +171,46 @@ pub fn decimate(src: &FloatImage, factor: usize, kernel: &[f32], size: usize) ->
     // the values are identical to the mirrored path there, only faster to compute.
     let x0 = half.div_ceil(factor).min(sw);
     let x1 = w.saturating_sub(half).div_ceil(factor).clamp(x0, sw);
+    // SIMD: source rows split into their `factor` phases (samples r, r + factor, ...), so the
+    // samples a run of outputs reads for one tap are consecutive; row s in slot s % taps.
+    // Splitting costs about one output's taps per `factor²` samples, so kernels with few taps
+    // per output (the box filters) stay on the scalar loop, which measured faster for them.
+    let simd = Simd::new(cpu).filter(|_| taps * taps >= 4 * factor * factor);
+    let len = w.div_ceil(factor);
+    let split_len = simd.map_or(0, |_| taps * factor * len);
+    let mut split = vec![0.0f32; split_len];
+    let mut next = 0;
     let mut acc = vec![0.0f64; x1 - x0];
     for (y, out) in data.chunks_mut(sw.max(1)).enumerate() {
         let ys = y * factor;
         if ys < half || ys + half >= h {
             for (x, o) in out.iter_mut().enumerate() {
                 *o = filter_pixel(src, x * factor, ys, kernel, size);
+            }
+            continue;
+        }
+        if let Some(k) = simd {
+            let lo = ys - half;
+            next = next.max(lo);
+            while next < lo + taps {
+                let dst = &mut split[(next % taps) * factor * len..][..factor * len];
+                split_phases(&src.data[next * w..][..w], factor, dst);
+                next += 1;
+            }
+            let srcs: Vec<&[f32]> = (0..taps * taps)
+                .map(|t| {
+                    let (v, u) = (t / taps, t % taps);
+                    // Sample x * factor + u - half of the row, for x from x0.
+                    let o = u as isize - half as isize;
+                    let r = o.rem_euclid(factor as isize) as usize;
+                    let k0 = (x0 as isize + o.div_euclid(factor as isize)) as usize;
+                    let row = ((lo + v) % taps) * factor + r;
+                    &split[row * len + k0..][..x1 - x0]
+                })
+                .collect();
+            k.dot_taps(&srcs, &kernel[..taps * taps], &mut out[x0..x1]);
+            for x in (0..x0).chain(x1..sw) {
+                out[x] = filter_pixel(src, x * factor, ys, kernel, size);
             }
             continue;
         }
@@ -182,6 +234,28 @@ pub fn decimate(src: &FloatImage, factor: usize, kernel: &[f32], size: usize) ->
         }
     }
     FloatImage { w: sw, h: sh, data }
+}
+
+/// `row` split into its `factor` phases, each `dst.len() / factor` long: sample `k * factor + r`
+/// goes to `dst[r * len + k]` (a phase one shorter leaves its last slot as it was).
+fn split_phases(row: &[f32], factor: usize, dst: &mut [f32]) {
+    let len = dst.len() / factor;
+    for (r, phase) in dst.chunks_mut(len).enumerate() {
+        for (d, &v) in phase.iter_mut().zip(row.iter().skip(r).step_by(factor)) {
+            *d = v;
+        }
+    }
+}
+
+/// One output of the tap sums the SIMD kernels compute for many:
+/// `(Σ_t f64(srcs[t][x] * taps[t])) as f32`, summed from 0.0 in tap order like every filter here.
+#[inline]
+pub(super) fn dot_taps_one(srcs: &[&[f32]], taps: &[f32], x: usize) -> f32 {
+    let mut acc = 0.0f64;
+    for (s, &tap) in srcs.iter().zip(taps) {
+        acc += f64::from(s[x] * tap);
+    }
+    acc as f32
 }
 
 /// Scratch space for [`Convolver::convolve`].
@@ -248,9 +322,13 @@ fn floor_zero(v: f32) -> f32 {
     }
 }
 
+/// Positions the SIMD kernels turn into SSIM terms at a time, before they are summed in order.
+pub(super) const TERMS_CHUNK: usize = 256;
+
 /// SSIM of two same-sized images with the 11x11 Gaussian window and the default constants
-/// (K1 0.01, K2 0.03, L 255, C3 = C2/2), over the window's valid positions.
-pub fn ssim_means(r: &FloatImage, d: &FloatImage) -> Result<SsimMeans> {
+/// (K1 0.01, K2 0.03, L 255, C3 = C2/2), over the window's valid positions, with the SIMD
+/// kernels of `cpu`.
+pub fn ssim_means(r: &FloatImage, d: &FloatImage, cpu: CpuLevel) -> Result<SsimMeans> {
     let (w, h) = (r.w, r.h);
     if d.w != w || d.h != h || r.data.len() != w * h || d.data.len() != w * h {
         return Err(Error::inval("ssim: images differ in size"));
@@ -259,6 +337,9 @@ pub fn ssim_means(r: &FloatImage, d: &FloatImage) -> Result<SsimMeans> {
         return Err(Error::inval(format!(
             "ssim: {w}x{h} is smaller than the {GAUSSIAN_LEN}x{GAUSSIAN_LEN} window"
         )));
+    }
+    if let Some(k) = Simd::new(cpu) {
+        return Ok(ssim_means_rows(k, r, d));
     }
     let (dw, dh) = (w + 1 - GAUSSIAN_LEN, h + 1 - GAUSSIAN_LEN);
     let n = dw * dh;
@@ -281,29 +362,104 @@ pub fn ssim_means(r: &FloatImage, d: &FloatImage) -> Result<SsimMeans> {
     conv.convolve(w, h, &prod, &mut cov);
     drop(prod);
 
-    let [c1, c2, c3] = ssim_constants();
+    let consts = ssim_constants();
     let (mut ssim_sum, mut l_sum, mut c_sum, mut s_sum) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for i in 0..n {
-        let (mr, md) = (mu_r[i], mu_d[i]);
-        let vr = floor_zero(var_r[i] - mr * mr);
-        let vd = floor_zero(var_d[i] - md * md);
-        let cv = cov[i] - mr * md;
-        // sqrt of the float product in double, stored as float.
-        let sd = f64::from(vr * vd).sqrt() as f32;
-        // Numerators are promoted to double by the 2.0 literal; denominators stay float.
-        let l = (2.0 * f64::from(mr) * f64::from(md) + f64::from(c1))
-            / f64::from(mr * mr + md * md + c1);
-        let c = (2.0 * f64::from(sd) + f64::from(c2)) / f64::from(vr + vd + c2);
-        // Flat identical windows can leave a tiny negative covariance with zero deviations;
-        // upstream treats it as zero so such windows score 1.
-        let cv = if cv < 0.0 && sd <= 0.0 { 0.0 } else { cv };
-        let s = f64::from((cv + c3) / (sd + c3));
-        ssim_sum += l * c * s;
+        let [lcs, l, c, s] = ssim_terms_one([mu_r[i], mu_d[i], var_r[i], var_d[i], cov[i]], consts);
+        ssim_sum += lcs;
         l_sum += l;
         c_sum += c;
         s_sum += s;
     }
     Ok(means_from_sums([ssim_sum, l_sum, c_sum, s_sum], n))
+}
+
+/// [`ssim_means`] with SIMD kernels, one output row at a time: each input row is filtered along
+/// x once into a ring of the last 11 (for the reference, the distorted, their squares and
+/// their product), each output row is filtered along y from the ring, and its SSIM terms are
+/// summed in position order. Every value comes from the same operations as in the whole-image
+/// passes; only where the intermediate rows live changes (a few hundred KiB instead of seven
+/// images).
+fn ssim_means_rows(k: Simd, r: &FloatImage, d: &FloatImage) -> SsimMeans {
+    let (w, h) = (r.w, r.h);
+    let n = GAUSSIAN_LEN;
+    let (dw, dh) = (w + 1 - n, h + 1 - n);
+    let mut ring = vec![0.0f32; 5 * n * dw];
+    let mut prod = vec![0.0f32; w];
+    let mut stats = vec![0.0f32; 5 * dw];
+    let consts = ssim_constants();
+    let mut sums = [0.0f64; 4];
+    let mut terms = [[0.0f64; TERMS_CHUNK]; 4];
+    let mut next = 0;
+    for y in 0..dh {
+        // Source row `next` goes to slot `next % 11` of each image's part of the ring.
+        while next < y + n {
+            let (rr, dr) = (&r.data[next * w..][..w], &d.data[next * w..][..w]);
+            for img in 0..5 {
+                match img {
+                    2 => prod.iter_mut().zip(rr).for_each(|(p, &a)| *p = a * a),
+                    3 => prod.iter_mut().zip(dr).for_each(|(p, &b)| *p = b * b),
+                    4 => prod
+                        .iter_mut()
+                        .zip(rr.iter().zip(dr))
+                        .for_each(|(p, (&a, &b))| *p = a * b),
+                    _ => {}
+                }
+                let src = match img {
+                    0 => rr,
+                    1 => dr,
+                    _ => &prod[..],
+                };
+                let srcs: [&[f32]; GAUSSIAN_LEN] = std::array::from_fn(|u| &src[u..]);
+                k.dot_taps(
+                    &srcs,
+                    &GAUSSIAN,
+                    &mut ring[(img * n + next % n) * dw..][..dw],
+                );
+            }
+            next += 1;
+        }
+        for (img, out) in stats.chunks_mut(dw).enumerate() {
+            let srcs: [&[f32]; GAUSSIAN_LEN] =
+                std::array::from_fn(|v| &ring[(img * n + (y + v) % n) * dw..][..dw]);
+            k.dot_taps(&srcs, &GAUSSIAN, out);
+        }
+        for start in (0..dw).step_by(TERMS_CHUNK) {
+            let end = (start + TERMS_CHUNK).min(dw);
+            let maps: [&[f32]; 5] = std::array::from_fn(|img| &stats[img * dw..][start..end]);
+            k.ssim_terms(maps, consts, &mut terms);
+            for i in 0..end - start {
+                for (sum, t) in sums.iter_mut().zip(&terms) {
+                    *sum += t[i];
+                }
+            }
+        }
+    }
+    means_from_sums(sums, dw * dh)
+}
+
+/// The terms `[l·c·s, l, c, s]` of one window position from its Gaussian means of the
+/// reference, the distorted, their squares and their product (`[mu_r, mu_d, sq_r, sq_d,
+/// cross]`), with the constants `[c1, c2, c3]`.
+#[inline]
+pub(super) fn ssim_terms_one(
+    [mr, md, sq_r, sq_d, cross]: [f32; 5],
+    [c1, c2, c3]: [f32; 3],
+) -> [f64; 4] {
+    let vr = floor_zero(sq_r - mr * mr);
+    let vd = floor_zero(sq_d - md * md);
+    let cv = cross - mr * md;
+    // sqrt of the float product in double, stored as float.
+    let sd = f64::from(vr * vd).sqrt() as f32;
+    // Numerators are promoted to double by the 2.0 literal; denominators stay float.
+    let l =
+        (2.0 * f64::from(mr) * f64::from(md) + f64::from(c1)) / f64::from(mr * mr + md * md + c1);
+    let c = (2.0 * f64::from(sd) + f64::from(c2)) / f64::from(vr + vd + c2);
+    // Flat identical windows can leave a tiny negative covariance with zero deviations;
+    // upstream treats it as zero so such windows score 1.
+    let cv = if cv < 0.0 && sd <= 0.0 { 0.0 } else { cv };
+    let s = f64::from((cv + c3) / (sd + c3));
+    [l * c * s, l, c, s]
 }
 
 /// SSIM's stabilising constants C1, C2 and C3 = C2/2 (K1 0.01, K2 0.03, L 255).
@@ -343,8 +499,35 @@ pub fn to_db(score: f64, max_db: f64) -> f64 {
     }
 }
 
+/// No SIMD kernels on other architectures.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod no_simd {
+    use super::TERMS_CHUNK;
+    use crate::simd::CpuLevel;
+
+    #[derive(Clone, Copy)]
+    pub(super) enum Simd {}
+
+    impl Simd {
+        pub(super) fn new(_: CpuLevel) -> Option<Simd> {
+            None
+        }
+        pub(super) fn dot_taps(self, _: &[&[f32]], _: &[f32], _: &mut [f32]) {
+            match self {}
+        }
+        pub(super) fn ssim_terms(
+            self,
+            _: [&[f32]; 5],
+            _: [f32; 3],
+            _: &mut [[f64; TERMS_CHUNK]; 4],
+        ) {
+            match self {}
+        }
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::feature::{float_ms_ssim, float_ssim};
     use crate::testutil::load_parity_clip;
@@ -438,24 +621,32 @@ mod tests {
         ),
     ];
 
+    /// At every CPU level this machine runs.
     #[test]
     fn bit_exact_with_upstream_c() {
         for (clip, frame, scale, want) in UPSTREAM {
             let (refs, dists) = load_parity_clip(clip);
             let (r, d) = (&refs[*frame], &dists[*frame]);
-            let s = float_ssim::compute(r, d, *scale).unwrap();
-            let m = float_ms_ssim::compute(r, d).unwrap();
-            let mut got = vec![
-                f64::from(s.ssim),
-                f64::from(s.l),
-                f64::from(s.c),
-                f64::from(s.s),
-                m.score,
-            ];
-            for i in 0..float_ms_ssim::SCALES {
-                got.extend([m.l[i], m.c[i], m.s[i]]);
+            for cpu in CpuLevel::available() {
+                let s = float_ssim::compute(r, d, *scale, cpu).unwrap();
+                let m = float_ms_ssim::compute(r, d, cpu).unwrap();
+                let mut got = vec![
+                    f64::from(s.ssim),
+                    f64::from(s.l),
+                    f64::from(s.c),
+                    f64::from(s.s),
+                    m.score,
+                ];
+                for i in 0..float_ms_ssim::SCALES {
+                    got.extend([m.l[i], m.c[i], m.s[i]]);
+                }
+                assert_eq!(
+                    &got[..],
+                    &want[..],
+                    "{clip} frame {frame} at {}",
+                    cpu.name()
+                );
             }
-            assert_eq!(&got[..], &want[..], "{clip} frame {frame}");
         }
     }
 
@@ -471,7 +662,7 @@ mod tests {
             data: (0..33 * 4).map(|i| (i % 33) as f32).collect(),
         };
         let taps = [1.0f32 / 9.0; 9];
-        let out = decimate(&img, 3, &taps, 3);
+        let out = decimate(&img, 3, &taps, 3, CpuLevel::SCALAR);
         assert_eq!((out.w, out.h), (12, 1));
         // The last column is centred on x = 33 (past the edge): taps read x = 32, 32, 31. All
         // rows are equal, so the three kernel rows repeat.
@@ -483,5 +674,208 @@ mod tests {
             }
         }
         assert_eq!(last, sum as f32);
+    }
+
+    use crate::testutil::checkasm::{plane, sizes, Content, Rng, CONTENTS};
+
+    /// `testutil::assert_matches_upstream` with the CPU kernels of `cpu`: every frame of every
+    /// parity clip prints (`%.6f`) as upstream's `printed` metric.
+    pub(in crate::feature::ssim) fn assert_matches_upstream_at(
+        ext: &dyn crate::feature::Extractor,
+        stored: &str,
+        printed: &str,
+        cpu: CpuLevel,
+    ) {
+        use crate::testutil::{expected_json, expected_metric, load_parity_clip, PARITY_CLIPS};
+        for clip in PARITY_CLIPS {
+            let log = expected_json(&format!("{clip}.json"));
+            let (refs, dists) = load_parity_clip(clip);
+            assert_eq!(
+                refs.len(),
+                log["frames"].as_array().unwrap().len(),
+                "{clip}"
+            );
+            for i in 0..refs.len() {
+                let input = crate::feature::FrameInput {
+                    cpu,
+                    ..crate::feature::FrameInput::pair(i, &refs[i], &dists[i])
+                };
+                let mut out = Vec::new();
+                ext.extract(&input, &mut out).unwrap();
+                let got = out.iter().find(|(n, _)| n == stored).unwrap().1;
+                let want = expected_metric(&log, i, printed).unwrap();
+                assert_eq!(
+                    format!("{got:.6}"),
+                    format!("{want:.6}"),
+                    "{clip} frame {i} {printed} at {}",
+                    cpu.name()
+                );
+            }
+        }
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// A `w`x`h` float image of `content` at `bpc`, on the 8-bit scale like `luma_to_float`.
+    fn image(rng: &mut Rng, w: usize, h: usize, bpc: u32, content: Content) -> FloatImage {
+        let scaler = luma_scaler(bpc).unwrap();
+        let data = plane(rng, w, h, w, bpc, content)
+            .into_iter()
+            .map(|v| f32::from(v) / scaler)
+            .collect();
+        FloatImage { w, h, data }
+    }
+
+    /// The SIMD levels this machine runs, with their kernels.
+    fn simd_levels() -> Vec<(CpuLevel, Simd)> {
+        CpuLevel::available()
+            .into_iter()
+            .filter_map(|l| Simd::new(l).map(|k| (l, k)))
+            .collect()
+    }
+
+    #[test]
+    fn checkasm_dot_taps() {
+        let mut rng = Rng::new(0xd07);
+        let kernels: Vec<Vec<f32>> = vec![
+            GAUSSIAN.to_vec(),
+            LPF_9X9.to_vec(),
+            vec![1.0 / 9.0; 9],
+            vec![1.0 / 100.0; 100],
+            vec![0.5],
+            (0..16).map(|i| (i as f32 - 7.5) * 0.37).collect(),
+        ];
+        for (level, k) in simd_levels() {
+            for (n, _) in sizes(&mut rng, 20) {
+                for taps in &kernels {
+                    for content in CONTENTS {
+                        let pad = rng.below(5);
+                        let img = image(&mut rng, n + pad, taps.len(), 12, content);
+                        // Signed samples too: the LPF and the statistics see them.
+                        let srcs: Vec<Vec<f32>> = img
+                            .data
+                            .chunks(n + pad)
+                            .map(|r| r.iter().map(|&v| v - 100.0).collect())
+                            .collect();
+                        let srcs: Vec<&[f32]> = srcs.iter().map(|r| &r[..]).collect();
+                        let want: Vec<f32> = (0..n).map(|x| dot_taps_one(&srcs, taps, x)).collect();
+                        let mut got = vec![f32::NAN; n];
+                        k.dot_taps(&srcs, taps, &mut got);
+                        assert_eq!(
+                            bits(&got),
+                            bits(&want),
+                            "dot_taps {} n {n} taps {} {content:?}",
+                            level.name(),
+                            taps.len()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_ssim_terms() {
+        let mut rng = Rng::new(0x7e5);
+        let consts = ssim_constants();
+        for (level, k) in simd_levels() {
+            for (w, h) in sizes(&mut rng, 10) {
+                let n = (w * h).min(TERMS_CHUNK);
+                for content in CONTENTS {
+                    let r = image(&mut rng, n, 1, 8, content).data;
+                    let d = image(&mut rng, n, 1, 8, content).data;
+                    // Means, then second moments near (and at, for flat content) their squares,
+                    // so variances are tiny, zero or slightly negative like real windows.
+                    let jitter = |rng: &mut Rng| (rng.below(5) as f32 - 2.0) * 0.001;
+                    let sq_r: Vec<f32> = r.iter().map(|&v| v * v + jitter(&mut rng)).collect();
+                    let sq_d: Vec<f32> = d.iter().map(|&v| v * v + jitter(&mut rng)).collect();
+                    let cross: Vec<f32> = r
+                        .iter()
+                        .zip(&d)
+                        .map(|(&a, &b)| a * b + jitter(&mut rng))
+                        .collect();
+                    let maps = [&r[..], &d[..], &sq_r[..], &sq_d[..], &cross[..]];
+                    let mut got = [[f64::NAN; TERMS_CHUNK]; 4];
+                    k.ssim_terms(maps, consts, &mut got);
+                    for i in 0..n {
+                        let want = ssim_terms_one(maps.map(|m| m[i]), consts);
+                        let got: [f64; 4] = std::array::from_fn(|t| got[t][i]);
+                        assert_eq!(
+                            got.map(f64::to_bits),
+                            want.map(f64::to_bits),
+                            "ssim_terms {} n {n} {content:?} at {i}",
+                            level.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_decimate() {
+        let mut rng = Rng::new(0xdec);
+        for (level, _) in simd_levels() {
+            for (w, h) in sizes(&mut rng, 12) {
+                let (w, h) = (w.max(11), h.max(11));
+                for content in CONTENTS {
+                    let bpc = [8, 10, 12, 16][rng.below(4)];
+                    let img = image(&mut rng, w, h, bpc, content);
+                    let factor = rng.range(2, 10);
+                    let boxed = float_ssim::box_taps(factor);
+                    let box4 = float_ssim::box_taps(4);
+                    // MS-SSIM's and float_ssim's kernels, and others that take the SIMD path
+                    // with other factors and an even size.
+                    for (f, taps, size) in [
+                        (2, &LPF_9X9[..], 9),
+                        (factor, &boxed[..], factor),
+                        (rng.range(3, 4), &LPF_9X9[..], 9),
+                        (2, &box4[..], 4),
+                    ] {
+                        let want = decimate(&img, f, taps, size, CpuLevel::SCALAR);
+                        let got = decimate(&img, f, taps, size, level);
+                        assert_eq!(
+                            bits(&got.data),
+                            bits(&want.data),
+                            "decimate {} {w}x{h} {content:?} {bpc}-bit factor {f} size {size}",
+                            level.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_ssim_means() {
+        let mut rng = Rng::new(0x55);
+        for (level, _) in simd_levels() {
+            for (w, h) in sizes(&mut rng, 12) {
+                let (w, h) = (w.max(11), h.max(11));
+                for content in CONTENTS {
+                    // One content at full HD keeps the test short.
+                    if w * h > 1_000_000 && content != Content::Smooth {
+                        continue;
+                    }
+                    let bpc = [8, 10, 12, 16][rng.below(4)];
+                    let r = image(&mut rng, w, h, bpc, content);
+                    let d = match rng.below(3) {
+                        0 => r.clone(),
+                        _ => image(&mut rng, w, h, bpc, content),
+                    };
+                    let want = ssim_means(&r, &d, CpuLevel::SCALAR).unwrap();
+                    let got = ssim_means(&r, &d, level).unwrap();
+                    let b = |m: SsimMeans| [m.ssim, m.l, m.c, m.s].map(f32::to_bits);
+                    assert_eq!(
+                        b(got),
+                        b(want),
+                        "ssim_means {} {w}x{h} {content:?} {bpc}-bit",
+                        level.name()
+                    );
+                }
+            }
+        }
     }
 }
