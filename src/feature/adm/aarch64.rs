@@ -1,0 +1,1 @@
+//! NEON row kernels (to come).
