@@ -1001,10 +1001,14 @@ pub struct Scratch {
     tmp32: Vec<i32>,
 }
 
+/// The first `n` elements of each buffer. Buffers only grow: scales 1-3 share theirs, and
+/// shrinking them would re-zero megabytes at the next frame's scale 1.
 fn sized<T: Copy + Default>(v: &mut [Vec<T>; 3], n: usize) -> [&mut [T]; 3] {
     let [a, b, c] = v;
     for x in [&mut *a, &mut *b, &mut *c] {
-        x.resize(n, T::default());
+        if x.len() < n {
+            x.resize(n, T::default());
+        }
     }
     [&mut a[..n], &mut b[..n], &mut c[..n]]
 }

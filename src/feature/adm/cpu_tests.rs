@@ -487,6 +487,16 @@ fn bench() {
     use crate::testutil::load_parity_clip;
     use std::time::Instant;
 
+    /// On-CPU time of this thread (ns), updated at scheduler ticks: accurate over many frames
+    /// and, unlike wall time, without the time other processes of a loaded machine run.
+    fn cpu_ns() -> u64 {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        s.split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     let (refs_, dists) = load_parity_clip("natural_1920x1080_420p8");
     let (r, d) = (&refs_[1], &dists[1]);
     let p = super::super::Adm::new(&crate::feature::Dict::new())
@@ -510,7 +520,12 @@ fn bench() {
         "cm123",
     ];
     let iters = 30;
-    let levels = CpuLevel::available();
+    // ADM_BENCH_LEVELS=avx2,scalar restricts the levels (for profiling one).
+    let only = std::env::var("ADM_BENCH_LEVELS").unwrap_or_default();
+    let levels: Vec<CpuLevel> = CpuLevel::available()
+        .into_iter()
+        .filter(|l| only.is_empty() || only.split(',').any(|n| n == l.name()))
+        .collect();
     let mut scratch: Vec<Scratch> = levels.iter().map(|_| Scratch::default()).collect();
     let mut best = vec![[f64::MAX; STAGES.len()]; levels.len()];
     let mut totals = vec![f64::MAX; levels.len()];
@@ -626,6 +641,28 @@ fn bench() {
             *total = total.min(clock.elapsed().as_secs_f64());
         }
     }
+    // Whole frames: on-CPU time per frame over many frames.
+    let mut per_frame = vec![0f64; levels.len()];
+    for (li, &level) in levels.iter().enumerate() {
+        let s = &mut scratch[li];
+        let frames = 40;
+        let t0 = cpu_ns();
+        for _ in 0..frames {
+            std::hint::black_box(accumulate(
+                level,
+                Luma::U8(rp),
+                Luma::U8(dp),
+                stride,
+                stride,
+                w,
+                h,
+                8,
+                &p,
+                s,
+            ));
+        }
+        per_frame[li] = (cpu_ns() - t0) as f64 * 1e-9 / frames as f64;
+    }
     for (li, level) in levels.iter().enumerate() {
         let stages: Vec<String> = STAGES
             .iter()
@@ -633,9 +670,11 @@ fn bench() {
             .map(|(n, t)| format!("{n} {:.2}", t * 1e3))
             .collect();
         println!(
-            "{:>6}: accumulate {:.2} ms | {}",
+            "{:>6}: accumulate {:.2} ms cpu, {:.2} ms wall min, stages {:.2} ms | {}",
             level.name(),
+            per_frame[li] * 1e3,
             totals[li] * 1e3,
+            best[li].iter().sum::<f64>() * 1e3,
             stages.join(" | ")
         );
     }

@@ -108,14 +108,6 @@ fn trunc_pack_unpacked(a: __m256i, b: __m256i) -> __m256i {
     _mm256_packus_epi32(_mm256_and_si256(a, m), _mm256_and_si256(b, m))
 }
 
-/// 8 x i32 truncated to 8 x i16 (`as i16`).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn trunc8(a: __m256i) -> __m128i {
-    let a = _mm256_and_si256(a, _mm256_set1_epi32(0xffff));
-    _mm_packus_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256::<1>(a))
-}
-
 /// 16 x i32 (two vectors in order) that fit in i16, packed in order.
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -190,9 +182,17 @@ fn vert0_consts(bpc: u32, xor_bias: bool) -> Vert0 {
 }
 
 /// Vertical taps of 16 columns (rows `a`..`d` as i16 lanes): the low- and high-pass i16 rows.
+/// `FITS`: the results are known to fit in i16 (8-bit samples), so a saturating pack is the
+/// truncating `as i16`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn vert0_16(k: &Vert0, a: __m256i, b: __m256i, c: __m256i, d: __m256i) -> (__m256i, __m256i) {
+fn vert0_16<const FITS: bool>(
+    k: &Vert0,
+    a: __m256i,
+    b: __m256i,
+    c: __m256i,
+    d: __m256i,
+) -> (__m256i, __m256i) {
     let (ab0, ab1) = (_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b));
     let (cd0, cd1) = (_mm256_unpacklo_epi16(c, d), _mm256_unpackhi_epi16(c, d));
     let f = |p01, p23, kk| {
@@ -200,7 +200,11 @@ fn vert0_16(k: &Vert0, a: __m256i, b: __m256i, c: __m256i, d: __m256i) -> (__m25
         let s1 = _mm256_add_epi32(_mm256_madd_epi16(ab1, p01), _mm256_madd_epi16(cd1, p23));
         let s0 = _mm256_sra_epi32(_mm256_add_epi32(s0, kk), k.shift);
         let s1 = _mm256_sra_epi32(_mm256_add_epi32(s1, kk), k.shift);
-        trunc_pack_unpacked(s0, s1)
+        if FITS {
+            _mm256_packs_epi32(s0, s1)
+        } else {
+            trunc_pack_unpacked(s0, s1)
+        }
     };
     (f(k.lo01, k.lo23, k.kl), f(k.hi01, k.hi23, k.kh))
 }
@@ -226,7 +230,8 @@ fn dwt0_vert_u8_avx2(rows: [&[u8]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16])
     let n = lo.len() / 16 * 16;
     for x in (0..n).step_by(16) {
         let v = rows.map(|r| _mm256_cvtepu8_epi16(ld_u8x16(&r[x..])));
-        let (l, h) = vert0_16(&k, v[0], v[1], v[2], v[3]);
+        // 0..=255 samples: |result| <= 27411 * 255 / 2^8 < 2^15 for any bpc >= 8.
+        let (l, h) = vert0_16::<true>(&k, v[0], v[1], v[2], v[3]);
         st_i16x16(&mut lo[x..], l);
         st_i16x16(&mut hi[x..], h);
     }
@@ -255,7 +260,7 @@ fn dwt0_vert_u16_avx2(rows: [&[u16]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16
     let n = lo.len() / 16 * 16;
     for x in (0..n).step_by(16) {
         let v = rows.map(|r| _mm256_xor_si256(ld_u16x16(&r[x..]), flip));
-        let (l, h) = vert0_16(&k, v[0], v[1], v[2], v[3]);
+        let (l, h) = vert0_16::<false>(&k, v[0], v[1], v[2], v[3]);
         st_i16x16(&mut lo[x..], l);
         st_i16x16(&mut hi[x..], h);
     }
@@ -325,19 +330,73 @@ fn dwt0_horiz_avx2(
 }
 
 // ---------------------------------------------------------------------------------------------
-// DWT, scales 1-3 (int64 products, low 32 bits kept).
+// DWT, scales 1-3.
+//
+// The scalar code sums `tap * x` in i64 and keeps the low 32 bits of `(sum + r) >> s`. Without
+// a shift that is the wrapping i32 sum of wrapping i32 products. With s = 15 or 16, each x is
+// split as `hi * 2^16 + lo` (hi = x >> 16 signed, lo = x & 0xffff), so that
+// `sum = 2^16 A + B` with `A = sum tap * hi` and `B = sum tap * lo`; with lo entering `madd`
+// as `lo - 32768`, `B = B' + 2^15 T` (T the tap sum) and every `madd` and both A and B' stay
+// below 2^31 in magnitude (sum |tap| * 2^15 < 1.8e9). Then, exactly and modulo 2^32:
+// `(sum + r) >> s = (A << (16 - s)) + (2^15 T >> s) + ((B' + r) >> s)`.
 
-/// `sum_k taps[k] * x[k]` on the even dwords of `x0..x3` (i64 lanes).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn dot64(t: &[__m256i; 4], x0: __m256i, x1: __m256i, x2: __m256i, x3: __m256i) -> __m256i {
-    let a = _mm256_add_epi64(_mm256_mul_epi32(x0, t[0]), _mm256_mul_epi32(x1, t[1]));
-    let b = _mm256_add_epi64(_mm256_mul_epi32(x2, t[2]), _mm256_mul_epi32(x3, t[3]));
-    _mm256_add_epi64(a, b)
+/// Shift, rounding and tap sum of one filter of the split form above.
+struct Split {
+    r: __m256i,
+    s: __m128i,
+    a_shift: __m128i,
+    t: __m256i,
 }
 
-/// Scales 1-3 vertical pass: `((sum + rv) >> sv) as i32` per column. The low 32 bits of a
-/// right shift by at most 16 of an i64 are the same for logical and arithmetic shifts.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn split_consts(r: i64, s: u32, tap_sum: i32) -> Split {
+    Split {
+        r: _mm256_set1_epi32(r as i32),
+        s: _mm_cvtsi32_si128(s as i32),
+        a_shift: _mm_cvtsi32_si128(16 - s as i32),
+        t: _mm256_set1_epi32((tap_sum << 15) >> s),
+    }
+}
+
+/// Whether the split form applies: s of 15 or 16 (2^15 T divisible by 2^s for both filters),
+/// 0 <= r <= 2^16 (B' + r stays in i32).
+fn split_ok(r: i64, s: u32) -> bool {
+    (s == 15 || s == 16) && (0..=65536).contains(&r)
+}
+
+/// `(A << (16 - s)) + (2^15 T >> s) + ((B' + r) >> s)`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn split_fin(k: &Split, a: __m256i, b: __m256i) -> __m256i {
+    let b = _mm256_sra_epi32(_mm256_add_epi32(b, k.r), k.s);
+    _mm256_add_epi32(_mm256_add_epi32(_mm256_sll_epi32(a, k.a_shift), k.t), b)
+}
+
+/// `madd` pairs of two rows' (hi, lo - 32768) halves: i32 lane c holds column c of `a` and `b`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn row_pairs(a: __m256i, b: __m256i) -> (__m256i, __m256i) {
+    let hi = _mm256_blend_epi16::<0xaa>(_mm256_srli_epi32::<16>(a), b);
+    let lo = _mm256_blend_epi16::<0xaa>(a, _mm256_slli_epi32::<16>(b));
+    (
+        hi,
+        _mm256_xor_si256(lo, _mm256_set1_epi32(0x8000_8000u32 as i32)),
+    )
+}
+
+/// `madd` pairs of adjacent samples of 16 i32 (`x`, then `y`): i32 lane m holds samples 2m and
+/// 2m + 1, lanes in the order [0, 1, 4, 5 | 2, 3, 6, 7] (undone by `permute4x64(0xd8)`).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn adjacent_pairs(x: __m256i, y: __m256i) -> (__m256i, __m256i) {
+    let hi = _mm256_packs_epi32(_mm256_srai_epi32::<16>(x), _mm256_srai_epi32::<16>(y));
+    let m = _mm256_set1_epi32(0xffff);
+    let lo = _mm256_packus_epi32(_mm256_and_si256(x, m), _mm256_and_si256(y, m));
+    (hi, _mm256_xor_si256(lo, _mm256_set1_epi16(i16::MIN)))
+}
+
+/// Scales 1-3 vertical pass: `((sum + rv) >> sv) as i32` per column.
 pub fn dwt123_vert(
     cpu: CpuLevel,
     rows: [&[i32]; 4],
@@ -346,7 +405,7 @@ pub fn dwt123_vert(
     lo: &mut [i32],
     hi: &mut [i32],
 ) -> usize {
-    if cpu.has_avx2() && sv <= 32 {
+    if cpu.has_avx2() && ((sv == 0 && rv == 0) || split_ok(rv, sv)) {
         // SAFETY: the level proves AVX2.
         return unsafe { dwt123_vert_avx2(rows, rv, sv, lo, hi) };
     }
@@ -355,20 +414,49 @@ pub fn dwt123_vert(
 
 #[target_feature(enable = "avx2")]
 fn dwt123_vert_avx2(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mut [i32]) -> usize {
-    let tl = DWT_LO.map(|t| _mm256_set1_epi32(t));
-    let th = DWT_HI.map(|t| _mm256_set1_epi32(t));
-    let (rv, sv) = (_mm256_set1_epi64x(rv), _mm_cvtsi32_si128(sv as i32));
-    let fin = |s: __m256i| _mm256_srl_epi64(_mm256_add_epi64(s, rv), sv);
     let n = lo.len() / 8 * 8;
+    if sv == 0 {
+        let tl = DWT_LO.map(|t| _mm256_set1_epi32(t));
+        let th = DWT_HI.map(|t| _mm256_set1_epi32(t));
+        let dot = |t: &[__m256i; 4], x: &[__m256i; 4]| {
+            let a = _mm256_add_epi32(
+                _mm256_mullo_epi32(x[0], t[0]),
+                _mm256_mullo_epi32(x[1], t[1]),
+            );
+            let b = _mm256_add_epi32(
+                _mm256_mullo_epi32(x[2], t[2]),
+                _mm256_mullo_epi32(x[3], t[3]),
+            );
+            _mm256_add_epi32(a, b)
+        };
+        for x in (0..n).step_by(8) {
+            let v = rows.map(|r| ld_i32x8(&r[x..]));
+            st_i32x8(&mut lo[x..], dot(&tl, &v));
+            st_i32x8(&mut hi[x..], dot(&th, &v));
+        }
+        return n;
+    }
+    let (lo01, lo23) = (
+        _mm256_set1_epi32(pair(DWT_LO[0], DWT_LO[1])),
+        _mm256_set1_epi32(pair(DWT_LO[2], DWT_LO[3])),
+    );
+    let (hi01, hi23) = (
+        _mm256_set1_epi32(pair(DWT_HI[0], DWT_HI[1])),
+        _mm256_set1_epi32(pair(DWT_HI[2], DWT_HI[3])),
+    );
+    let kl = split_consts(rv, sv, DWT_LO_SUM);
+    let kh = split_consts(rv, sv, 0);
     for x in (0..n).step_by(8) {
-        let e = rows.map(|r| ld_i32x8(&r[x..]));
-        let o = e.map(|v| odd(v));
-        let le = fin(dot64(&tl, e[0], e[1], e[2], e[3]));
-        let lo_ = fin(dot64(&tl, o[0], o[1], o[2], o[3]));
-        let he = fin(dot64(&th, e[0], e[1], e[2], e[3]));
-        let ho = fin(dot64(&th, o[0], o[1], o[2], o[3]));
-        st_i32x8(&mut lo[x..], low_dwords(le, lo_));
-        st_i32x8(&mut hi[x..], low_dwords(he, ho));
+        let v = rows.map(|r| ld_i32x8(&r[x..]));
+        let (h01, l01) = row_pairs(v[0], v[1]);
+        let (h23, l23) = row_pairs(v[2], v[3]);
+        let dot = |p01, p23, a: __m256i, b: __m256i| {
+            _mm256_add_epi32(_mm256_madd_epi16(a, p01), _mm256_madd_epi16(b, p23))
+        };
+        let l = split_fin(&kl, dot(lo01, lo23, h01, h23), dot(lo01, lo23, l01, l23));
+        let h = split_fin(&kh, dot(hi01, hi23, h01, h23), dot(hi01, hi23, l01, l23));
+        st_i32x8(&mut lo[x..], l);
+        st_i32x8(&mut hi[x..], h);
     }
     n
 }
@@ -386,7 +474,7 @@ pub fn dwt123_horiz(
     h: &mut [i32],
     d: &mut [i32],
 ) -> usize {
-    if cpu.has_avx2() && sh <= 32 {
+    if cpu.has_avx2() && split_ok(rh, sh) {
         // SAFETY: the level proves AVX2.
         return unsafe { dwt123_horiz_avx2(lo, hi, rh, sh, approx, v, h, d) };
     }
@@ -405,27 +493,36 @@ fn dwt123_horiz_avx2(
     h: &mut [i32],
     d: &mut [i32],
 ) -> usize {
-    let tl = DWT_LO.map(|t| _mm256_set1_epi32(t));
-    let th = DWT_HI.map(|t| _mm256_set1_epi32(t));
-    let (rh, sh) = (_mm256_set1_epi64x(rh), _mm_cvtsi32_si128(sh as i32));
-    let fin = |s: __m256i| _mm256_srl_epi64(_mm256_add_epi64(s, rh), sh);
-    // Output j + m (m < 4) reads the dword pairs m of loads at 2j and 2j + 2.
-    let four = |t: &[__m256i; 4], e: __m256i, f: __m256i| fin(dot64(t, e, odd(e), f, odd(f)));
-    // Outputs j..j+4 in the even dwords and j+4..j+8 in the odd ones, then in order.
-    let order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    let eight = |t: &[__m256i; 4], x: &[__m256i; 4]| {
-        let v = low_dwords(four(t, x[0], x[1]), four(t, x[2], x[3]));
-        _mm256_permutevar8x32_epi32(v, order)
+    let (lo01, lo23) = (
+        _mm256_set1_epi32(pair(DWT_LO[0], DWT_LO[1])),
+        _mm256_set1_epi32(pair(DWT_LO[2], DWT_LO[3])),
+    );
+    let (hi01, hi23) = (
+        _mm256_set1_epi32(pair(DWT_HI[0], DWT_HI[1])),
+        _mm256_set1_epi32(pair(DWT_HI[2], DWT_HI[3])),
+    );
+    let kl = split_consts(rh, sh, DWT_LO_SUM);
+    let kh = split_consts(rh, sh, 0);
+    // Output j + m reads samples 2(j+m) .. 2(j+m)+3: pairs of the loads at 2j and 2j + 2.
+    let both = |x: &[i32], j: usize| {
+        let x = &x[2 * j..];
+        let (h0, l0) = adjacent_pairs(ld_i32x8(x), ld_i32x8(&x[8..]));
+        let (h1, l1) = adjacent_pairs(ld_i32x8(&x[2..]), ld_i32x8(&x[10..]));
+        let f = |k: &Split, p01, p23| {
+            let a = _mm256_add_epi32(_mm256_madd_epi16(h0, p01), _mm256_madd_epi16(h1, p23));
+            let b = _mm256_add_epi32(_mm256_madd_epi16(l0, p01), _mm256_madd_epi16(l1, p23));
+            _mm256_permute4x64_epi64::<0xd8>(split_fin(k, a, b))
+        };
+        (f(&kl, lo01, lo23), f(&kh, hi01, hi23))
     };
     let n = approx.len() / 8 * 8;
     for j in (0..n).step_by(8) {
-        let x = 2 * j;
-        let l = [x, x + 2, x + 8, x + 10].map(|k| ld_i32x8(&lo[k..]));
-        let hh = [x, x + 2, x + 8, x + 10].map(|k| ld_i32x8(&hi[k..]));
-        st_i32x8(&mut approx[j..], eight(&tl, &l));
-        st_i32x8(&mut v[j..], eight(&th, &l));
-        st_i32x8(&mut h[j..], eight(&tl, &hh));
-        st_i32x8(&mut d[j..], eight(&th, &hh));
+        let (a, vv) = both(lo, j);
+        st_i32x8(&mut approx[j..], a);
+        st_i32x8(&mut v[j..], vv);
+        let (hh, dd) = both(hi, j);
+        st_i32x8(&mut h[j..], hh);
+        st_i32x8(&mut d[j..], dd);
     }
     n
 }
@@ -523,8 +620,8 @@ fn enhance_cond(angle: __m256i, k: __m256i, o: __m256i) -> __m256i {
     _mm256_andnot_si256(_mm256_cmpeq_epi32(o, zero), _mm256_and_si256(angle, kpos))
 }
 
-/// f32 of an i32 lane holding a value in 0..=2^31 or a dot product, where i32::MIN stands for
-/// +2^31 (the only value that wraps: -32768 * -32768 twice).
+/// f32 of an i32 dot product of i16 pairs, where i32::MIN stands for +2^31 (the only value
+/// that wraps: -32768 * -32768 twice).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn cvt_wrapped(x: __m256i) -> __m256 {
@@ -570,10 +667,12 @@ fn decouple0_avx2(
         // 2^31 which wraps to i32::MIN, see `cvt_wrapped`).
         let pairs = |h, v| _mm256_set_m128i(_mm_unpackhi_epi16(h, v), _mm_unpacklo_epi16(h, v));
         let (op, tp) = (pairs(ov[0], ov[1]), pairs(tv[0], tv[1]));
+        // Squared magnitudes are >= 0: |f32| undoes the wrap.
+        let sign = _mm256_set1_ps(-0.0);
         let angle = angle8(
             cvt_wrapped(_mm256_madd_epi16(op, tp)),
-            cvt_wrapped(_mm256_madd_epi16(op, op)),
-            cvt_wrapped(_mm256_madd_epi16(tp, tp)),
+            _mm256_andnot_ps(sign, _mm256_cvtepi32_ps(_mm256_madd_epi16(op, op))),
+            _mm256_andnot_ps(sign, _mm256_cvtepi32_ps(_mm256_madd_epi16(tp, tp))),
         );
         for b in 0..3 {
             let ob = _mm256_cvtepi16_epi32(ov[b]);
@@ -591,9 +690,19 @@ fn decouple0_avx2(
             let k = gain_signs(kq, ob, tb);
             let rst = _mm256_mullo_epi32(k, ob);
             let rst = _mm256_srai_epi32::<15>(_mm256_add_epi32(rst, _mm256_set1_epi32(16384)));
-            let rst = enhance8(rst, ob, tb, enhance_cond(angle, k, ob), egl);
-            st_i16x8(&mut r[b][j..], trunc8(rst));
-            st_i16x8(&mut a[b][j..], trunc8(_mm256_sub_epi32(tb, rst)));
+            let cond = enhance_cond(angle, k, ob);
+            let rst = if _mm256_testz_si256(cond, cond) == 0 {
+                enhance8(rst, ob, tb, cond, egl)
+            } else {
+                rst
+            };
+            // rst fits in i16; `(t - rst) as i16` is the wrapping i16 difference.
+            let r16 = _mm_packs_epi32(
+                _mm256_castsi256_si128(rst),
+                _mm256_extracti128_si256::<1>(rst),
+            );
+            st_i16x8(&mut r[b][j..], r16);
+            st_i16x8(&mut a[b][j..], _mm_sub_epi16(tv[b], r16));
         }
     }
     n
@@ -762,7 +871,12 @@ fn decouple123_avx2(
             let ro =
                 _mm256_srli_epi64::<15>(_mm256_add_epi64(_mm256_mul_epi32(odd(k), odd(ob)), rnd));
             let rst = low_dwords(re, ro);
-            let rst = enhance8(rst, ob, tb, enhance_cond(angle, k, ob), egl);
+            let cond = enhance_cond(angle, k, ob);
+            let rst = if _mm256_testz_si256(cond, cond) == 0 {
+                enhance8(rst, ob, tb, cond, egl)
+            } else {
+                rst
+            };
             st_i32x8(&mut r[b][j..], rst);
             st_i32x8(&mut a[b][j..], _mm256_sub_epi32(tb, rst));
         }
