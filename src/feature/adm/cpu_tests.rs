@@ -80,7 +80,7 @@ fn band16(rng: &mut Rng, n: usize, content: Content) -> Vec<i16> {
         .map(|k| match content {
             Content::Flat => flat,
             Content::Noise => (rng.next_u32() as i32 % amp) as i16,
-            Content::Extremes => [i16::MIN, i16::MAX, 0, -1][rng.below(4)],
+            Content::Extremes => [i16::MIN, i16::MAX, 0, -1, 1, i16::MIN + 1][rng.below(6)],
             Content::Smooth => ((k as i32 * 7) % 2000 - 1000 + rng.below(5) as i32) as i16,
         })
         .collect()
@@ -244,11 +244,17 @@ fn checkasm_decouple_scale0() {
     let mut rng = Rng::new(3);
     for level in simd_levels() {
         for (w, h) in frame_sizes(&mut rng, 8) {
-            for content in CONTENTS {
+            for (content, indep) in CONTENTS.iter().flat_map(|&c| [(c, false), (c, true)]) {
                 let (bw, bh) = band_size(w, h, 0);
                 let n = bw * bh;
                 let o = split3(&band16(&mut rng, 3 * n, content), n);
-                let t = [0, 1, 2].map(|b| distort_band(&mut rng, &o[b], d16));
+                // Distorted bands: derived from o, or independent (all sign and magnitude
+                // combinations, e.g. every (h, v) coefficient -32768 with any d pair).
+                let t = if indep {
+                    split3(&band16(&mut rng, 3 * n, content), n)
+                } else {
+                    [0, 1, 2].map(|b| distort_band(&mut rng, &o[b], d16))
+                };
                 let egl = egl(&mut rng);
                 let run = |cpu| {
                     let mut r = [vec![0i16; n], vec![0i16; n], vec![0i16; n]];
@@ -267,7 +273,7 @@ fn checkasm_decouple_scale0() {
                 };
                 assert!(
                     run(CpuLevel::SCALAR) == run(level),
-                    "decouple_scale0 {level} {bw}x{bh} {content:?} egl {egl}"
+                    "decouple_scale0 {level} {bw}x{bh} {content:?} indep {indep} egl {egl}"
                 );
             }
         }
@@ -279,11 +285,15 @@ fn checkasm_decouple_scale123() {
     let mut rng = Rng::new(4);
     for level in simd_levels() {
         for (w, h) in frame_sizes(&mut rng, 8) {
-            for content in CONTENTS {
+            for (content, indep) in CONTENTS.iter().flat_map(|&c| [(c, false), (c, true)]) {
                 let (bw, bh) = band_size(w, h, 1);
                 let n = bw * bh;
                 let o = split3(&band32(&mut rng, 3 * n, content), n);
-                let t = [0, 1, 2].map(|b| distort_band(&mut rng, &o[b], d32));
+                let t = if indep {
+                    split3(&band32(&mut rng, 3 * n, content), n)
+                } else {
+                    [0, 1, 2].map(|b| distort_band(&mut rng, &o[b], d32))
+                };
                 let egl = egl(&mut rng);
                 let run = |cpu| {
                     let mut r = [vec![0i32; n], vec![0i32; n], vec![0i32; n]];
@@ -294,7 +304,7 @@ fn checkasm_decouple_scale123() {
                 };
                 assert!(
                     run(CpuLevel::SCALAR) == run(level),
-                    "decouple_scale123 {level} {bw}x{bh} {content:?} egl {egl}"
+                    "decouple_scale123 {level} {bw}x{bh} {content:?} indep {indep} egl {egl}"
                 );
             }
         }
@@ -474,6 +484,64 @@ fn checkasm_accumulate() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Every kernel takes a whole-vector prefix at every SIMD level (a dispatch that silently
+/// fell back to scalar would still pass the equality tests).
+#[test]
+fn kernels_engage() {
+    let n = 64;
+    let (i16s, i32s) = (vec![3i16; 2 * n + 8], vec![3i32; 2 * n + 8]);
+    let (u8s, u16s) = (vec![3u8; n], vec![3u16; n]);
+    for cpu in simd_levels() {
+        let (mut a16, mut b16, mut c16, mut d16) =
+            (vec![0i16; n], vec![0i16; n], vec![0i16; n], vec![0i16; n]);
+        let (mut a32, mut b32, mut c32, mut d32) =
+            (vec![0i32; n], vec![0i32; n], vec![0i32; n], vec![0i32; n]);
+        let r16 = [&i16s[..n]; 3];
+        let r32 = [&i32s[..n]; 3];
+        let done = [
+            arch::dwt0_vert_u8(cpu, [&u8s; 4], 8, &mut a16, &mut b16),
+            arch::dwt0_vert_u16(cpu, [&u16s; 4], 10, &mut a16, &mut b16),
+            arch::dwt0_horiz(cpu, &i16s, &i16s, &mut a32, &mut a16, &mut b16, &mut c16),
+            arch::dwt123_vert(cpu, [&i32s[..n]; 4], 0, 0, &mut a32, &mut b32),
+            arch::dwt123_vert(cpu, [&i32s[..n]; 4], 32768, 16, &mut a32, &mut b32),
+            arch::dwt123_horiz(
+                cpu, &i32s, &i32s, 16384, 15, &mut a32, &mut b32, &mut c32, &mut d32,
+            ),
+            arch::dwt123_horiz(
+                cpu, &i32s, &i32s, 32768, 16, &mut a32, &mut b32, &mut c32, &mut d32,
+            ),
+            arch::decouple0(
+                cpu,
+                r16,
+                r16,
+                100.0,
+                [&mut a16, &mut b16, &mut c16],
+                [&mut d16, &mut vec![0; n], &mut vec![0; n]],
+            ),
+            arch::decouple123(
+                cpu,
+                r32,
+                r32,
+                1.0,
+                [&mut a32, &mut b32, &mut c32],
+                [&mut d32, &mut vec![0; n], &mut vec![0; n]],
+            ),
+            arch::csf0(cpu, &i16s[..n], 36453, 16384, 15, &mut a16, &mut b16),
+            arch::csf123(cpu, &i32s[..n], 1 << 31, &mut a32, &mut b32),
+            arch::den0(cpu, &i16s[..n]).1,
+            arch::den123(cpu, &i32s[..n], 31, 2, 2).1,
+            arch::cm_cols0(cpu, r16, r16, r16, r16, &mut a32, &mut b32),
+            arch::cm_cols123(cpu, r32, r32, r32, r32, &mut a32, &mut b32),
+            arch::cm_thr(cpu, &i32s[..n + 2], &i32s[..n], &mut a32),
+            arch::cm_pix0(cpu, &i16s[..n], &i32s[..n], [36453, 10, 29], 4, 3).1,
+            arch::cm_pix123(cpu, &i32s[..n], &i32s[..n], 137373792, 4, 3).1,
+        ];
+        for (k, d) in done.iter().enumerate() {
+            assert!(*d >= n - 8 && *d > 0, "kernel #{k} at {cpu} did {d} of {n}");
         }
     }
 }
@@ -677,5 +745,81 @@ fn bench() {
             best[li].iter().sum::<f64>() * 1e3,
             stages.join(" | ")
         );
+    }
+}
+
+#[test]
+#[ignore]
+fn magnitudes() {
+    use crate::picture::PlaneRef;
+    use crate::testutil::load_parity_clip;
+    let (refs_, dists) = load_parity_clip("natural_1920x1080_420p8");
+    let (r, d) = (&refs_[1], &dists[1]);
+    let (PlaneRef::U8(rp), PlaneRef::U8(dp)) = (r.plane(0), d.plane(0)) else {
+        panic!()
+    };
+    let (w, h, stride) = (r.w[0], r.h[0], r.stride[0]);
+    let mut s = Scratch::default();
+    let (bw, bh) = band_size(w, h, 0);
+    let n = bw * bh;
+    for v in s.ref_approx.iter_mut().chain(s.dis_approx.iter_mut()) {
+        v.resize(n, 0);
+    }
+    for (px, approx, bands) in [
+        (rp, &mut s.ref_approx[0], &mut s.ref0),
+        (dp, &mut s.dis_approx[0], &mut s.dis0),
+    ] {
+        dwt_scale0(
+            CpuLevel::SCALAR,
+            px,
+            stride,
+            w,
+            h,
+            8,
+            approx,
+            sized(bands, n),
+            &mut s.tmp16,
+        );
+    }
+    let (mut pw, mut ph) = (bw, bh);
+    for scale in 1..NUM_SCALES {
+        let (bw, bh) = band_size(w, h, scale);
+        let n = bw * bh;
+        let cur = (scale + 1) % 2;
+        for (approx, bands) in [
+            (&mut s.ref_approx, &mut s.ref1),
+            (&mut s.dis_approx, &mut s.dis1),
+        ] {
+            let [a0, a1] = approx;
+            let (src, dst) = if cur == 0 { (a0, a1) } else { (a1, a0) };
+            dst.resize(n.max(dst.len()), 0);
+            dwt_scale123(
+                CpuLevel::SCALAR,
+                &src[..pw * ph],
+                pw,
+                ph,
+                scale,
+                &mut dst[..n],
+                sized(bands, n),
+                &mut s.tmp32,
+            );
+        }
+        let mut hist = [0usize; 33];
+        let mut groups = [0usize; 2];
+        for i in 0..bh {
+            for j in (0..bw / 8 * 8).step_by(8) {
+                let mut m = 0u32;
+                for b in 0..2 {
+                    for k in 0..8 {
+                        m |= s.ref1[b][i * bw + j + k].unsigned_abs()
+                            | s.dis1[b][i * bw + j + k].unsigned_abs();
+                    }
+                }
+                hist[32 - m.leading_zeros() as usize] += 1;
+                groups[(m >= 1 << 26) as usize] += 1;
+            }
+        }
+        println!("scale {scale}: groups fast/slow {groups:?} bits hist {hist:?}");
+        (pw, ph) = (bw, bh);
     }
 }

@@ -1258,3 +1258,71 @@ fn cm_pix123_avx2(src: &[i32], thr: &[i32], irf: u32, add: i64, cube: u32) -> (i
     let sum = hsum64(acc).wrapping_sub((n as u64).wrapping_mul(1u64 << (62 - cube)));
     (sum as i64, n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::checkasm::Rng;
+
+    /// i64 values whose f32 rounding is delicate: exact ties of the f32 grid at every
+    /// magnitude (where an f64 intermediate would double-round), one off either side, the
+    /// extremes, and random values of every bit length.
+    pub(crate) fn rounding_cases() -> Vec<i64> {
+        let mut v = vec![
+            0,
+            1,
+            -1,
+            i64::MIN,
+            i64::MAX,
+            i64::MIN + 1,
+            1 << 53,
+            (1 << 53) + 1,
+        ];
+        for bits in 24..63 {
+            let ulp = 1i64 << (bits - 23);
+            // Ties between an even and an odd multiple of the ulp, in both orders.
+            for m in [4, 5] {
+                let base = (1i64 << bits) + ulp * m;
+                for d in [0, 1, -1, 2, -2, 1 << 10, (1 << 11) - 1, 1 << 11] {
+                    let tie = base + ulp / 2;
+                    for x in [tie + d, tie - d, base + d, -(tie + d), -(base - d)] {
+                        v.push(x);
+                    }
+                }
+            }
+        }
+        let mut rng = Rng::new(9);
+        for _ in 0..4000 {
+            let x = ((rng.next_u32() as u64) << 32 | rng.next_u32() as u64) as i64;
+            v.push(x >> rng.below(64));
+        }
+        v
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn convert4(x: [i64; 4]) -> [f32; 4] {
+        let f = i64_to_f32(_mm256_setr_epi64x(x[0], x[1], x[2], x[3]));
+        [
+            f32::from_bits(_mm_extract_ps::<0>(f) as u32),
+            f32::from_bits(_mm_extract_ps::<1>(f) as u32),
+            f32::from_bits(_mm_extract_ps::<2>(f) as u32),
+            f32::from_bits(_mm_extract_ps::<3>(f) as u32),
+        ]
+    }
+
+    #[test]
+    fn i64_to_f32_rounds_like_as() {
+        if !CpuLevel::detect().has_avx2() {
+            return;
+        }
+        for c in rounding_cases().chunks(4) {
+            let mut x = [0i64; 4];
+            x[..c.len()].copy_from_slice(c);
+            // SAFETY: AVX2 was detected above.
+            let got = unsafe { convert4(x) };
+            for (g, v) in got.iter().zip(x) {
+                assert_eq!(g.to_bits(), (v as f32).to_bits(), "{v}");
+            }
+        }
+    }
+}
