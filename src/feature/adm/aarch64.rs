@@ -1,6 +1,7 @@
 //! NEON row kernels of the integer ADM stages, the same contract as `x86.rs`: each reproduces
-//! a scalar loop of `cpu.rs` exactly on a prefix of its row (whole vectors) and returns the
-//! prefix's length (0 when `cpu` has no NEON); the scalar code finishes the row.
+//! a scalar loop of `cpu.rs` exactly on a prefix of its row and returns the prefix's length
+//! (0 when `cpu` has no NEON); the scalar code finishes the row. Element-wise kernels cover
+//! the whole row when it holds at least one vector (see [`starts`]).
 //!
 //! NEON widens natively (`vmull`/`vmlal` to 32 or 64 bits) and narrows by truncation
 //! (`vmovn`, `vshrn`), which are the scalar `as` casts; its shifts by a negative vector count
@@ -97,6 +98,13 @@ fn lookup(lut: &[i32; 32769], idx: int32x4_t) -> int32x4_t {
     ld_i32x4(&v)
 }
 
+/// Starts of the vectors of `w` elements covering `0..n` (n >= w): the last one is moved back
+/// to end at n, recomputing a few outputs of the one before it. For element-wise kernels,
+/// whose outputs depend only on their own inputs, this finishes the row without scalar code.
+fn starts(n: usize, w: usize) -> impl Iterator<Item = usize> {
+    (0..n).step_by(w).map(move |j| j.min(n - w))
+}
+
 const fn taps16(t: [i32; 4]) -> [i16; 4] {
     [t[0] as i16, t[1] as i16, t[2] as i16, t[3] as i16]
 }
@@ -157,12 +165,14 @@ fn vert0_consts(bpc: u32, bias: bool) -> (i32, i32) {
 pub fn dwt0_vert_u8(
     cpu: CpuLevel,
     rows: [&[u8]; 4],
+    ahead: [&[u8]; 2],
     bpc: u32,
     lo: &mut [i16],
     hi: &mut [i16],
 ) -> usize {
     if cpu.has_neon() {
         // SAFETY: the level proves NEON.
+        let _ = ahead; // no stable prefetch intrinsic on aarch64
         return unsafe { dwt0_vert_u8_neon(rows, bpc, lo, hi) };
     }
     0
@@ -171,8 +181,11 @@ pub fn dwt0_vert_u8(
 #[target_feature(enable = "neon")]
 fn dwt0_vert_u8_neon(rows: [&[u8]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16]) -> usize {
     let (kl, kh) = vert0_consts(bpc, false);
-    let n = lo.len() / 8 * 8;
-    for x in (0..n).step_by(8) {
+    let n = lo.len();
+    if n < 8 {
+        return 0;
+    }
+    for x in starts(n, 8) {
         let v = rows.map(|r| vreinterpretq_s16_u16(vmovl_u8(ld_u8x8(&r[x..]))));
         let (l, h) = vert0_8(v, kl, kh, bpc as i32);
         st_i16x8(&mut lo[x..], l);
@@ -186,12 +199,14 @@ fn dwt0_vert_u8_neon(rows: [&[u8]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16])
 pub fn dwt0_vert_u16(
     cpu: CpuLevel,
     rows: [&[u16]; 4],
+    ahead: [&[u16]; 2],
     bpc: u32,
     lo: &mut [i16],
     hi: &mut [i16],
 ) -> usize {
     if cpu.has_neon() {
         // SAFETY: the level proves NEON.
+        let _ = ahead; // no stable prefetch intrinsic on aarch64
         return unsafe { dwt0_vert_u16_neon(rows, bpc, lo, hi) };
     }
     0
@@ -201,8 +216,11 @@ pub fn dwt0_vert_u16(
 fn dwt0_vert_u16_neon(rows: [&[u16]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16]) -> usize {
     let (kl, kh) = vert0_consts(bpc, true);
     let flip = vdupq_n_u16(0x8000);
-    let n = lo.len() / 8 * 8;
-    for x in (0..n).step_by(8) {
+    let n = lo.len();
+    if n < 8 {
+        return 0;
+    }
+    for x in starts(n, 8) {
         let v = rows.map(|r| vreinterpretq_s16_u16(veorq_u16(ld_u16x8(&r[x..]), flip)));
         let (l, h) = vert0_8(v, kl, kh, bpc as i32);
         st_i16x8(&mut lo[x..], l);
@@ -252,8 +270,11 @@ fn dwt0_horiz_neon(
         )
     };
     let narrow = |(lo, hi): (int32x4_t, int32x4_t)| vmovn_high_s32(vmovn_s32(lo), hi);
-    let n = approx.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = approx.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let l = taps(lo, j);
         let hh = taps(hi, j);
         let (a0, a1) = fin(dot4_16(LO16, l));
@@ -298,6 +319,7 @@ fn fin64((lo, hi): (int64x2_t, int64x2_t), r: int64x2_t, s: int64x2_t) -> int32x
 pub fn dwt123_vert(
     cpu: CpuLevel,
     rows: [&[i32]; 4],
+    ahead: [&[i32]; 2],
     rv: i64,
     sv: u32,
     lo: &mut [i32],
@@ -305,6 +327,7 @@ pub fn dwt123_vert(
 ) -> usize {
     if cpu.has_neon() && sv < 64 {
         // SAFETY: the level proves NEON.
+        let _ = ahead; // no stable prefetch intrinsic on aarch64
         return unsafe { dwt123_vert_neon(rows, rv, sv, lo, hi) };
     }
     0
@@ -312,7 +335,10 @@ pub fn dwt123_vert(
 
 #[target_feature(enable = "neon")]
 fn dwt123_vert_neon(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mut [i32]) -> usize {
-    let n = lo.len() / 4 * 4;
+    let n = lo.len();
+    if n < 4 {
+        return 0;
+    }
     if sv == 0 && rv == 0 {
         let dot = |t: [i32; 4], x: [int32x4_t; 4]| {
             let s = vmulq_n_s32(x[0], t[0]);
@@ -320,7 +346,7 @@ fn dwt123_vert_neon(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mu
             let s = vmlaq_n_s32(s, x[2], t[2]);
             vmlaq_n_s32(s, x[3], t[3])
         };
-        for x in (0..n).step_by(4) {
+        for x in starts(n, 4) {
             let v = rows.map(|r| ld_i32x4(&r[x..]));
             st_i32x4(&mut lo[x..], dot(DWT_LO, v));
             st_i32x4(&mut hi[x..], dot(DWT_HI, v));
@@ -328,7 +354,7 @@ fn dwt123_vert_neon(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mu
         return n;
     }
     let (r, s) = (vdupq_n_s64(rv), vdupq_n_s64(-(sv as i64)));
-    for x in (0..n).step_by(4) {
+    for x in starts(n, 4) {
         let v = rows.map(|r| ld_i32x4(&r[x..]));
         st_i32x4(&mut lo[x..], fin64(dot4_64(DWT_LO, v), r, s));
         st_i32x4(&mut hi[x..], fin64(dot4_64(DWT_HI, v), r, s));
@@ -374,8 +400,11 @@ fn dwt123_horiz_neon(
         let b = ld2_i32x4(&x[2 * j + 2..]);
         [a.0, a.1, b.0, b.1]
     };
-    let n = approx.len() / 4 * 4;
-    for j in (0..n).step_by(4) {
+    let n = approx.len();
+    if n < 4 {
+        return 0;
+    }
+    for j in starts(n, 4) {
         let l = taps(lo, j);
         let hh = taps(hi, j);
         st_i32x4(&mut approx[j..], fin64(dot4_64(DWT_LO, l), r, s));
@@ -550,8 +579,11 @@ fn decouple0_neon(
     a: [&mut [i16]; 3],
 ) -> usize {
     let lut = div_lookup();
-    let n = o[0].len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = o[0].len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let ov = o.map(|p| ld_i16x8(&p[j..]));
         let tv = t.map(|p| ld_i16x8(&p[j..]));
         let dot = |a: [int16x8_t; 2], b: [int16x8_t; 2]| {
@@ -648,8 +680,11 @@ fn decouple123_neon(
     a: [&mut [i32]; 3],
 ) -> usize {
     let lut = div_lookup();
-    let n = o[0].len() / 4 * 4;
-    for j in (0..n).step_by(4) {
+    let n = o[0].len();
+    if n < 4 {
+        return 0;
+    }
+    for j in starts(n, 4) {
         let ov = o.map(|p| ld_i32x4(&p[j..]));
         let tv = t.map(|p| ld_i32x4(&p[j..]));
         // Exact int64 sums (wrapping like the scalar code), rounded to f32 as `as` does.
@@ -730,8 +765,11 @@ fn csf0_neon(
 ) -> usize {
     let (round, sh) = (vdupq_n_s32(round), vdupq_n_s32(-(shift as i32)));
     let k2048 = vdupq_n_u32(2048);
-    let n = src.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = src.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let s = ld_i16x8(&src[j..]);
         let v0 = vshlq_s32(
             vaddq_s32(vmulq_n_s32(vmovl_s16(vget_low_s16(s)), w), round),
@@ -788,8 +826,11 @@ pub fn csf123(cpu: CpuLevel, src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i3
 
 #[target_feature(enable = "neon")]
 fn csf123_neon(src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i32]) -> usize {
-    let n = src.len() / 4 * 4;
-    for j in (0..n).step_by(4) {
+    let n = src.len();
+    if n < 4 {
+        return 0;
+    }
+    for j in starts(n, 4) {
         let v = q28(ld_i32x4(&src[j..]), w);
         st_i32x4(&mut dst[j..], v);
         st_i32x4(&mut flt[j..], mul_hi_wrapped(v, 143165577));
@@ -889,8 +930,11 @@ fn cm_cols0_neon(
     cen: &mut [i32],
 ) -> usize {
     let k2048 = vdupq_n_u32(2048);
-    let n = col.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = col.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let (mut c0, mut c1) = (vdupq_n_s32(0), vdupq_n_s32(0));
         let (mut e0, mut e1) = (vdupq_n_s32(0), vdupq_n_s32(0));
         for b in 0..3 {
@@ -946,8 +990,11 @@ fn cm_cols123_neon(
     col: &mut [i32],
     cen: &mut [i32],
 ) -> usize {
-    let n = col.len() / 4 * 4;
-    for j in (0..n).step_by(4) {
+    let n = col.len();
+    if n < 4 {
+        return 0;
+    }
+    for j in starts(n, 4) {
         let mut c = vdupq_n_s32(0);
         let mut e = vdupq_n_s32(0);
         for b in 0..3 {
@@ -975,8 +1022,11 @@ pub fn cm_thr(cpu: CpuLevel, col: &[i32], cen: &[i32], thr: &mut [i32]) -> usize
 
 #[target_feature(enable = "neon")]
 fn cm_thr_neon(col: &[i32], cen: &[i32], thr: &mut [i32]) -> usize {
-    let n = thr.len() / 4 * 4;
-    for j in (0..n).step_by(4) {
+    let n = thr.len();
+    if n < 4 {
+        return 0;
+    }
+    for j in starts(n, 4) {
         let a = vaddq_s32(ld_i32x4(&col[j..]), ld_i32x4(&col[j + 1..]));
         let b = vaddq_s32(ld_i32x4(&col[j + 2..]), ld_i32x4(&cen[j..]));
         st_i32x4(&mut thr[j..], vaddq_s32(a, b));

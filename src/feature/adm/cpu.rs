@@ -22,12 +22,20 @@ use super::x86 as arch;
 #[allow(clippy::too_many_arguments)]
 mod arch {
     use crate::simd::CpuLevel;
-    pub fn dwt0_vert_u8(_: CpuLevel, _: [&[u8]; 4], _: u32, _: &mut [i16], _: &mut [i16]) -> usize {
+    pub fn dwt0_vert_u8(
+        _: CpuLevel,
+        _: [&[u8]; 4],
+        _: [&[u8]; 2],
+        _: u32,
+        _: &mut [i16],
+        _: &mut [i16],
+    ) -> usize {
         0
     }
     pub fn dwt0_vert_u16(
         _: CpuLevel,
         _: [&[u16]; 4],
+        _: [&[u16]; 2],
         _: u32,
         _: &mut [i16],
         _: &mut [i16],
@@ -48,6 +56,7 @@ mod arch {
     pub fn dwt123_vert(
         _: CpuLevel,
         _: [&[i32]; 4],
+        _: [&[i32]; 2],
         _: i64,
         _: u32,
         _: &mut [i32],
@@ -266,6 +275,7 @@ pub(crate) trait Sample: Copy + Into<i32> {
     fn dwt0_vert(
         cpu: CpuLevel,
         rows: [&[Self]; 4],
+        ahead: [&[Self]; 2],
         bpc: u32,
         lo: &mut [i16],
         hi: &mut [i16],
@@ -276,11 +286,12 @@ impl Sample for u8 {
     fn dwt0_vert(
         cpu: CpuLevel,
         rows: [&[u8]; 4],
+        ahead: [&[u8]; 2],
         bpc: u32,
         lo: &mut [i16],
         hi: &mut [i16],
     ) -> usize {
-        arch::dwt0_vert_u8(cpu, rows, bpc, lo, hi)
+        arch::dwt0_vert_u8(cpu, rows, ahead, bpc, lo, hi)
     }
 }
 
@@ -288,11 +299,12 @@ impl Sample for u16 {
     fn dwt0_vert(
         cpu: CpuLevel,
         rows: [&[u16]; 4],
+        ahead: [&[u16]; 2],
         bpc: u32,
         lo: &mut [i16],
         hi: &mut [i16],
     ) -> usize {
-        arch::dwt0_vert_u16(cpu, rows, bpc, lo, hi)
+        arch::dwt0_vert_u16(cpu, rows, ahead, bpc, lo, hi)
     }
 }
 
@@ -327,8 +339,21 @@ fn dwt_scale0<T: Sample>(
             &src[y * stride..y * stride + w]
         };
         let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        // The rows the next output row adds, for the SIMD code to prefetch.
+        let ahead = if i + 1 < bh {
+            [row(4), row(5)]
+        } else {
+            [r2, r3]
+        };
         // Vertical pass (int32, wrapping like upstream for 16-bit input).
-        let n = T::dwt0_vert(cpu, [r0, r1, r2, r3], bpc, &mut lo[1..=w], &mut hi[1..=w]);
+        let n = T::dwt0_vert(
+            cpu,
+            [r0, r1, r2, r3],
+            ahead,
+            bpc,
+            &mut lo[1..=w],
+            &mut hi[1..=w],
+        );
         let taps = r0[n..].iter().zip(&r1[n..]).zip(&r2[n..]).zip(&r3[n..]);
         let outs = lo[1 + n..=w].iter_mut().zip(hi[1 + n..=w].iter_mut());
         for ((((&a, &b), &c), &d), (l, hh)) in taps.zip(outs) {
@@ -426,6 +451,11 @@ fn dwt_scale123(
         let n = arch::dwt123_vert(
             cpu,
             [r0, r1, r2, r3],
+            if i + 1 < bh {
+                [row(4), row(5)]
+            } else {
+                [r2, r3]
+            },
             rv,
             sv,
             &mut lo[1..=w],

@@ -503,11 +503,19 @@ fn kernels_engage() {
         let r16 = [&i16s[..n]; 3];
         let r32 = [&i32s[..n]; 3];
         let done = [
-            arch::dwt0_vert_u8(cpu, [&u8s; 4], 8, &mut a16, &mut b16),
-            arch::dwt0_vert_u16(cpu, [&u16s; 4], 10, &mut a16, &mut b16),
+            arch::dwt0_vert_u8(cpu, [&u8s; 4], [&u8s; 2], 8, &mut a16, &mut b16),
+            arch::dwt0_vert_u16(cpu, [&u16s; 4], [&u16s; 2], 10, &mut a16, &mut b16),
             arch::dwt0_horiz(cpu, &i16s, &i16s, &mut a32, &mut a16, &mut b16, &mut c16),
-            arch::dwt123_vert(cpu, [&i32s[..n]; 4], 0, 0, &mut a32, &mut b32),
-            arch::dwt123_vert(cpu, [&i32s[..n]; 4], 32768, 16, &mut a32, &mut b32),
+            arch::dwt123_vert(cpu, [&i32s[..n]; 4], [&i32s; 2], 0, 0, &mut a32, &mut b32),
+            arch::dwt123_vert(
+                cpu,
+                [&i32s[..n]; 4],
+                [&i32s; 2],
+                32768,
+                16,
+                &mut a32,
+                &mut b32,
+            ),
             arch::dwt123_horiz(
                 cpu, &i32s, &i32s, 16384, 15, &mut a32, &mut b32, &mut c32, &mut d32,
             ),
@@ -565,7 +573,9 @@ fn bench() {
             .unwrap_or(0)
     }
 
-    let (refs_, dists) = load_parity_clip("natural_1920x1080_420p8");
+    // ADM_BENCH_CLIP picks another 8-bit parity clip (e.g. natural_576x324_420p8).
+    let clip = std::env::var("ADM_BENCH_CLIP").unwrap_or("natural_1920x1080_420p8".into());
+    let (refs_, dists) = load_parity_clip(&clip);
     let (r, d) = (&refs_[1], &dists[1]);
     let p = super::super::Adm::new(&crate::feature::Dict::new())
         .unwrap()

@@ -1,6 +1,8 @@
-//! AVX2 and AVX-512 row kernels of the integer ADM stages. Each one reproduces a scalar loop of
-//! `cpu.rs` exactly: it handles a prefix of its row in whole vectors and returns that prefix's
-//! length (0 when `cpu` has no level it can use); the scalar code finishes the row.
+//! AVX2 row kernels of the integer ADM stages (AVX-512 ones in `x86_512.rs`). Each one
+//! reproduces a scalar loop of `cpu.rs` exactly on a prefix of its row and returns that
+//! prefix's length (0 when `cpu` has no level it can use); the scalar code finishes the row.
+//! Element-wise kernels cover the whole row when it holds at least one vector (see
+//! [`starts`]); the reductions stop at the last whole vector.
 //!
 //! Where the scalar code widens to 64 bits, so do these (`mul_epi32`/`mul_epu32` products);
 //! where it truncates (`as i16`, `as i32` of a wider value), these keep the low bits. The
@@ -12,6 +14,9 @@ use std::arch::x86_64::*;
 
 use super::tables::{div_lookup, COS_1DEG_SQ, DWT_HI, DWT_LO, DWT_LO_SUM};
 use crate::simd::CpuLevel;
+
+#[path = "x86_512.rs"]
+mod avx512;
 
 // ---------------------------------------------------------------------------------------------
 // Loads and stores: the only memory accesses, each on a slice checked to hold the vector.
@@ -93,6 +98,13 @@ fn gather_lut(lut: &[i32; 32769], idx: __m256i) -> __m256i {
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
+
+/// Starts of the vectors of `w` elements covering `0..n` (n >= w): the last one is moved back
+/// to end at n, recomputing a few outputs of the one before it. For element-wise kernels,
+/// whose outputs depend only on their own inputs, this finishes the row without scalar code.
+fn starts(n: usize, w: usize) -> impl Iterator<Item = usize> {
+    (0..n).step_by(w).map(move |j| j.min(n - w))
+}
 
 /// Two i16 taps as the (low, high) pair `madd_epi16` multiplies adjacent lanes with.
 const fn pair(a: i32, b: i32) -> i32 {
@@ -209,26 +221,58 @@ fn vert0_16<const FITS: bool>(
     (f(k.lo01, k.lo23, k.kl), f(k.hi01, k.hi23, k.kh))
 }
 
-/// Scale-0 vertical pass of 8-bit rows into `lo`/`hi` (the row's columns, unpadded).
+/// Prefetches column `x` of the rows the next output row will add: the picture is read once,
+/// from memory, and its rows are short streams for the hardware prefetchers.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn prefetch<T>(rows: &[&[T]; 2], x: usize) {
+    for r in rows {
+        if x < r.len() {
+            _mm_prefetch::<_MM_HINT_T0>(r[x..].as_ptr().cast());
+        }
+    }
+}
+
+/// Prefetches `d` elements past `s[j]`, which may lie beyond the row: band rows are stored one
+/// after the other, so this reaches into the next row (a prefetch never faults).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn prefetch_ahead<T>(s: &[T], j: usize, d: usize) {
+    _mm_prefetch::<_MM_HINT_T0>(s.as_ptr().wrapping_add(j + d).cast());
+}
+
+/// Scale-0 vertical pass of 8-bit rows into `lo`/`hi` (the row's columns, unpadded); `ahead`
+/// are the rows of the next output row (prefetched).
 pub fn dwt0_vert_u8(
     cpu: CpuLevel,
     rows: [&[u8]; 4],
+    ahead: [&[u8]; 2],
     bpc: u32,
     lo: &mut [i16],
     hi: &mut [i16],
 ) -> usize {
     if cpu.has_avx2() {
         // SAFETY: the level proves AVX2.
-        return unsafe { dwt0_vert_u8_avx2(rows, bpc, lo, hi) };
+        return unsafe { dwt0_vert_u8_avx2(rows, ahead, bpc, lo, hi) };
     }
     0
 }
 
 #[target_feature(enable = "avx2")]
-fn dwt0_vert_u8_avx2(rows: [&[u8]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16]) -> usize {
+fn dwt0_vert_u8_avx2(
+    rows: [&[u8]; 4],
+    ahead: [&[u8]; 2],
+    bpc: u32,
+    lo: &mut [i16],
+    hi: &mut [i16],
+) -> usize {
     let k = vert0_consts(bpc, false);
-    let n = lo.len() / 16 * 16;
-    for x in (0..n).step_by(16) {
+    let n = lo.len();
+    if n < 16 {
+        return 0;
+    }
+    for x in starts(n, 16) {
+        prefetch(&ahead, x);
         let v = rows.map(|r| _mm256_cvtepu8_epi16(ld_u8x16(&r[x..])));
         // 0..=255 samples: |result| <= 27411 * 255 / 2^8 < 2^15 for any bpc >= 8.
         let (l, h) = vert0_16::<true>(&k, v[0], v[1], v[2], v[3]);
@@ -242,23 +286,34 @@ fn dwt0_vert_u8_avx2(rows: [&[u8]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16])
 pub fn dwt0_vert_u16(
     cpu: CpuLevel,
     rows: [&[u16]; 4],
+    ahead: [&[u16]; 2],
     bpc: u32,
     lo: &mut [i16],
     hi: &mut [i16],
 ) -> usize {
     if cpu.has_avx2() {
         // SAFETY: the level proves AVX2.
-        return unsafe { dwt0_vert_u16_avx2(rows, bpc, lo, hi) };
+        return unsafe { dwt0_vert_u16_avx2(rows, ahead, bpc, lo, hi) };
     }
     0
 }
 
 #[target_feature(enable = "avx2")]
-fn dwt0_vert_u16_avx2(rows: [&[u16]; 4], bpc: u32, lo: &mut [i16], hi: &mut [i16]) -> usize {
+fn dwt0_vert_u16_avx2(
+    rows: [&[u16]; 4],
+    ahead: [&[u16]; 2],
+    bpc: u32,
+    lo: &mut [i16],
+    hi: &mut [i16],
+) -> usize {
     let k = vert0_consts(bpc, true);
     let flip = _mm256_set1_epi16(i16::MIN);
-    let n = lo.len() / 16 * 16;
-    for x in (0..n).step_by(16) {
+    let n = lo.len();
+    if n < 16 {
+        return 0;
+    }
+    for x in starts(n, 16) {
+        prefetch(&ahead, x);
         let v = rows.map(|r| _mm256_xor_si256(ld_u16x16(&r[x..]), flip));
         let (l, h) = vert0_16::<false>(&k, v[0], v[1], v[2], v[3]);
         st_i16x16(&mut lo[x..], l);
@@ -304,8 +359,11 @@ fn dwt0_horiz_avx2(
         let s = _mm256_add_epi32(_mm256_madd_epi16(a, p01), _mm256_madd_epi16(b, p23));
         _mm256_srai_epi32::<16>(_mm256_add_epi32(s, round))
     };
-    let n = approx.len() / 16 * 16;
-    for j in (0..n).step_by(16) {
+    let n = approx.len();
+    if n < 16 {
+        return 0;
+    }
+    for j in starts(n, 16) {
         let x = 2 * j;
         let (l0, l1) = (ld_i16x16(&lo[x..]), ld_i16x16(&lo[x + 2..]));
         let (l2, l3) = (ld_i16x16(&lo[x + 16..]), ld_i16x16(&lo[x + 18..]));
@@ -400,6 +458,7 @@ fn adjacent_pairs(x: __m256i, y: __m256i) -> (__m256i, __m256i) {
 pub fn dwt123_vert(
     cpu: CpuLevel,
     rows: [&[i32]; 4],
+    ahead: [&[i32]; 2],
     rv: i64,
     sv: u32,
     lo: &mut [i32],
@@ -407,14 +466,24 @@ pub fn dwt123_vert(
 ) -> usize {
     if cpu.has_avx2() && ((sv == 0 && rv == 0) || split_ok(rv, sv)) {
         // SAFETY: the level proves AVX2.
-        return unsafe { dwt123_vert_avx2(rows, rv, sv, lo, hi) };
+        return unsafe { dwt123_vert_avx2(rows, ahead, rv, sv, lo, hi) };
     }
     0
 }
 
 #[target_feature(enable = "avx2")]
-fn dwt123_vert_avx2(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mut [i32]) -> usize {
-    let n = lo.len() / 8 * 8;
+fn dwt123_vert_avx2(
+    rows: [&[i32]; 4],
+    ahead: [&[i32]; 2],
+    rv: i64,
+    sv: u32,
+    lo: &mut [i32],
+    hi: &mut [i32],
+) -> usize {
+    let n = lo.len();
+    if n < 8 {
+        return 0;
+    }
     if sv == 0 {
         let tl = DWT_LO.map(|t| _mm256_set1_epi32(t));
         let th = DWT_HI.map(|t| _mm256_set1_epi32(t));
@@ -429,7 +498,8 @@ fn dwt123_vert_avx2(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mu
             );
             _mm256_add_epi32(a, b)
         };
-        for x in (0..n).step_by(8) {
+        for x in starts(n, 8) {
+            prefetch(&ahead, x);
             let v = rows.map(|r| ld_i32x8(&r[x..]));
             st_i32x8(&mut lo[x..], dot(&tl, &v));
             st_i32x8(&mut hi[x..], dot(&th, &v));
@@ -446,7 +516,8 @@ fn dwt123_vert_avx2(rows: [&[i32]; 4], rv: i64, sv: u32, lo: &mut [i32], hi: &mu
     );
     let kl = split_consts(rv, sv, DWT_LO_SUM);
     let kh = split_consts(rv, sv, 0);
-    for x in (0..n).step_by(8) {
+    for x in starts(n, 8) {
+        prefetch(&ahead, x);
         let v = rows.map(|r| ld_i32x8(&r[x..]));
         let (h01, l01) = row_pairs(v[0], v[1]);
         let (h23, l23) = row_pairs(v[2], v[3]);
@@ -515,8 +586,11 @@ fn dwt123_horiz_avx2(
         };
         (f(&kl, lo01, lo23), f(&kh, hi01, hi23))
     };
-    let n = approx.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = approx.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let (a, vv) = both(lo, j);
         st_i32x8(&mut approx[j..], a);
         st_i32x8(&mut v[j..], vv);
@@ -639,9 +713,20 @@ pub fn decouple0(
     o: [&[i16]; 3],
     t: [&[i16]; 3],
     egl: f64,
-    r: [&mut [i16]; 3],
-    a: [&mut [i16]; 3],
+    mut r: [&mut [i16]; 3],
+    mut a: [&mut [i16]; 3],
 ) -> usize {
+    if cpu.has_avx512() {
+        let (rr, aa) = (
+            r.each_mut().map(|x| &mut **x),
+            a.each_mut().map(|x| &mut **x),
+        );
+        // SAFETY: the level proves AVX-512 F, BW, DQ, CD and VL (and AVX2).
+        let n = unsafe { avx512::decouple0(o, t, egl, rr, aa) };
+        if n > 0 {
+            return n;
+        }
+    }
     if cpu.has_avx2() {
         // SAFETY: the level proves AVX2.
         return unsafe { decouple0_avx2(o, t, egl, r, a) };
@@ -658,9 +743,15 @@ fn decouple0_avx2(
     a: [&mut [i16]; 3],
 ) -> usize {
     let lut = div_lookup();
-    let n = o[0].len() / 8 * 8;
+    let n = o[0].len();
+    if n < 8 {
+        return 0;
+    }
     let k32768 = _mm256_set1_epi32(32768);
-    for j in (0..n).step_by(8) {
+    for j in starts(n, 8) {
+        for p in o.iter().chain(&t) {
+            prefetch_ahead(p, j, 512);
+        }
         let ov = o.map(|p| ld_i16x8(&p[j..]));
         let tv = t.map(|p| ld_i16x8(&p[j..]));
         // (h, v) pairs in i32 lanes, pixel order: one madd per dot product (exact, except
@@ -720,6 +811,10 @@ pub fn decouple123(
     r: [&mut [i32]; 3],
     a: [&mut [i32]; 3],
 ) -> usize {
+    if cpu.has_avx512() {
+        // SAFETY: the level proves AVX-512 F, BW, DQ, CD and VL (and AVX2).
+        return unsafe { avx512::decouple123(o, t, egl, r, a) };
+    }
     if cpu.has_avx2() {
         // SAFETY: the level proves AVX2.
         return unsafe { decouple123_avx2(o, t, egl, r, a) };
@@ -788,11 +883,14 @@ fn decouple123_avx2(
     a: [&mut [i32]; 3],
 ) -> usize {
     let lut = div_lookup();
-    let n = o[0].len() / 8 * 8;
+    let n = o[0].len();
+    if n < 8 {
+        return 0;
+    }
     let k32768_64 = _mm256_set1_epi64x(32768);
     let one64 = _mm256_set1_epi64x(1);
     let low32 = _mm256_set1_epi64x(0xffff_ffff);
-    for j in (0..n).step_by(8) {
+    for j in starts(n, 8) {
         let ov = o.map(|p| ld_i32x8(&p[j..]));
         let tv = t.map(|p| ld_i32x8(&p[j..]));
         let mag = _mm256_or_si256(
@@ -925,8 +1023,11 @@ fn csf0_avx2(
         let f = _mm256_mullo_epi32(_mm256_abs_epi32(v), k4369);
         (v, _mm256_srai_epi32::<12>(_mm256_add_epi32(f, k2048)))
     };
-    let n = src.len() / 16 * 16;
-    for j in (0..n).step_by(16) {
+    let n = src.len();
+    if n < 16 {
+        return 0;
+    }
+    for j in starts(n, 16) {
         let s = ld_i16x16(&src[j..]);
         let (v0, f0) = one(_mm256_castsi256_si128(s));
         let (v1, f1) = one(_mm256_extracti128_si256::<1>(s));
@@ -974,8 +1075,11 @@ pub fn csf123(cpu: CpuLevel, src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i3
 #[target_feature(enable = "avx2")]
 fn csf123_avx2(src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i32]) -> usize {
     let (wv, neg) = (_mm256_set1_epi32(w as i32), w > i32::MAX as u32);
-    let n = src.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = src.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let s = ld_i32x8(&src[j..]);
         let v = low_dwords(q28(s, wv, neg), q28(odd(s), wv, neg));
         st_i32x8(&mut dst[j..], v);
@@ -1080,8 +1184,11 @@ fn cm_cols0_avx2(
 ) -> usize {
     let (k8738, k2048) = (_mm256_set1_epi32(8738), _mm256_set1_epi32(2048));
     let ld = |s: &[i16]| _mm256_cvtepi16_epi32(ld_i16x8(s));
-    let n = col.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = col.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let mut c = _mm256_setzero_si256();
         let mut e = _mm256_setzero_si256();
         for b in 0..3 {
@@ -1125,8 +1232,11 @@ fn cm_cols123_avx2(
     col: &mut [i32],
     cen: &mut [i32],
 ) -> usize {
-    let n = col.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = col.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let mut c = _mm256_setzero_si256();
         let mut e = _mm256_setzero_si256();
         for b in 0..3 {
@@ -1154,8 +1264,11 @@ pub fn cm_thr(cpu: CpuLevel, col: &[i32], cen: &[i32], thr: &mut [i32]) -> usize
 
 #[target_feature(enable = "avx2")]
 fn cm_thr_avx2(col: &[i32], cen: &[i32], thr: &mut [i32]) -> usize {
-    let n = thr.len() / 8 * 8;
-    for j in (0..n).step_by(8) {
+    let n = thr.len();
+    if n < 8 {
+        return 0;
+    }
+    for j in starts(n, 8) {
         let a = _mm256_add_epi32(ld_i32x8(&col[j..]), ld_i32x8(&col[j + 1..]));
         let b = _mm256_add_epi32(ld_i32x8(&col[j + 2..]), ld_i32x8(&cen[j..]));
         st_i32x8(&mut thr[j..], _mm256_add_epi32(a, b));
