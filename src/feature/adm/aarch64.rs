@@ -171,8 +171,8 @@ pub fn dwt0_vert_u8(
     hi: &mut [i16],
 ) -> usize {
     if cpu.has_neon() {
-        // SAFETY: the level proves NEON.
         let _ = ahead; // no stable prefetch intrinsic on aarch64
+        // SAFETY: the level proves NEON.
         return unsafe { dwt0_vert_u8_neon(rows, bpc, lo, hi) };
     }
     0
@@ -205,8 +205,8 @@ pub fn dwt0_vert_u16(
     hi: &mut [i16],
 ) -> usize {
     if cpu.has_neon() {
-        // SAFETY: the level proves NEON.
         let _ = ahead; // no stable prefetch intrinsic on aarch64
+        // SAFETY: the level proves NEON.
         return unsafe { dwt0_vert_u16_neon(rows, bpc, lo, hi) };
     }
     0
@@ -326,8 +326,8 @@ pub fn dwt123_vert(
     hi: &mut [i32],
 ) -> usize {
     if cpu.has_neon() && sv < 64 {
-        // SAFETY: the level proves NEON.
         let _ = ahead; // no stable prefetch intrinsic on aarch64
+        // SAFETY: the level proves NEON.
         return unsafe { dwt123_vert_neon(rows, rv, sv, lo, hi) };
     }
     0
