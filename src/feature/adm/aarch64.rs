@@ -172,7 +172,7 @@ pub fn dwt0_vert_u8(
 ) -> usize {
     if cpu.has_neon() {
         let _ = ahead; // no stable prefetch intrinsic on aarch64
-        // SAFETY: the level proves NEON.
+                       // SAFETY: the level proves NEON.
         return unsafe { dwt0_vert_u8_neon(rows, bpc, lo, hi) };
     }
     0
@@ -206,7 +206,7 @@ pub fn dwt0_vert_u16(
 ) -> usize {
     if cpu.has_neon() {
         let _ = ahead; // no stable prefetch intrinsic on aarch64
-        // SAFETY: the level proves NEON.
+                       // SAFETY: the level proves NEON.
         return unsafe { dwt0_vert_u16_neon(rows, bpc, lo, hi) };
     }
     0
@@ -327,7 +327,7 @@ pub fn dwt123_vert(
 ) -> usize {
     if cpu.has_neon() && sv < 64 {
         let _ = ahead; // no stable prefetch intrinsic on aarch64
-        // SAFETY: the level proves NEON.
+                       // SAFETY: the level proves NEON.
         return unsafe { dwt123_vert_neon(rows, rv, sv, lo, hi) };
     }
     0

@@ -10,8 +10,9 @@ use super::tables::{div_lookup, COS_1DEG_SQ, DWT_HI, DWT_LO, DWT_LO_SUM};
 use super::AdmParams;
 use crate::simd::CpuLevel;
 
-// SIMD row kernels: each one does a prefix of its row (whole vectors) at `cpu`'s level and
-// returns its length (0 without a SIMD level); the scalar loops below finish the row.
+// SIMD row kernels (x86.rs, aarch64.rs): each one does a prefix of its row (all of it for most)
+// at `cpu`'s level, bit-exact with the scalar loops below, and returns the prefix's length (0
+// without a SIMD level); those loops finish the row.
 #[cfg(target_arch = "aarch64")]
 use super::aarch64 as arch;
 #[cfg(target_arch = "x86_64")]

@@ -54,7 +54,7 @@ fn picture(rng: &mut Rng, w: usize, h: usize, bpc: u32, content: Content) -> (Pi
 
 /// A distorted version of `p`: the same plane with noise added to some samples (so that
 /// decoupling sees both near and far orientations), or an unrelated plane.
-fn distort(rng: &mut Rng, p: &Pic, w: usize, h: usize, stride: usize, bpc: u32) -> Pic {
+fn distort(rng: &mut Rng, p: &Pic, bpc: u32) -> Pic {
     let max = (1u32 << bpc) - 1;
     let amp = [1u32, 4, 64, max][rng.below(4)].max(1);
     let mut f = |v: u32| {
@@ -65,7 +65,6 @@ fn distort(rng: &mut Rng, p: &Pic, w: usize, h: usize, stride: usize, bpc: u32) 
             (v + d).saturating_sub(amp).min(max)
         }
     };
-    let _ = (w, h, stride);
     match p {
         Pic::U8(v) => Pic::U8(v.iter().map(|&x| f(x as u32) as u8).collect()),
         Pic::U16(v) => Pic::U16(v.iter().map(|&x| f(x as u32) as u16).collect()),
@@ -459,7 +458,7 @@ fn checkasm_accumulate() {
                         continue;
                     }
                     let (r, stride) = picture(&mut rng, w, h, bpc, content);
-                    let d = distort(&mut rng, &r, w, h, stride, bpc);
+                    let d = distort(&mut rng, &r, bpc);
                     let p = params(&mut rng);
                     let run = |cpu| {
                         let mut s = Scratch::default();
