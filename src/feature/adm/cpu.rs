@@ -8,6 +8,148 @@
 
 use super::tables::{div_lookup, COS_1DEG_SQ, DWT_HI, DWT_LO, DWT_LO_SUM};
 use super::AdmParams;
+use crate::simd::CpuLevel;
+
+// SIMD row kernels (x86.rs, aarch64.rs): each one does a prefix of its row (all of it for most)
+// at `cpu`'s level, bit-exact with the scalar loops below, and returns the prefix's length (0
+// without a SIMD level); those loops finish the row.
+#[cfg(target_arch = "aarch64")]
+use super::aarch64 as arch;
+#[cfg(target_arch = "x86_64")]
+use super::x86 as arch;
+
+/// No SIMD on this architecture: every kernel leaves its whole row to the scalar code.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[allow(clippy::too_many_arguments)]
+mod arch {
+    use crate::simd::CpuLevel;
+    pub fn dwt0_vert_u8(
+        _: CpuLevel,
+        _: [&[u8]; 4],
+        _: [&[u8]; 2],
+        _: u32,
+        _: &mut [i16],
+        _: &mut [i16],
+    ) -> usize {
+        0
+    }
+    pub fn dwt0_vert_u16(
+        _: CpuLevel,
+        _: [&[u16]; 4],
+        _: [&[u16]; 2],
+        _: u32,
+        _: &mut [i16],
+        _: &mut [i16],
+    ) -> usize {
+        0
+    }
+    pub fn dwt0_horiz(
+        _: CpuLevel,
+        _: &[i16],
+        _: &[i16],
+        _: &mut [i32],
+        _: &mut [i16],
+        _: &mut [i16],
+        _: &mut [i16],
+    ) -> usize {
+        0
+    }
+    pub fn dwt123_vert(
+        _: CpuLevel,
+        _: [&[i32]; 4],
+        _: [&[i32]; 2],
+        _: i64,
+        _: u32,
+        _: &mut [i32],
+        _: &mut [i32],
+    ) -> usize {
+        0
+    }
+    pub fn dwt123_horiz(
+        _: CpuLevel,
+        _: &[i32],
+        _: &[i32],
+        _: i64,
+        _: u32,
+        _: &mut [i32],
+        _: &mut [i32],
+        _: &mut [i32],
+        _: &mut [i32],
+    ) -> usize {
+        0
+    }
+    pub fn decouple0(
+        _: CpuLevel,
+        _: [&[i16]; 3],
+        _: [&[i16]; 3],
+        _: f64,
+        _: [&mut [i16]; 3],
+        _: [&mut [i16]; 3],
+    ) -> usize {
+        0
+    }
+    pub fn decouple123(
+        _: CpuLevel,
+        _: [&[i32]; 3],
+        _: [&[i32]; 3],
+        _: f64,
+        _: [&mut [i32]; 3],
+        _: [&mut [i32]; 3],
+    ) -> usize {
+        0
+    }
+    pub fn csf0(
+        _: CpuLevel,
+        _: &[i16],
+        _: i32,
+        _: i32,
+        _: u32,
+        _: &mut [i16],
+        _: &mut [i16],
+    ) -> usize {
+        0
+    }
+    pub fn csf123(_: CpuLevel, _: &[i32], _: u32, _: &mut [i32], _: &mut [i32]) -> usize {
+        0
+    }
+    pub fn den0(_: CpuLevel, _: &[i16]) -> (u64, usize) {
+        (0, 0)
+    }
+    pub fn den123(_: CpuLevel, _: &[i32], _: u32, _: u64, _: u32) -> (u64, usize) {
+        (0, 0)
+    }
+    pub fn cm_cols0(
+        _: CpuLevel,
+        _: [&[i16]; 3],
+        _: [&[i16]; 3],
+        _: [&[i16]; 3],
+        _: [&[i16]; 3],
+        _: &mut [i32],
+        _: &mut [i32],
+    ) -> usize {
+        0
+    }
+    pub fn cm_cols123(
+        _: CpuLevel,
+        _: [&[i32]; 3],
+        _: [&[i32]; 3],
+        _: [&[i32]; 3],
+        _: [&[i32]; 3],
+        _: &mut [i32],
+        _: &mut [i32],
+    ) -> usize {
+        0
+    }
+    pub fn cm_thr(_: CpuLevel, _: &[i32], _: &[i32], _: &mut [i32]) -> usize {
+        0
+    }
+    pub fn cm_pix0(_: CpuLevel, _: &[i16], _: &[i32], _: [i32; 3], _: i64, _: u32) -> (i64, usize) {
+        (0, 0)
+    }
+    pub fn cm_pix123(_: CpuLevel, _: &[i32], _: &[i32], _: u32, _: i64, _: u32) -> (i64, usize) {
+        (0, 0)
+    }
+}
 
 /// Number of wavelet scales.
 pub const NUM_SCALES: usize = 4;
@@ -129,10 +271,49 @@ fn pad_row<T: Copy>(row: &mut [T], n: usize) {
     row[n + 2] = row[n - 1];
 }
 
+/// A luma sample type, with the SIMD vertical DWT pass of scale 0 for it.
+pub(crate) trait Sample: Copy + Into<i32> {
+    fn dwt0_vert(
+        cpu: CpuLevel,
+        rows: [&[Self]; 4],
+        ahead: [&[Self]; 2],
+        bpc: u32,
+        lo: &mut [i16],
+        hi: &mut [i16],
+    ) -> usize;
+}
+
+impl Sample for u8 {
+    fn dwt0_vert(
+        cpu: CpuLevel,
+        rows: [&[u8]; 4],
+        ahead: [&[u8]; 2],
+        bpc: u32,
+        lo: &mut [i16],
+        hi: &mut [i16],
+    ) -> usize {
+        arch::dwt0_vert_u8(cpu, rows, ahead, bpc, lo, hi)
+    }
+}
+
+impl Sample for u16 {
+    fn dwt0_vert(
+        cpu: CpuLevel,
+        rows: [&[u16]; 4],
+        ahead: [&[u16]; 2],
+        bpc: u32,
+        lo: &mut [i16],
+        hi: &mut [i16],
+    ) -> usize {
+        arch::dwt0_vert_u16(cpu, rows, ahead, bpc, lo, hi)
+    }
+}
+
 /// Scale-0 coefficient bands of one picture (int16 like upstream) and its approximation band
 /// widened to i32 for the next scale.
 #[allow(clippy::too_many_arguments)]
-fn dwt_scale0<T: Copy + Into<i32>>(
+fn dwt_scale0<T: Sample>(
+    cpu: CpuLevel,
     src: &[T],
     stride: usize,
     w: usize,
@@ -159,9 +340,23 @@ fn dwt_scale0<T: Copy + Into<i32>>(
             &src[y * stride..y * stride + w]
         };
         let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+        // The rows the next output row adds, for the SIMD code to prefetch.
+        let ahead = if i + 1 < bh {
+            [row(4), row(5)]
+        } else {
+            [r2, r3]
+        };
         // Vertical pass (int32, wrapping like upstream for 16-bit input).
-        let taps = r0.iter().zip(r1).zip(r2).zip(r3);
-        let outs = lo[1..=w].iter_mut().zip(hi[1..=w].iter_mut());
+        let n = T::dwt0_vert(
+            cpu,
+            [r0, r1, r2, r3],
+            ahead,
+            bpc,
+            &mut lo[1..=w],
+            &mut hi[1..=w],
+        );
+        let taps = r0[n..].iter().zip(&r1[n..]).zip(&r2[n..]).zip(&r3[n..]);
+        let outs = lo[1 + n..=w].iter_mut().zip(hi[1 + n..=w].iter_mut());
         for ((((&a, &b), &c), &d), (l, hh)) in taps.zip(outs) {
             let s = [a.into(), b.into(), c.into(), d.into()];
             let mut vl = 0i32;
@@ -175,14 +370,17 @@ fn dwt_scale0<T: Copy + Into<i32>>(
         }
         pad_row(lo, w);
         pad_row(hi, w);
+        let o = i * bw;
+        let (approx, band_v) = (&mut approx[o..o + bw], &mut band_v[o..o + bw]);
+        let (band_h, band_d) = (&mut band_h[o..o + bw], &mut band_d[o..o + bw]);
+        let n = arch::dwt0_horiz(cpu, lo, hi, approx, band_v, band_h, band_d);
         // Split even/odd samples so output column j reads e[j], o[j], e[j+1], o[j+1].
-        for m in 0..=bw {
+        for m in n..=bw {
             lo_even[m] = lo[2 * m];
             lo_odd[m] = lo[2 * m + 1];
             hi_even[m] = hi[2 * m];
             hi_odd[m] = hi[2 * m + 1];
         }
-        let o = i * bw;
         let dot = |f: &[i32; 4], x: [i16; 4]| {
             let mut acc = 0i32;
             for k in 0..4 {
@@ -190,21 +388,21 @@ fn dwt_scale0<T: Copy + Into<i32>>(
             }
             (acc.wrapping_add(32768) >> 16) as i16
         };
-        let l = lo_even[..bw]
+        let l = lo_even[n..bw]
             .iter()
-            .zip(&lo_odd[..bw])
-            .zip(&lo_even[1..=bw])
-            .zip(&lo_odd[1..=bw]);
-        let hh = hi_even[..bw]
+            .zip(&lo_odd[n..bw])
+            .zip(&lo_even[n + 1..=bw])
+            .zip(&lo_odd[n + 1..=bw]);
+        let hh = hi_even[n..bw]
             .iter()
-            .zip(&hi_odd[..bw])
-            .zip(&hi_even[1..=bw])
-            .zip(&hi_odd[1..=bw]);
-        let outs = approx[o..o + bw]
+            .zip(&hi_odd[n..bw])
+            .zip(&hi_even[n + 1..=bw])
+            .zip(&hi_odd[n + 1..=bw]);
+        let outs = approx[n..]
             .iter_mut()
-            .zip(&mut band_v[o..o + bw])
-            .zip(&mut band_h[o..o + bw])
-            .zip(&mut band_d[o..o + bw]);
+            .zip(&mut band_v[n..])
+            .zip(&mut band_h[n..])
+            .zip(&mut band_d[n..]);
         for (((((&l0, &l1), &l2), &l3), (((&h0, &h1), &h2), &h3)), (((a, v), bh_), d)) in
             l.zip(hh).zip(outs)
         {
@@ -220,7 +418,9 @@ fn dwt_scale0<T: Copy + Into<i32>>(
 /// One DWT level of scales 1-3 on the previous approximation band (`w` x `h`, int32), int64
 /// accumulation without mean removal.
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn dwt_scale123(
+    cpu: CpuLevel,
     src: &[i32],
     w: usize,
     h: usize,
@@ -249,8 +449,21 @@ fn dwt_scale123(
             &src[y * w..y * w + w]
         };
         let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-        let taps = r0.iter().zip(r1).zip(r2).zip(r3);
-        let outs = lo[1..=w].iter_mut().zip(hi[1..=w].iter_mut());
+        let n = arch::dwt123_vert(
+            cpu,
+            [r0, r1, r2, r3],
+            if i + 1 < bh {
+                [row(4), row(5)]
+            } else {
+                [r2, r3]
+            },
+            rv,
+            sv,
+            &mut lo[1..=w],
+            &mut hi[1..=w],
+        );
+        let taps = r0[n..].iter().zip(&r1[n..]).zip(&r2[n..]).zip(&r3[n..]);
+        let outs = lo[1 + n..=w].iter_mut().zip(hi[1 + n..=w].iter_mut());
         for ((((&a, &b), &c), &d), (l, hh)) in taps.zip(outs) {
             let s = [a as i64, b as i64, c as i64, d as i64];
             let mut vl = 0i64;
@@ -264,13 +477,16 @@ fn dwt_scale123(
         }
         pad_row(lo, w);
         pad_row(hi, w);
-        for m in 0..=bw {
+        let o = i * bw;
+        let (approx, band_v) = (&mut approx[o..o + bw], &mut band_v[o..o + bw]);
+        let (band_h, band_d) = (&mut band_h[o..o + bw], &mut band_d[o..o + bw]);
+        let n = arch::dwt123_horiz(cpu, lo, hi, rh, sh, approx, band_v, band_h, band_d);
+        for m in n..=bw {
             lo_even[m] = lo[2 * m];
             lo_odd[m] = lo[2 * m + 1];
             hi_even[m] = hi[2 * m];
             hi_odd[m] = hi[2 * m + 1];
         }
-        let o = i * bw;
         let dot = |f: &[i32; 4], x: [i32; 4]| {
             let mut acc = 0i64;
             for k in 0..4 {
@@ -278,21 +494,21 @@ fn dwt_scale123(
             }
             ((acc + rh) >> sh) as i32
         };
-        let l = lo_even[..bw]
+        let l = lo_even[n..bw]
             .iter()
-            .zip(&lo_odd[..bw])
-            .zip(&lo_even[1..=bw])
-            .zip(&lo_odd[1..=bw]);
-        let hh = hi_even[..bw]
+            .zip(&lo_odd[n..bw])
+            .zip(&lo_even[n + 1..=bw])
+            .zip(&lo_odd[n + 1..=bw]);
+        let hh = hi_even[n..bw]
             .iter()
-            .zip(&hi_odd[..bw])
-            .zip(&hi_even[1..=bw])
-            .zip(&hi_odd[1..=bw]);
-        let outs = approx[o..o + bw]
+            .zip(&hi_odd[n..bw])
+            .zip(&hi_even[n + 1..=bw])
+            .zip(&hi_odd[n + 1..=bw]);
+        let outs = approx[n..]
             .iter_mut()
-            .zip(&mut band_v[o..o + bw])
-            .zip(&mut band_h[o..o + bw])
-            .zip(&mut band_d[o..o + bw]);
+            .zip(&mut band_v[n..])
+            .zip(&mut band_h[n..])
+            .zip(&mut band_d[n..]);
         for (((((&l0, &l1), &l2), &l3), (((&h0, &h1), &h2), &h3)), (((a, v), bh_), d)) in
             l.zip(hh).zip(outs)
         {
@@ -338,6 +554,7 @@ fn enhance(rst: i64, o_pos: bool, t: i64, egl: f64) -> f64 {
 /// `split(o, t, angle)` -> (restored, additive) for every band.
 #[allow(clippy::type_complexity)]
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn decouple<T: Copy + Into<i64>>(
     o: [&[T]; 3],
     t: [&[T]; 3],
@@ -345,25 +562,46 @@ fn decouple<T: Copy + Into<i64>>(
     bh: usize,
     r: [&mut [T]; 3],
     a: [&mut [T]; 3],
+    simd: impl Fn([&[T]; 3], [&[T]; 3], [&mut [T]; 3], [&mut [T]; 3]) -> usize,
     split: impl Fn(T, T, bool) -> (T, T),
 ) {
     let (left, right) = csf_window(bw);
     let (top, bottom) = csf_window(bh);
     let mut angle = vec![false; right - left];
+    let [r0, r1, r2] = r;
+    let [a0, a1, a2] = a;
     for i in top..bottom {
         let rg = i * bw + left..i * bw + right;
-        let hv = o[0][rg.clone()]
+        let orow = o.map(|p| &p[rg.clone()]);
+        let trow = t.map(|p| &p[rg.clone()]);
+        let mut rrow = [
+            &mut r0[rg.clone()],
+            &mut r1[rg.clone()],
+            &mut r2[rg.clone()],
+        ];
+        let mut arow = [
+            &mut a0[rg.clone()],
+            &mut a1[rg.clone()],
+            &mut a2[rg.clone()],
+        ];
+        let n = simd(
+            orow,
+            trow,
+            rrow.each_mut().map(|x| &mut **x),
+            arow.each_mut().map(|x| &mut **x),
+        );
+        let hv = orow[0][n..]
             .iter()
-            .zip(&o[1][rg.clone()])
-            .zip(&t[0][rg.clone()])
-            .zip(&t[1][rg.clone()]);
-        for (f, (((&oh, &ov), &th), &tv)) in angle.iter_mut().zip(hv) {
+            .zip(&orow[1][n..])
+            .zip(&trow[0][n..])
+            .zip(&trow[1][n..]);
+        for (f, (((&oh, &ov), &th), &tv)) in angle[n..].iter_mut().zip(hv) {
             let (oh, ov, th, tv) = (oh.into(), ov.into(), th.into(), tv.into());
             *f = within_one_degree(oh * th + ov * tv, oh * oh + ov * ov, th * th + tv * tv);
         }
         for b in 0..3 {
-            let ins = o[b][rg.clone()].iter().zip(&t[b][rg.clone()]).zip(&angle);
-            let outs = r[b][rg.clone()].iter_mut().zip(a[b][rg.clone()].iter_mut());
+            let ins = orow[b][n..].iter().zip(&trow[b][n..]).zip(&angle[n..]);
+            let outs = rrow[b][n..].iter_mut().zip(arow[b][n..].iter_mut());
             for (((&ob, &tb), &f), (rv, av)) in ins.zip(outs) {
                 (*rv, *av) = split(ob, tb, f);
             }
@@ -373,7 +611,9 @@ fn decouple<T: Copy + Into<i64>>(
 
 /// Scale-0 decoupling into restored (`r`) and additive (`a`) bands.
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn decouple_scale0(
+    cpu: CpuLevel,
     o: [&[i16]; 3],
     t: [&[i16]; 3],
     bw: usize,
@@ -383,22 +623,31 @@ fn decouple_scale0(
     a: [&mut [i16]; 3],
 ) {
     let lut = div_lookup();
-    decouple(o, t, bw, bh, r, a, |o: i16, t: i16, angle| {
-        let (ob, tb) = (o as i32, t as i32);
-        let k = if ob == 0 {
-            32768
-        } else {
-            let q = lut[ob.unsigned_abs() as usize] as i64 * tb as i64;
-            let q = if ob < 0 { -q } else { q };
-            ((q + 16384) >> 15) as i32
-        }
-        .clamp(0, 32768);
-        let mut rst = ((k * ob + 16384) >> 15) as i16;
-        if angle && k > 0 && ob != 0 {
-            rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i16;
-        }
-        (rst, (tb - rst as i32) as i16)
-    });
+    decouple(
+        o,
+        t,
+        bw,
+        bh,
+        r,
+        a,
+        |o, t, r, a| arch::decouple0(cpu, o, t, egl, r, a),
+        |o: i16, t: i16, angle| {
+            let (ob, tb) = (o as i32, t as i32);
+            let k = if ob == 0 {
+                32768
+            } else {
+                let q = lut[ob.unsigned_abs() as usize] as i64 * tb as i64;
+                let q = if ob < 0 { -q } else { q };
+                ((q + 16384) >> 15) as i32
+            }
+            .clamp(0, 32768);
+            let mut rst = ((k * ob + 16384) >> 15) as i16;
+            if angle && k > 0 && ob != 0 {
+                rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i16;
+            }
+            (rst, (tb - rst as i32) as i16)
+        },
+    );
 }
 
 /// `|o|` reduced to at most 15 significant bits for the reciprocal table, with the shift used.
@@ -414,7 +663,9 @@ fn reduce15(abs_o: u32) -> (usize, u32) {
 
 /// Decoupling of scales 1-3 (int32 bands, int64 gains).
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn decouple_scale123(
+    cpu: CpuLevel,
     o: [&[i32]; 3],
     t: [&[i32]; 3],
     bw: usize,
@@ -424,26 +675,36 @@ fn decouple_scale123(
     a: [&mut [i32]; 3],
 ) {
     let lut = div_lookup();
-    decouple(o, t, bw, bh, r, a, |ob: i32, tb: i32, angle| {
-        let k = if ob == 0 {
-            32768
-        } else {
-            let (m, sh) = reduce15(ob.unsigned_abs());
-            let q = lut[m] as i64 * tb as i64;
-            let q = if ob < 0 { -q } else { q };
-            (q + (1i64 << (14 + sh))) >> (15 + sh)
-        }
-        .clamp(0, 32768);
-        let mut rst = ((k * ob as i64 + 16384) >> 15) as i32;
-        if angle && k > 0 && ob != 0 {
-            rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i32;
-        }
-        (rst, tb.wrapping_sub(rst))
-    });
+    decouple(
+        o,
+        t,
+        bw,
+        bh,
+        r,
+        a,
+        |o, t, r, a| arch::decouple123(cpu, o, t, egl, r, a),
+        |ob: i32, tb: i32, angle| {
+            let k = if ob == 0 {
+                32768
+            } else {
+                let (m, sh) = reduce15(ob.unsigned_abs());
+                let q = lut[m] as i64 * tb as i64;
+                let q = if ob < 0 { -q } else { q };
+                (q + (1i64 << (14 + sh))) >> (15 + sh)
+            }
+            .clamp(0, 32768);
+            let mut rst = ((k * ob as i64 + 16384) >> 15) as i32;
+            if angle && k > 0 && ob != 0 {
+                rst = enhance(rst as i64, ob > 0, tb as i64, egl) as i32;
+            }
+            (rst, tb.wrapping_sub(rst))
+        },
+    );
 }
 
 /// Scale-0 CSF: weighted coefficients (`dst`) and their masking contributions (`flt` ~ |dst|/30).
 fn csf_scale0(
+    cpu: CpuLevel,
     src: [&[i16]; 3],
     irf: [u16; 3],
     bw: usize,
@@ -462,7 +723,17 @@ fn csf_scale0(
         let w = irf[b] as i32;
         for i in top..bottom {
             let row = i * bw;
-            for j in left..right {
+            let rg = row + left..row + right;
+            let n = arch::csf0(
+                cpu,
+                &s[rg.clone()],
+                w,
+                ROUND[b],
+                SHIFT[b],
+                &mut d[rg.clone()],
+                &mut f[rg],
+            );
+            for j in left + n..right {
                 let v =
                     ((w.wrapping_mul(s[row + j] as i32)).wrapping_add(ROUND[b]) >> SHIFT[b]) as i16;
                 d[row + j] = v;
@@ -478,6 +749,7 @@ const WRAPPED_HALF: i64 = i32::MIN as i64;
 
 /// CSF of scales 1-3 (Q32 weights).
 fn csf_scale123(
+    cpu: CpuLevel,
     src: [&[i32]; 3],
     irf: [u32; 3],
     bw: usize,
@@ -492,7 +764,9 @@ fn csf_scale123(
         let w = irf[b] as i64;
         for i in top..bottom {
             let row = i * bw;
-            for j in left..right {
+            let rg = row + left..row + right;
+            let n = arch::csf123(cpu, &s[rg.clone()], irf[b], &mut d[rg.clone()], &mut f[rg]);
+            for j in left + n..right {
                 let v = ((w.wrapping_mul(s[row + j] as i64) + (1 << 27)) >> 28) as i32;
                 d[row + j] = v;
                 f[row + j] = ((143165577 * (v as i64).abs() + WRAPPED_HALF) >> 32) as i32;
@@ -503,7 +777,7 @@ fn csf_scale123(
 
 /// Scale-0 denominator: per row, the sum of `|c|^3` of the reference bands, rounded and shifted.
 #[inline(never)]
-fn den_scale0(o: [&[i16]; 3], bw: usize, bh: usize, shift: u32) -> [u64; 3] {
+fn den_scale0(cpu: CpuLevel, o: [&[i16]; 3], bw: usize, bh: usize, shift: u32) -> [u64; 3] {
     let (left, right) = score_window(bw);
     let (top, bottom) = score_window(bh);
     let add = half(shift) as u64;
@@ -511,13 +785,15 @@ fn den_scale0(o: [&[i16]; 3], bw: usize, bh: usize, shift: u32) -> [u64; 3] {
     for (b, band) in o.iter().enumerate() {
         for i in top..bottom {
             let row = &band[i * bw + left..i * bw + right];
-            let inner: u64 = row
-                .iter()
-                .map(|&c| {
-                    let m = (c as i32).unsigned_abs() as u64;
-                    m * m * m
-                })
-                .sum();
+            let (simd, n) = arch::den0(cpu, row);
+            let inner: u64 = simd
+                + row[n..]
+                    .iter()
+                    .map(|&c| {
+                        let m = (c as i32).unsigned_abs() as u64;
+                        m * m * m
+                    })
+                    .sum::<u64>();
             acc[b] += (inner + add) >> shift;
         }
     }
@@ -526,7 +802,14 @@ fn den_scale0(o: [&[i16]; 3], bw: usize, bh: usize, shift: u32) -> [u64; 3] {
 
 /// Denominator of scales 1-3: the square is rounded with the full divisor `1 << ssq` (upstream).
 #[inline(never)]
-fn den_scale123(o: [&[i32]; 3], scale: usize, bw: usize, bh: usize, sh: &ScaleShifts) -> [u64; 3] {
+fn den_scale123(
+    cpu: CpuLevel,
+    o: [&[i32]; 3],
+    scale: usize,
+    bw: usize,
+    bh: usize,
+    sh: &ScaleShifts,
+) -> [u64; 3] {
     let ssq = [31u32, 30, 31][scale - 1];
     let (left, right) = score_window(bw);
     let (top, bottom) = score_window(bh);
@@ -536,13 +819,15 @@ fn den_scale123(o: [&[i32]; 3], scale: usize, bw: usize, bh: usize, sh: &ScaleSh
     for (b, band) in o.iter().enumerate() {
         for i in top..bottom {
             let row = &band[i * bw + left..i * bw + right];
-            let inner: u64 = row
-                .iter()
-                .map(|&c| {
-                    let m = c.unsigned_abs() as u64;
-                    ((((m * m + (1u64 << ssq)) >> ssq) * m) + add_cube) >> sh.den_cube
-                })
-                .sum();
+            let (simd, n) = arch::den123(cpu, row, ssq, add_cube, sh.den_cube);
+            let inner: u64 = simd
+                + row[n..]
+                    .iter()
+                    .map(|&c| {
+                        let m = c.unsigned_abs() as u64;
+                        ((((m * m + (1u64 << ssq)) >> ssq) * m) + add_cube) >> sh.den_cube
+                    })
+                    .sum::<u64>();
             acc[b] += (inner + add_row) >> sh.den_row;
         }
     }
@@ -558,15 +843,21 @@ fn rows<T>(v: [&[T]; 3], y: usize, bw: usize) -> [&[T]; 3] {
 /// the three bands, its 8 neighbours in `flt` plus `centre(dst)` at the pixel itself
 /// (neighbours outside the band: -1 -> 1 at the start, n -> n-1 at the end). `pix` turns the
 /// source coefficient of band `b` and the threshold into the value to accumulate.
-#[allow(clippy::too_many_arguments)]
+///
+/// `simd_cols(fu, fm, fd, dm, col, cen)` and `simd_pix(b, src, thr)` are the SIMD row kernels
+/// of the column sums and of the pixel sum (a prefix and its length, as everywhere).
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 #[inline(always)]
 fn contrast_mask<T: Copy + Into<i32>>(
+    cpu: CpuLevel,
     src: [&[T]; 3],
     dst: [&[T]; 3],
     flt: [&[T]; 3],
     bw: usize,
     bh: usize,
     row_shift: u32,
+    simd_cols: impl Fn([&[T]; 3], [&[T]; 3], [&[T]; 3], [&[T]; 3], &mut [i32], &mut [i32]) -> usize,
+    simd_pix: impl Fn(usize, &[T], &[i32]) -> (i64, usize),
     centre: impl Fn(T) -> i32,
     pix: impl Fn(usize, T, i32) -> i64,
 ) -> [i64; 3] {
@@ -584,11 +875,17 @@ fn contrast_mask<T: Copy + Into<i32>>(
         let dn = if i + 1 == bh { bh - 1 } else { i + 1 };
         let (fu, fm, fd) = (rows(flt, up, bw), rows(flt, i, bw), rows(flt, dn, bw));
         let (dm, sm) = (rows(dst, i, bw), rows(src, i, bw));
-        col.fill(0);
-        cen.fill(0);
+        let n = simd_cols(fu, fm, fd, dm, &mut col, &mut cen);
+        col[n..].fill(0);
+        cen[n..].fill(0);
         for b in 0..3 {
-            let ins = fu[b].iter().zip(fm[b]).zip(fd[b]).zip(dm[b]);
-            for ((c, e), (((&u, &m), &d), &x)) in col.iter_mut().zip(cen.iter_mut()).zip(ins) {
+            let ins = fu[b][n..]
+                .iter()
+                .zip(&fm[b][n..])
+                .zip(&fd[b][n..])
+                .zip(&dm[b][n..]);
+            let outs = col[n..].iter_mut().zip(cen[n..].iter_mut());
+            for ((c, e), (((&u, &m), &d), &x)) in outs.zip(ins) {
                 let m: i32 = m.into();
                 *c = c
                     .wrapping_add(u.into())
@@ -613,6 +910,8 @@ fn contrast_mask<T: Copy + Into<i32>>(
             thr[bw - 1] = box3(bw - 1, bw - 2, bw - 1);
         }
         if j1 > j0 {
+            let n = arch::cm_thr(cpu, &col[j0 - 1..j1 + 1], &cen[j0..j1], &mut thr[j0..j1]);
+            let j0 = j0 + n;
             let ins = col[j0 - 1..j1 - 1]
                 .iter()
                 .zip(&col[j0..j1])
@@ -623,8 +922,9 @@ fn contrast_mask<T: Copy + Into<i32>>(
             }
         }
         for b in 0..3 {
-            let mut inner = 0i64;
-            for (&x, &t) in sm[b][left..right].iter().zip(&thr[left..right]) {
+            let (s, t) = (&sm[b][left..right], &thr[left..right]);
+            let (mut inner, n) = simd_pix(b, s, t);
+            for (&x, &t) in s[n..].iter().zip(&t[n..]) {
                 inner += pix(b, x, t);
             }
             acc[b] += (inner + add) >> row_shift;
@@ -635,7 +935,9 @@ fn contrast_mask<T: Copy + Into<i32>>(
 
 /// Scale-0 contrast masking: `src` weighted by the integer CSF factors (not shifted), minus the
 /// threshold in the same Q format, then cubed with per-band shifts.
+#[allow(clippy::too_many_arguments)]
 fn cm_scale0(
+    cpu: CpuLevel,
     src: [&[i16]; 3],
     dst: [&[i16]; 3],
     flt: [&[i16]; 3],
@@ -649,12 +951,18 @@ fn cm_scale0(
     let add_cube = sh.cm_cube.map(half);
     let cube = sh.cm_cube;
     contrast_mask(
+        cpu,
         src,
         dst,
         flt,
         bw,
         bh,
         sh.cm_row,
+        |fu, fm, fd, dm, col, cen| arch::cm_cols0(cpu, fu, fm, fd, dm, col, cen),
+        |b, s, thr| {
+            let k = [irf[b] as i32, SUB[b] as i32, SQ[b] as i32];
+            arch::cm_pix0(cpu, s, thr, k, add_cube[b], cube[b])
+        },
         // ~|c|/15; the int16 cast wraps for |c| >= 15360 as upstream's does.
         |c: i16| ((8738 * (c as i32).abs() + 2048) >> 12) as i16 as i32,
         |b, s: i16, thr| {
@@ -672,6 +980,7 @@ fn cm_scale0(
 /// Contrast masking of scales 1-3.
 #[allow(clippy::too_many_arguments)]
 fn cm_scale123(
+    cpu: CpuLevel,
     src: [&[i32]; 3],
     dst: [&[i32]; 3],
     flt: [&[i32]; 3],
@@ -683,12 +992,15 @@ fn cm_scale123(
     let cube = sh.cm_cube[0];
     let add_cube = half(cube);
     contrast_mask(
+        cpu,
         src,
         dst,
         flt,
         bw,
         bh,
         sh.cm_row,
+        |fu, fm, fd, dm, col, cen| arch::cm_cols123(cpu, fu, fm, fd, dm, col, cen),
+        |b, s, thr| arch::cm_pix123(cpu, s, thr, irf[b], add_cube, cube),
         |c: i32| ((286331153 * (c as i64).abs() + WRAPPED_HALF) >> 32) as i32,
         |b, s: i32, thr| {
             let x = (((s as i64).wrapping_mul(irf[b] as i64) + (1 << 27)) >> 28) as i32;
@@ -720,10 +1032,14 @@ pub struct Scratch {
     tmp32: Vec<i32>,
 }
 
+/// The first `n` elements of each buffer. Buffers only grow: scales 1-3 share theirs, and
+/// shrinking them would re-zero megabytes at the next frame's scale 1.
 fn sized<T: Copy + Default>(v: &mut [Vec<T>; 3], n: usize) -> [&mut [T]; 3] {
     let [a, b, c] = v;
     for x in [&mut *a, &mut *b, &mut *c] {
-        x.resize(n, T::default());
+        if x.len() < n {
+            x.resize(n, T::default());
+        }
     }
     [&mut a[..n], &mut b[..n], &mut c[..n]]
 }
@@ -740,9 +1056,11 @@ pub enum Luma<'a> {
 }
 
 /// Runs the integer stages of all scales on the luma planes `ref_` and `dis` (`w` x `h`,
-/// `stride` samples per row, `bpc` bits) and returns each scale's accumulators.
+/// `stride` samples per row, `bpc` bits) and returns each scale's accumulators. `cpu` picks
+/// the SIMD kernels; every level gives the same result.
 #[allow(clippy::too_many_arguments)]
 pub fn accumulate(
+    cpu: CpuLevel,
     ref_: Luma<'_>,
     dis: Luma<'_>,
     ref_stride: usize,
@@ -767,14 +1085,15 @@ pub fn accumulate(
     ] {
         let bands = sized(bands, n);
         match pic {
-            Luma::U8(px) => dwt_scale0(px, stride, w, h, bpc, approx, bands, &mut s.tmp16),
-            Luma::U16(px) => dwt_scale0(px, stride, w, h, bpc, approx, bands, &mut s.tmp16),
+            Luma::U8(px) => dwt_scale0(cpu, px, stride, w, h, bpc, approx, bands, &mut s.tmp16),
+            Luma::U16(px) => dwt_scale0(cpu, px, stride, w, h, bpc, approx, bands, &mut s.tmp16),
         }
     }
     if !p.skip_scale0 {
         let sh = scale_shifts(0, bw, bh);
         let (o, t) = (view(&s.ref0, n), view(&s.dis0, n));
         decouple_scale0(
+            cpu,
             o,
             t,
             bw,
@@ -783,9 +1102,10 @@ pub fn accumulate(
             sized(&mut s.r0, n),
             sized(&mut s.a0, n),
         );
-        out[0].den = den_scale0(o, bw, bh, sh.den_row);
+        out[0].den = den_scale0(cpu, o, bw, bh, sh.den_row);
         let (r, a) = (view(&s.r0, n), view(&s.a0, n));
         csf_scale0(
+            cpu,
             a,
             p.irf0,
             bw,
@@ -794,10 +1114,11 @@ pub fn accumulate(
             sized(&mut s.flt0, n),
         );
         let (d, f) = (view(&s.dst0, n), view(&s.flt0, n));
-        out[0].num = cm_scale0(r, d, f, p.irf0, bw, bh, &sh);
+        out[0].num = cm_scale0(cpu, r, d, f, p.irf0, bw, bh, &sh);
         if !p.skip_aim {
             // Roles swap: CSF of the restored bands masks the additive ones.
             csf_scale0(
+                cpu,
                 r,
                 p.irf0,
                 bw,
@@ -806,7 +1127,7 @@ pub fn accumulate(
                 sized(&mut s.flt0, n),
             );
             let (d, f) = (view(&s.dst0, n), view(&s.flt0, n));
-            out[0].aim = cm_scale0(a, d, f, p.irf0, bw, bh, &sh);
+            out[0].aim = cm_scale0(cpu, a, d, f, p.irf0, bw, bh, &sh);
         }
     }
 
@@ -825,6 +1146,7 @@ pub fn accumulate(
             let (src, dst) = if cur == 0 { (a0, a1) } else { (a1, a0) };
             dst.resize(n.max(dst.len()), 0);
             dwt_scale123(
+                cpu,
                 &src[..pw * ph],
                 pw,
                 ph,
@@ -838,6 +1160,7 @@ pub fn accumulate(
         let sh = scale_shifts(scale, bw, bh);
         let (o, t) = (view(&s.ref1, n), view(&s.dis1, n));
         decouple_scale123(
+            cpu,
             o,
             t,
             bw,
@@ -846,17 +1169,37 @@ pub fn accumulate(
             sized(&mut s.r1, n),
             sized(&mut s.a1, n),
         );
-        acc.den = den_scale123(o, scale, bw, bh, &sh);
+        acc.den = den_scale123(cpu, o, scale, bw, bh, &sh);
         let (r, a) = (view(&s.r1, n), view(&s.a1, n));
-        csf_scale123(a, irf, bw, bh, sized(&mut s.dst1, n), sized(&mut s.flt1, n));
+        csf_scale123(
+            cpu,
+            a,
+            irf,
+            bw,
+            bh,
+            sized(&mut s.dst1, n),
+            sized(&mut s.flt1, n),
+        );
         let (d, f) = (view(&s.dst1, n), view(&s.flt1, n));
-        acc.num = cm_scale123(r, d, f, irf, bw, bh, &sh);
+        acc.num = cm_scale123(cpu, r, d, f, irf, bw, bh, &sh);
         if !p.skip_aim {
-            csf_scale123(r, irf, bw, bh, sized(&mut s.dst1, n), sized(&mut s.flt1, n));
+            csf_scale123(
+                cpu,
+                r,
+                irf,
+                bw,
+                bh,
+                sized(&mut s.dst1, n),
+                sized(&mut s.flt1, n),
+            );
             let (d, f) = (view(&s.dst1, n), view(&s.flt1, n));
-            acc.aim = cm_scale123(a, d, f, irf, bw, bh, &sh);
+            acc.aim = cm_scale123(cpu, a, d, f, irf, bw, bh, &sh);
         }
         (pw, ph) = (bw, bh);
     }
     out
 }
+
+#[cfg(test)]
+#[path = "cpu_tests.rs"]
+mod tests;

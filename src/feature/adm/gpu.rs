@@ -236,6 +236,7 @@ mod tests {
         }
         let mut s = CpuScratch::default();
         cpu::accumulate(
+            crate::simd::CpuLevel::SCALAR,
             luma(r),
             luma(d),
             r.stride[0],

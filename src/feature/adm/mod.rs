@@ -10,9 +10,13 @@
 //! Deliberate deviation: when the denominator is 0 upstream leaves the AIM score
 //! uninitialised; here it is 0.
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 pub mod cpu;
 pub mod gpu;
 pub mod tables;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use std::sync::Mutex;
 
@@ -347,6 +351,7 @@ impl Adm {
             .pop()
             .unwrap_or_default();
         let acc = cpu::accumulate(
+            input.cpu,
             lr,
             ld,
             r.stride[0],
@@ -439,6 +444,7 @@ impl Adm {
 mod tests {
     use super::*;
     use crate::feature::alias::alias;
+    use crate::simd::CpuLevel;
     use crate::testutil::{expected_json, expected_metric, load_parity_clip};
 
     /// Runs adm with `opts` on every frame of `clip` and compares the 7 standard outputs,
@@ -453,23 +459,28 @@ mod tests {
         let log = expected_json(json);
         let mut bad = Vec::new();
         let mut n = 0;
+        // Every SIMD level must print what upstream printed.
+        let levels = CpuLevel::available();
         for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
-            let mut out = Scores::new();
-            let input = FrameInput::pair(i, r, d);
-            adm.extract(&input, &mut out).unwrap();
-            assert_eq!(out.len(), 7);
-            for (name, v) in &out {
-                let key = alias(name);
-                let want = expected_metric(&log, i, key)
-                    .unwrap_or_else(|| panic!("{json}: no {key} at frame {i}"));
-                let (got, want) = (format!("{v:.6}"), format!("{want:.6}"));
-                if got != want {
-                    bad.push(format!("frame {i} {key}: got {got} want {want}"));
+            for &level in &levels {
+                let mut out = Scores::new();
+                let mut input = FrameInput::pair(i, r, d);
+                input.cpu = level;
+                adm.extract(&input, &mut out).unwrap();
+                assert_eq!(out.len(), 7);
+                for (name, v) in &out {
+                    let key = alias(name);
+                    let want = expected_metric(&log, i, key)
+                        .unwrap_or_else(|| panic!("{json}: no {key} at frame {i}"));
+                    let (got, want) = (format!("{v:.6}"), format!("{want:.6}"));
+                    if got != want {
+                        bad.push(format!("{level} frame {i} {key}: got {got} want {want}"));
+                    }
+                    n += 1;
                 }
-                n += 1;
             }
         }
-        assert_eq!(n, refs.len() * 7);
+        assert_eq!(n, refs.len() * 7 * levels.len());
         assert!(
             bad.is_empty(),
             "{clip}: {} mismatches:\n{}",
