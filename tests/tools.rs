@@ -253,13 +253,9 @@ fn meson_installs_upstream_layout() {
         Command::new(prefix.join("bin/vmaf")).arg("--version"),
         "bin/vmaf --version",
     );
-    // like upstream's, the version goes to stderr
-    let printed = format!(
-        "{}{}",
-        stdout(&version),
-        String::from_utf8_lossy(&version.stderr)
-    );
-    assert_eq!(printed.trim(), "3.2.0");
+    // like upstream's, the version goes to stderr; stdout says which CPU code runs
+    assert_eq!(String::from_utf8_lossy(&version.stderr).trim(), "3.2.0");
+    assert!(stdout(&version).starts_with("vmaf-hip "), "{}", stdout(&version));
 
     // A libvmaf consumer built with `pkg-config libvmaf` against the prefix.
     let clips = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("meson-install-clips");

@@ -120,7 +120,7 @@ fn name_from_buf(buf: &[c_char]) -> String {
     let bytes: Vec<u8> = buf
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        .map(|&c| c.to_ne_bytes()[0])
         .collect();
     String::from_utf8_lossy(&bytes).trim().to_string()
 }
