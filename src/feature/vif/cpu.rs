@@ -815,6 +815,24 @@ mod tests {
         (pic(&r), pic(&d))
     }
 
+    /// `compute_accums` at `cpu`, and at every kernel variant the CPU runs at that level (the
+    /// AVX-512 kernels without VNNI too), each with its name.
+    fn simd_variants(
+        cpu: CpuLevel,
+        r: &PictureData,
+        d: &PictureData,
+        egl: f64,
+        skip: bool,
+    ) -> Vec<(String, [VifAccums; 4])> {
+        let mut v = vec![(cpu.to_string(), compute_accums(r, d, egl, skip, cpu).unwrap())];
+        #[cfg(target_arch = "x86_64")]
+        if cpu.has_avx512() {
+            let a = super::super::x86::compute(cpu, false, r, d, egl, skip).unwrap();
+            v.push((format!("{cpu} without VNNI"), a.unwrap()));
+        }
+        v
+    }
+
     /// Every SIMD level against the reference on random geometry, depth and content.
     #[test]
     fn checkasm_compute_accums() {
@@ -833,11 +851,38 @@ mod tests {
                     let skip = rng.below(5) == 0;
                     let want = accums(Reference, &r, &d, egl, skip).unwrap();
                     for &cpu in &levels {
-                        let got = compute_accums(&r, &d, egl, skip, cpu).unwrap();
-                        assert_eq!(
-                            got, want,
-                            "{cpu} {w}x{h} {content:?} {bpc}-bit egl {egl} skip {skip}"
-                        );
+                        for (variant, got) in simd_variants(cpu, &r, &d, egl, skip) {
+                            assert_eq!(
+                                got, want,
+                                "{variant} {w}x{h} {content:?} {bpc}-bit egl {egl} skip {skip}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deep pictures whose samples exceed `bpc` bits (the reference truncates its rounded
+    /// means to u16 then): every level still gives the reference's accumulators.
+    #[test]
+    fn checkasm_out_of_range_samples() {
+        use crate::testutil::checkasm::Rng;
+        let mut rng = Rng::new(0x0dd);
+        for (w, h) in [(64, 40), (97, 33), (200, 70)] {
+            for bpc in [9u32, 10, 12] {
+                let pic = |rng: &mut Rng| -> Picture {
+                    let mut p = PictureData::new(PixelFormat::Yuv420p, bpc, w, h).unwrap();
+                    for v in p.plane_u16_mut(0) {
+                        *v = rng.next_u32() as u16;
+                    }
+                    Arc::new(p)
+                };
+                let (r, d) = (pic(&mut rng), pic(&mut rng));
+                let want = accums(Reference, &r, &d, DEFAULT_EGL, false).unwrap();
+                for cpu in CpuLevel::available() {
+                    for (variant, got) in simd_variants(cpu, &r, &d, DEFAULT_EGL, false) {
+                        assert_eq!(got, want, "{variant} {w}x{h} {bpc}-bit");
                     }
                 }
             }
@@ -852,8 +897,9 @@ mod tests {
             for (r, d) in refs.iter().zip(&dists).take(2) {
                 let want = accums(Reference, r, d, DEFAULT_EGL, false).unwrap();
                 for cpu in CpuLevel::available() {
-                    let got = compute_accums(r, d, DEFAULT_EGL, false, cpu).unwrap();
-                    assert_eq!(got, want, "{clip} {cpu}");
+                    for (variant, got) in simd_variants(cpu, r, d, DEFAULT_EGL, false) {
+                        assert_eq!(got, want, "{clip} {variant}");
+                    }
                 }
             }
         }
@@ -865,17 +911,36 @@ mod tests {
     fn time_levels_1080p() {
         let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
         let reps: usize = std::env::var("VIF_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+        type Run<'a> = Box<dyn Fn(&PictureData, &PictureData) -> [VifAccums; 4] + 'a>;
+        let mut runs: Vec<(String, Run)> = Vec::new();
         for cpu in CpuLevel::available() {
-            let _ = compute_accums(&refs[0], &dists[0], DEFAULT_EGL, false, cpu);
+            runs.push((
+                cpu.to_string(),
+                Box::new(move |r, d| compute_accums(r, d, DEFAULT_EGL, false, cpu).unwrap()),
+            ));
+            #[cfg(target_arch = "x86_64")]
+            if cpu.has_avx512() {
+                runs.push((
+                    format!("{cpu} without VNNI"),
+                    Box::new(move |r, d| {
+                        super::super::x86::compute(cpu, false, r, d, DEFAULT_EGL, false)
+                            .unwrap()
+                            .unwrap()
+                    }),
+                ));
+            }
+        }
+        for (name, run) in &runs {
+            let _ = run(&refs[0], &dists[0]);
             let mut best = f64::MAX;
             for _ in 0..reps {
                 let t = std::time::Instant::now();
                 for (r, d) in refs.iter().zip(&dists) {
-                    std::hint::black_box(compute_accums(r, d, DEFAULT_EGL, false, cpu).unwrap());
+                    std::hint::black_box(run(r, d));
                 }
                 best = best.min(t.elapsed().as_secs_f64() * 1e3 / refs.len() as f64);
             }
-            eprintln!("vif 1080p 8-bit {cpu}: {best:.2} ms/frame");
+            eprintln!("vif 1080p 8-bit {name}: {best:.2} ms/frame");
         }
     }
 
@@ -897,13 +962,16 @@ mod tests {
             sq_round: sq_round0(8),
             egl: DEFAULT_EGL,
         };
+        let reps: usize = std::env::var("VIF_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
         let time = |name: &str, f: &mut dyn FnMut()| {
             f();
-            let t = std::time::Instant::now();
-            for _ in 0..5 {
+            let mut best = f64::MAX;
+            for _ in 0..reps {
+                let t = std::time::Instant::now();
                 f();
+                best = best.min(t.elapsed().as_secs_f64() * 1e3);
             }
-            eprintln!("{name}: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / 5.0);
+            eprintln!("{name}: {best:.2} ms");
         };
         fn passes<P: Passes>(name: &str, pp: P, ri: &Img<'_, u8>, di: &Img<'_, u8>, p: &StatParams<'_>, time: &dyn Fn(&str, &mut dyn FnMut())) {
             time(&format!("{name} stats0"), &mut || {
@@ -931,8 +999,11 @@ mod tests {
             if let Some(k) = super::super::x86::Avx2::new(CpuLevel::detect()) {
                 passes("avx2", pipeline::Fast(k), &ri, &di, &p, &time);
             }
-            if let Some(k) = super::super::x86::Avx512::new(CpuLevel::detect()) {
+            if let Some(k) = super::super::x86::Avx512::<false>::new(CpuLevel::detect()) {
                 passes("avx512", pipeline::Fast(k), &ri, &di, &p, &time);
+            }
+            if let Some(k) = super::super::x86::Avx512::<true>::new(CpuLevel::detect()) {
+                passes("avx512vnni", pipeline::Fast(k), &ri, &di, &p, &time);
             }
         }
     }

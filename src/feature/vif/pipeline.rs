@@ -37,7 +37,7 @@
 //! (other gain limits, never produced by the option parser, use the reference).
 
 use super::cpu::{
-    accums, pad_map, Img, LumaSample, Passes, Round, StatParams, VifAccums,
+    pad_map, Img, LumaSample, Passes, Round, StatParams, VifAccums,
 };
 use crate::error::Result;
 use crate::picture::PictureData;
@@ -450,22 +450,14 @@ pub(super) fn compute(
         return None;
     }
     #[cfg(target_arch = "x86_64")]
-    {
-        if let Some(k) = super::x86::Avx512::new(cpu) {
-            return Some(accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
-        }
-        if let Some(k) = super::x86::Avx2::new(cpu) {
-            return Some(accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
-        }
-    }
+    return super::x86::compute(cpu, true, ref_pic, dis_pic, egl, skip_scale0);
     #[cfg(target_arch = "aarch64")]
+    return super::aarch64::compute(cpu, ref_pic, dis_pic, egl, skip_scale0);
+    #[allow(unreachable_code)]
     {
-        if let Some(k) = super::aarch64::Neon::new(cpu) {
-            return Some(accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
-        }
+        let _ = (cpu, ref_pic, dis_pic, skip_scale0);
+        None
     }
-    let _ = (cpu, ref_pic, dis_pic, skip_scale0);
-    None
 }
 
 #[cfg(test)]

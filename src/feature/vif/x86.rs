@@ -18,18 +18,22 @@
 
 use std::arch::x86_64::*;
 
-use super::cpu::{Round, VifAccums, EPS, SIGMA_NSQ};
-use super::pipeline::{log2_compact, pair_plan, tap_plan, Kernels, PLANES, SEGMENT};
+use super::cpu::{accums, Round, VifAccums, EPS, SIGMA_NSQ};
+use super::pipeline::{
+    log2_compact, pair_plan, tap_plan, Fast, Kernels, MAX_PAIRS, PLANES, SEGMENT,
+};
+use crate::error::Result;
+use crate::picture::PictureData;
 use crate::simd::CpuLevel;
 
 /// Proof that the CPU runs AVX2: only made after `CpuLevel::has_avx2()`.
 #[derive(Clone, Copy)]
 pub(super) struct Avx2(());
 
-/// Proof that the CPU runs AVX-512 (F, BW, DQ, CD, VL) and AVX2: only made after
-/// `CpuLevel::has_avx512()`.
+/// Proof that the CPU runs AVX-512 (F, BW, DQ, CD, VL) and AVX2, and with `VNNI` also
+/// AVX512-VNNI: only made after `CpuLevel::has_avx512()` (and the VNNI detection).
 #[derive(Clone, Copy)]
-pub(super) struct Avx512(());
+pub(super) struct Avx512<const VNNI: bool>(());
 
 impl Avx2 {
     /// The token, when `cpu` runs AVX2.
@@ -37,24 +41,63 @@ impl Avx2 {
         cpu.has_avx2().then_some(Avx2(()))
     }
 
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
         f()
     }
 }
 
-impl Avx512 {
+impl Avx512<false> {
     /// The token, when `cpu` runs AVX-512.
     pub(super) fn new(cpu: CpuLevel) -> Option<Self> {
         cpu.has_avx512().then_some(Avx512(()))
     }
 
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vl,avx2")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vl,avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
         f()
     }
+}
+
+impl Avx512<true> {
+    /// The token, when `cpu` runs AVX-512 and the CPU has AVX512-VNNI (a part of every
+    /// AVX-512 CPU since Ice Lake and Zen 4; the level does not lower it separately).
+    pub(super) fn new(cpu: CpuLevel) -> Option<Self> {
+        (cpu.has_avx512() && is_x86_feature_detected!("avx512vnni")).then_some(Avx512(()))
+    }
+
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vl,avx512vnni,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}
+
+/// `compute_accums` on the best kernels `cpu` allows (AVX-512 with VNNI where the CPU has
+/// it, unless `vnni` is false), or None without AVX2.
+pub(super) fn compute(
+    cpu: CpuLevel,
+    vnni: bool,
+    ref_pic: &PictureData,
+    dis_pic: &PictureData,
+    egl: f64,
+    skip_scale0: bool,
+) -> Option<Result<[VifAccums; 4]>> {
+    let run = |p: &dyn Fn() -> Result<[VifAccums; 4]>| Some(p());
+    if let Some(k) = Avx512::<true>::new(cpu).filter(|_| vnni) {
+        return run(&|| accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
+    }
+    if let Some(k) = Avx512::<false>::new(cpu) {
+        return run(&|| accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
+    }
+    if let Some(k) = Avx2::new(cpu) {
+        return run(&|| accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
+    }
+    None
 }
 
 /// Calls a value intrinsic of the token's instruction sets.
@@ -105,10 +148,21 @@ trait Ops: Copy {
     fn add32(self, a: Self::V, b: Self::V) -> Self::V;
     /// `vpmaddwd`: signed 16x16 products of neighbouring lanes, summed in 32 bits.
     fn madd(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `acc + madd(a, b)` (wrapping; one `vpdpwssd` with VNNI).
+    #[inline(always)]
+    fn dot(self, acc: Self::V, a: Self::V, b: Self::V) -> Self::V {
+        self.add32(acc, self.madd(a, b))
+    }
     fn srl32(self, a: Self::V, n: u32) -> Self::V;
     fn sll32(self, a: Self::V, n: u32) -> Self::V;
-    /// The low 16 bits of `e`'s and `o`'s 32-bit lanes, interleaved (`e` first).
-    fn merge(self, e: Self::V, o: Self::V) -> Self::V;
+    fn and(self, a: Self::V, b: Self::V) -> Self::V;
+    /// 16-bit lanes of `a` and `b` interleaved, from the low (`unpacklo16`) or high half of
+    /// each 128-bit lane: the 32-bit results of `madd` on them hold pixels 0-3 (`lo`) and 4-7
+    /// (`hi`) of every 8.
+    fn unpacklo16(self, a: Self::V, b: Self::V) -> Self::V;
+    fn unpackhi16(self, a: Self::V, b: Self::V) -> Self::V;
+    /// `vpackusdw`: the inverse of the unpacks' order, for 32-bit lanes below 2^16.
+    fn packus32(self, lo: Self::V, hi: Self::V) -> Self::V;
 
     fn acc_new(self) -> Self::Acc;
     /// The reference's `pixel()` on the first `lanes` 32-bit lanes of the five moments
@@ -117,68 +171,133 @@ trait Ops: Copy {
     fn acc_finish(self, acc: Self::Acc) -> VifAccums;
 }
 
-/// `madd` coefficient vectors of `c` for even (`(c, 0)`) and odd (`(0, c)`) pixels.
-#[inline(always)]
-fn coef<S: Ops>(s: S, c: i16) -> (S::V, S::V) {
-    let c = i32::from(c as u16);
-    (s.splat32(c), s.splat32(c << 16))
-}
-
-/// `a | b << 16`: a pair coefficient of the horizontal pass.
+/// `a | b << 16`: the coefficients of a pair of taps for `madd` (the first tap in the low
+/// half of each 32-bit lane, as `unpacklo16` / `unpackhi16` and the horizontal loads put it).
 #[inline(always)]
 fn pair<S: Ops>(s: S, a: i16, b: i16) -> S::V {
     s.splat32((u32::from(a as u16) | u32::from(b as u16) << 16) as i32)
 }
 
+/// Sums of `F` tap rows paired by `unpack`: `[lo, hi]` (see [`Ops::unpacklo16`]).
+type Halves<V> = [V; 2];
+
+/// `acc += Σ c·(a, b)` over one pair of tap rows (`c` a [`pair`]).
+#[inline(always)]
+fn dot_pair<S: Ops>(s: S, acc: &mut Halves<S::V>, a: S::V, b: S::V, c: S::V) {
+    acc[0] = s.dot(acc[0], s.unpacklo16(a, b), c);
+    acc[1] = s.dot(acc[1], s.unpackhi16(a, b), c);
+}
+
+/// The low 16 bits of the 32-bit lanes of `[lo, hi]`, in pixel order and biased.
+#[inline(always)]
+fn pack_low<S: Ops>(s: S, t: Halves<S::V>) -> S::V {
+    let m = s.splat32(0xffff);
+    s.xor(s.packus32(s.and(t[0], m), s.and(t[1], m)), s.splat16(i16::MIN))
+}
+
+/// The high 16 bits of the 32-bit lanes of `[lo, hi]`, in pixel order and biased.
+#[inline(always)]
+fn pack_high<S: Ops>(s: S, t: Halves<S::V>) -> S::V {
+    s.xor(
+        s.packus32(s.srl32(t[0], 16), s.srl32(t[1], 16)),
+        s.splat16(i16::MIN),
+    )
+}
+
+/// `x - 128` of the `N` bytes at `p`, in 16-bit lanes.
+///
+/// # Safety
+/// `p` is valid for reading `N` bytes.
+#[inline(always)]
+unsafe fn load_u<S: Ops>(s: S, p: *const u8) -> S::V {
+    // SAFETY: the caller's contract.
+    s.sub16(unsafe { s.load_u8(p) }, s.splat16(128))
+}
+
+/// `a·b + c·d` in 16-bit lanes (wrapping).
+#[inline(always)]
+fn mul2<S: Ops>(s: S, a: S::V, b: S::V, c: S::V, d: S::V) -> S::V {
+    s.add16(s.mullo16(a, b), s.mullo16(c, d))
+}
+
+/// `(v + add) >> shift` of both halves.
+#[inline(always)]
+fn round_halves<S: Ops>(s: S, v: Halves<S::V>, add: S::V, shift: u32) -> Halves<S::V> {
+    [
+        s.srl32(s.add32(v[0], add), shift),
+        s.srl32(s.add32(v[1], add), shift),
+    ]
+}
+
 // ---- 8-bit statistics rows ----
 
-/// Folded vertical sums of 8-bit input for one chunk at column `j` (`pipeline.rs`):
-/// `[S1, S2, Q1, Q2, R]` as `[even, odd]`, of which `X` makes S1 and Q1, `Y` S2 and Q2 and
-/// `XY` R (the others stay zero).
+/// Folded row `k` of 8-bit input at column `j` (`pipeline.rs`): with `u = x - 128`,
+/// `[u_a + u_b, v_a + v_b, u_a² + u_b² - 2^15, v_a² + v_b² - 2^15, u_a·v_a + u_b·v_b - 256]`
+/// for the taps `k` and `F-1-k`, the centre tap alone unbiased, zero past it. `X` makes terms
+/// 0 and 2, `Y` 1 and 3, `XY` 4 (the others stay zero).
 ///
 /// # Safety
 /// Every row pointer is valid for reading `j + N` bytes.
+#[inline(always)]
+unsafe fn u8_fold<S: Ops, const F: usize, const X: bool, const Y: bool, const XY: bool>(
+    s: S,
+    rp: &[*const u8; F],
+    dp: &[*const u8; F],
+    k: usize,
+    j: usize,
+) -> [S::V; 5] {
+    let half = F / 2;
+    let z = s.zero();
+    if k > half {
+        return [z; 5];
+    }
+    let (nx, ny) = (X || XY, Y || XY);
+    // SAFETY (the loads): the caller's rows hold the chunk.
+    let xa = if nx { unsafe { load_u(s, rp[k].add(j)) } } else { z };
+    // SAFETY: as above.
+    let ya = if ny { unsafe { load_u(s, dp[k].add(j)) } } else { z };
+    if k == half {
+        return [xa, ya, s.mullo16(xa, xa), s.mullo16(ya, ya), s.mullo16(xa, ya)];
+    }
+    // SAFETY: as above.
+    let xb = if nx { unsafe { load_u(s, rp[F - 1 - k].add(j)) } } else { z };
+    // SAFETY: as above.
+    let yb = if ny { unsafe { load_u(s, dp[F - 1 - k].add(j)) } } else { z };
+    [
+        s.add16(xa, xb),
+        s.add16(ya, yb),
+        s.xor(mul2(s, xa, xa, xb, xb), s.splat16(i16::MIN)),
+        s.xor(mul2(s, ya, ya, yb, yb), s.splat16(i16::MIN)),
+        s.sub16(mul2(s, xa, ya, xb, yb), s.splat16(256)),
+    ]
+}
+
+/// Sums over the folded rows of one chunk at column `j`: `[S1, S2, Q1, Q2, R]`
+/// (`pipeline.rs`), made as [`u8_fold`] says.
+///
+/// # Safety
+/// As [`u8_fold`].
 #[inline(always)]
 unsafe fn u8_terms<S: Ops, const F: usize, const X: bool, const Y: bool, const XY: bool>(
     s: S,
     rp: &[*const u8; F],
     dp: &[*const u8; F],
-    cf: &[(S::V, S::V); F],
+    cp: &[S::V; F],
     j: usize,
-) -> [[S::V; 2]; 5] {
-    let half = F / 2;
-    let (k128, k8000, k256) = (s.splat16(128), s.splat16(i16::MIN), s.splat16(256));
-    // `x - 128` of one row's chunk.
-    let u = |p: *const u8| {
-        // SAFETY: the caller's rows hold the chunk.
-        s.sub16(unsafe { s.load_u8(p.add(j)) }, k128)
-    };
-    let (nx, ny) = (X || XY, Y || XY);
+) -> [Halves<S::V>; 5] {
     let want = [X, Y, X, Y, XY];
     let mut a = [[s.zero(); 2]; 5];
-    for k in 0..=half {
-        let xa = if nx { u(rp[k]) } else { s.zero() };
-        let ya = if ny { u(dp[k]) } else { s.zero() };
-        let f = if k < half {
-            let xb = if nx { u(rp[F - 1 - k]) } else { s.zero() };
-            let yb = if ny { u(dp[F - 1 - k]) } else { s.zero() };
-            let sq = |a: S::V, b: S::V, c: S::V, d: S::V| {
-                s.add16(s.mullo16(a, b), s.mullo16(c, d))
-            };
-            [
-                s.add16(xa, xb),
-                s.add16(ya, yb),
-                s.xor(sq(xa, xa, xb, xb), k8000),
-                s.xor(sq(ya, ya, yb, yb), k8000),
-                s.sub16(sq(xa, ya, xb, yb), k256),
-            ]
-        } else {
-            [xa, ya, s.mullo16(xa, xa), s.mullo16(ya, ya), s.mullo16(xa, ya)]
+    for p in 0..(F / 2 + 2) / 2 {
+        // SAFETY: the caller's contract.
+        let (fa, fb) = unsafe {
+            (
+                u8_fold::<S, F, X, Y, XY>(s, rp, dp, 2 * p, j),
+                u8_fold::<S, F, X, Y, XY>(s, rp, dp, 2 * p + 1, j),
+            )
         };
         for q in 0..5 {
             if want[q] {
-                a[q][0] = s.add32(a[q][0], s.madd(f[q], cf[k].0));
-                a[q][1] = s.add32(a[q][1], s.madd(f[q], cf[k].1));
+                dot_pair(s, &mut a[q], fa[q], fb[q], cp[p]);
             }
         }
     }
@@ -205,43 +324,49 @@ unsafe fn stats_vertical_u8<S: Ops, const F: usize>(
     off: usize,
 ) {
     let half = F / 2;
-    let cf: [(S::V, S::V); F] = std::array::from_fn(|k| coef(s, filt[k] as i16));
+    // Folded rows 2p and 2p+1 (the centre's partner past it is zero).
+    let c = |k: usize| if k <= half { filt[k] as i16 } else { 0 };
+    let cp: [S::V; F] = std::array::from_fn(|p| pair(s, c(2 * p), c(2 * p + 1)));
     let c_half: u32 = filt[..half].iter().map(|&c| u32::from(c)).sum();
     let kq = s.splat32(c_half.wrapping_mul(32768).wrapping_sub(1 << 30) as i32);
     let kr = s.splat32(c_half.wrapping_mul(256).wrapping_sub(1 << 30) as i32);
-    let (k23, k8000) = (s.splat32(1 << 23), s.splat16(i16::MIN));
+    let k23 = s.splat32(1 << 23);
     let mu_add = s.splat32(mu.add as i32);
     let mut j = 0;
     while j < n {
         // SAFETY: the chunk `j..j + N` lies within the rows (the caller's contract).
         let a = unsafe {
             if S::SPLIT {
-                let p = u8_terms::<S, F, true, false, false>(s, rp, dp, &cf, j);
-                let q = u8_terms::<S, F, false, true, true>(s, rp, dp, &cf, j);
+                let p = u8_terms::<S, F, true, false, false>(s, rp, dp, &cp, j);
+                let q = u8_terms::<S, F, false, true, true>(s, rp, dp, &cp, j);
                 [p[0], q[1], p[2], q[3], q[4]]
             } else {
-                u8_terms::<S, F, true, true, true>(s, rp, dp, &cf, j)
+                u8_terms::<S, F, true, true, true>(s, rp, dp, &cp, j)
             }
         };
-        let mut pl = [[s.zero(); 2]; PLANES];
-        for p in 0..2 {
-            let m1 = s.add32(a[0][p], k23);
-            let m2 = s.add32(a[1][p], k23);
-            let xx = s.add32(s.add32(a[2][p], s.sll32(m1, 8)), kq);
-            let yy = s.add32(s.add32(a[3][p], s.sll32(m2, 8)), kq);
-            let xy = s.add32(s.add32(a[4][p], s.sll32(s.add32(m1, m2), 7)), kr);
-            pl[0][p] = s.srl32(s.add32(m1, mu_add), mu.shift);
-            pl[1][p] = s.srl32(s.add32(m2, mu_add), mu.shift);
-            pl[2][p] = xx;
-            pl[3][p] = s.srl32(xx, 16);
-            pl[4][p] = yy;
-            pl[5][p] = s.srl32(yy, 16);
-            pl[6][p] = xy;
-            pl[7][p] = s.srl32(xy, 16);
+        let mut t = [[s.zero(); 2]; 5];
+        for h in 0..2 {
+            let m1 = s.add32(a[0][h], k23);
+            let m2 = s.add32(a[1][h], k23);
+            t[0][h] = s.srl32(s.add32(m1, mu_add), mu.shift);
+            t[1][h] = s.srl32(s.add32(m2, mu_add), mu.shift);
+            t[2][h] = s.add32(s.add32(a[2][h], s.sll32(m1, 8)), kq);
+            t[3][h] = s.add32(s.add32(a[3][h], s.sll32(m2, 8)), kq);
+            t[4][h] = s.add32(s.add32(a[4][h], s.sll32(s.add32(m1, m2), 7)), kr);
         }
-        for (q, [e, o]) in pl.into_iter().enumerate() {
+        let pl = [
+            pack_low(s, t[0]),
+            pack_low(s, t[1]),
+            pack_low(s, t[2]),
+            pack_high(s, t[2]),
+            pack_low(s, t[3]),
+            pack_high(s, t[3]),
+            pack_low(s, t[4]),
+            pack_high(s, t[4]),
+        ];
+        for (q, v) in pl.into_iter().enumerate() {
             // SAFETY: plane `q` holds columns `off..off + n`.
-            unsafe { s.store(out.add(q * stride + off + j), s.xor(s.merge(e, o), k8000)) };
+            unsafe { s.store(out.add(q * stride + off + j), v) };
         }
         j += S::N;
     }
@@ -249,61 +374,105 @@ unsafe fn stats_vertical_u8<S: Ops, const F: usize>(
 
 // ---- 16-bit statistics rows ----
 
-/// Vertical sums of 16-bit input for one chunk at column `j`: the biased `x`, `y` and halves
-/// of `x·x`, `y·y`, `x·y` (plane order) summed over the taps, as `[even, odd]`; `X` makes
-/// planes 0, 2, 3, `Y` 1, 4, 5 and `XY` 6, 7.
+/// The eight biased plane inputs of one tap row of 16-bit input at column `j`: `x`, `y` and
+/// the halves of `x·x`, `y·y`, `x·y` (plane order); `X` makes 0, 2, 3, `Y` 1, 4, 5 and `XY`
+/// 6, 7 (the others stay zero, as does a missing row).
 ///
 /// # Safety
-/// Every row pointer a tap names is valid for reading `j + N` values.
+/// `rp`, `dp` are valid for reading `j + N` values, or null.
 #[inline(always)]
-unsafe fn u16_terms<S: Ops, const T: usize, const X: bool, const Y: bool, const XY: bool>(
+unsafe fn u16_row<S: Ops, const X: bool, const Y: bool, const XY: bool>(
     s: S,
-    rp: &[*const i16],
-    dp: &[*const i16],
-    taps: &[(usize, (S::V, S::V)); T],
+    rp: *const i16,
+    dp: *const i16,
     j: usize,
-) -> [[S::V; 2]; PLANES] {
+) -> [S::V; PLANES] {
+    let z = s.zero();
+    if rp.is_null() {
+        return [z; PLANES];
+    }
     let k8000 = s.splat16(i16::MIN);
     let (nx, ny) = (X || XY, Y || XY);
+    // SAFETY: the caller's rows hold the chunk.
+    let x = if nx { unsafe { s.load(rp.add(j)) } } else { z };
+    // SAFETY: as above.
+    let y = if ny { unsafe { s.load(dp.add(j)) } } else { z };
+    [
+        s.xor(x, k8000),
+        s.xor(y, k8000),
+        s.xor(s.mullo16(x, x), k8000),
+        s.xor(s.mulhi_u16(x, x), k8000),
+        s.xor(s.mullo16(y, y), k8000),
+        s.xor(s.mulhi_u16(y, y), k8000),
+        s.xor(s.mullo16(x, y), k8000),
+        s.xor(s.mulhi_u16(x, y), k8000),
+    ]
+}
+
+/// Vertical sums of 16-bit input for one chunk at column `j` over the tap plan's terms,
+/// paired: `rows[t]` is term `t`'s rows (null past the last), `cp[p]` the coefficients of
+/// terms `2p`, `2p+1`. Planes as [`u16_row`] makes them.
+///
+/// # Safety
+/// Every non-null row pointer is valid for reading `j + N` values.
+#[inline(always)]
+unsafe fn u16_terms<S: Ops, const P: usize, const X: bool, const Y: bool, const XY: bool>(
+    s: S,
+    rows: &[(*const i16, *const i16)],
+    cp: &[S::V; P],
+    j: usize,
+) -> [Halves<S::V>; PLANES] {
     let want = [X, Y, X, X, Y, Y, XY, XY];
     let mut a = [[s.zero(); 2]; PLANES];
-    for &(k, (ce, co)) in taps {
-        // SAFETY: the caller's rows hold the chunk.
-        let x = if nx { unsafe { s.load(rp[k].add(j)) } } else { s.zero() };
-        // SAFETY: as above.
-        let y = if ny { unsafe { s.load(dp[k].add(j)) } } else { s.zero() };
-        let f = [
-            x,
-            y,
-            s.mullo16(x, x),
-            s.mulhi_u16(x, x),
-            s.mullo16(y, y),
-            s.mulhi_u16(y, y),
-            s.mullo16(x, y),
-            s.mulhi_u16(x, y),
-        ];
+    for (p, &c) in cp.iter().enumerate() {
+        let (ra, da) = rows[2 * p];
+        let (rb, db) = rows[2 * p + 1];
+        // SAFETY: the caller's contract.
+        let (fa, fb) = unsafe {
+            (
+                u16_row::<S, X, Y, XY>(s, ra, da, j),
+                u16_row::<S, X, Y, XY>(s, rb, db, j),
+            )
+        };
         for q in 0..PLANES {
             if want[q] {
-                let v = s.xor(f[q], k8000);
-                a[q][0] = s.add32(a[q][0], s.madd(v, ce));
-                a[q][1] = s.add32(a[q][1], s.madd(v, co));
+                dot_pair(s, &mut a[q], fa[q], fb[q], c);
             }
         }
     }
     a
 }
 
+/// The rows of each tap-plan term (null-padded to an even count) and the pair
+/// coefficients, for `P` pairs.
+#[inline(always)]
+fn term_pairs<S: Ops, T: Copy, const P: usize>(
+    s: S,
+    filt: &[u16],
+    r: &[*const T],
+    d: &[*const T],
+) -> ([(*const i16, *const i16); 2 * MAX_PAIRS], [S::V; P]) {
+    let (plan, len) = tap_plan(filt);
+    let mut rows = [(std::ptr::null(), std::ptr::null()); 2 * MAX_PAIRS];
+    for (t, row) in rows.iter_mut().enumerate().take(len) {
+        *row = (r[plan[t].0].cast(), d[plan[t].0].cast());
+    }
+    let c = |t: usize| if t < len { plan[t].1 } else { 0 };
+    let cp = std::array::from_fn(|p| pair(s, c(2 * p), c(2 * p + 1)));
+    (rows, cp)
+}
+
 /// Vertical statistics of 16-bit input (see [`stats_vertical_u8`]).
 ///
 /// # Safety
 /// Rows are valid for reading `n` values, the planes for writing there; `filt`'s tap plan
-/// has `T` terms; `sq.shift` is in 1..=16.
+/// has at most `2P` terms; `sq.shift` is in 1..=16.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn stats_vertical_u16<S: Ops, const T: usize>(
+unsafe fn stats_vertical_u16<S: Ops, const P: usize>(
     s: S,
-    rp: &[*const i16],
-    dp: &[*const i16],
+    rp: &[*const u16],
+    dp: &[*const u16],
     filt: &[u16],
     mu: Round,
     sq: Round,
@@ -312,9 +481,8 @@ unsafe fn stats_vertical_u16<S: Ops, const T: usize>(
     stride: usize,
     off: usize,
 ) {
-    let (plan, _) = tap_plan(filt);
-    let taps: [(usize, (S::V, S::V)); T] = std::array::from_fn(|t| (plan[t].0, coef(s, plan[t].1)));
-    let (k31, k8000) = (s.splat32(i32::MIN), s.splat16(i16::MIN));
+    let (rows, cp) = term_pairs::<S, u16, P>(s, filt, rp, dp);
+    let k31 = s.splat32(i32::MIN);
     let mu_add = s.splat32(mu.add as i32);
     let sq_add = s.splat32(sq.add as i32);
     let mut j = 0;
@@ -322,32 +490,40 @@ unsafe fn stats_vertical_u16<S: Ops, const T: usize>(
         // SAFETY: the chunk `j..j + N` lies within the rows (the caller's contract).
         let a = unsafe {
             if S::SPLIT {
-                let x = u16_terms::<S, T, true, false, false>(s, rp, dp, &taps, j);
-                let y = u16_terms::<S, T, false, true, false>(s, rp, dp, &taps, j);
-                let xy = u16_terms::<S, T, false, false, true>(s, rp, dp, &taps, j);
+                let x = u16_terms::<S, P, true, false, false>(s, &rows, &cp, j);
+                let y = u16_terms::<S, P, false, true, false>(s, &rows, &cp, j);
+                let xy = u16_terms::<S, P, false, false, true>(s, &rows, &cp, j);
                 [x[0], y[1], x[2], x[3], y[4], y[5], xy[6], xy[7]]
             } else {
-                u16_terms::<S, T, true, true, true>(s, rp, dp, &taps, j)
+                u16_terms::<S, P, true, true, true>(s, &rows, &cp, j)
             }
         };
-        let mut pl = [[s.zero(); 2]; PLANES];
-        for p in 0..2 {
+        let mut t = [[s.zero(); 2]; 5];
+        for h in 0..2 {
             for q in 0..2 {
-                pl[q][p] = s.srl32(s.add32(s.add32(a[q][p], k31), mu_add), mu.shift);
+                t[q][h] = s.srl32(s.add32(s.add32(a[q][h], k31), mu_add), mu.shift);
             }
-            for q in [2, 4, 6] {
-                let (lo, hi) = (s.add32(a[q][p], k31), s.add32(a[q + 1][p], k31));
-                let t = s.add32(
+            for q in 0..3 {
+                let (lo, hi) = (s.add32(a[2 + 2 * q][h], k31), s.add32(a[3 + 2 * q][h], k31));
+                t[2 + q][h] = s.add32(
                     s.sll32(hi, 16 - sq.shift),
                     s.srl32(s.add32(lo, sq_add), sq.shift),
                 );
-                pl[q][p] = t;
-                pl[q + 1][p] = s.srl32(t, 16);
             }
         }
-        for (q, [e, o]) in pl.into_iter().enumerate() {
+        let pl = [
+            pack_low(s, t[0]),
+            pack_low(s, t[1]),
+            pack_low(s, t[2]),
+            pack_high(s, t[2]),
+            pack_low(s, t[3]),
+            pack_high(s, t[3]),
+            pack_low(s, t[4]),
+            pack_high(s, t[4]),
+        ];
+        for (q, v) in pl.into_iter().enumerate() {
             // SAFETY: plane `q` holds columns `off..off + n`.
-            unsafe { s.store(out.add(q * stride + off + j), s.xor(s.merge(e, o), k8000)) };
+            unsafe { s.store(out.add(q * stride + off + j), v) };
         }
         j += S::N;
     }
@@ -387,19 +563,16 @@ unsafe fn horizontal<S: Ops, const NP: usize>(
                 for (q, a) in a.iter_mut().enumerate() {
                     // SAFETY: the caller's planes hold `N` values at `base + o`.
                     let v = unsafe { s.load(planes.add(q * stride + base + o)) };
-                    *a = s.add32(*a, s.madd(v, c));
+                    *a = s.dot(*a, v, c);
                 }
             }
             // (Σ c·t_sq + 2^15) >> 16 from the halves' sums (`pipeline.rs`).
-            let sq = |lo: S::V, hi: S::V| {
-                s.add32(s.add32(hi, k31), s.srl32(s.add32(lo, k31r), 16))
-            };
             let m = [
                 s.add32(a[0], k31),
                 s.add32(a[1], k31),
-                sq(a[2], a[3]),
-                sq(a[4], a[5]),
-                sq(a[6], a[7]),
+                s.add32(s.add32(a[3], k31), s.srl32(s.add32(a[2], k31r), 16)),
+                s.add32(s.add32(a[5], k31), s.srl32(s.add32(a[4], k31r), 16)),
+                s.add32(s.add32(a[7], k31), s.srl32(s.add32(a[6], k31r), 16)),
             ];
             let lanes = if base < j1 {
                 ((j1 - base).div_ceil(2)).min(S::N / 2)
@@ -415,8 +588,27 @@ unsafe fn horizontal<S: Ops, const NP: usize>(
 
 // ---- decimation ----
 
-/// Vertical pass of decimation on 8-bit rows, folded like [`u8_terms`]: rounded means,
-/// biased, at `out[0..n]`.
+/// Folded row `k` of `x - 128` at column `j` (see [`u8_fold`]).
+///
+/// # Safety
+/// The rows are valid for reading `j + N` bytes.
+#[inline(always)]
+unsafe fn fold_u<S: Ops, const F: usize>(s: S, rp: &[*const u8; F], k: usize, j: usize) -> S::V {
+    let half = F / 2;
+    // SAFETY: the caller's contract.
+    unsafe {
+        if k < half {
+            s.add16(load_u(s, rp[k].add(j)), load_u(s, rp[F - 1 - k].add(j)))
+        } else if k == half {
+            load_u(s, rp[k].add(j))
+        } else {
+            s.zero()
+        }
+    }
+}
+
+/// Vertical pass of decimation on 8-bit rows, folded like [`u8_fold`]'s first term:
+/// rounded means, biased, at `out[0..n]`.
 ///
 /// # Safety
 /// Rows are valid for reading `n` bytes and `out` for writing `n` values; `filt` has `F`
@@ -431,60 +623,71 @@ unsafe fn down_vertical_u8<S: Ops, const F: usize>(
     out: *mut i16,
 ) {
     let half = F / 2;
-    let cf: [(S::V, S::V); F] = std::array::from_fn(|k| coef(s, filt[k] as i16));
-    let (k128, k8000) = (s.splat16(128), s.splat16(i16::MIN));
+    let c = |k: usize| if k <= half { filt[k] as i16 } else { 0 };
+    let cp: [S::V; F] = std::array::from_fn(|p| pair(s, c(2 * p), c(2 * p + 1)));
     let add = s.splat32((1i32 << 23).wrapping_add(round.add as i32));
     let mut j = 0;
     while j < n {
-        // SAFETY: the chunk `j..j + N` lies within the rows.
-        let u = |p: *const u8| s.sub16(unsafe { s.load_u8(p.add(j)) }, k128);
         let mut a = [s.zero(); 2];
-        for k in 0..=half {
-            let f = if k < half {
-                s.add16(u(rp[k]), u(rp[F - 1 - k]))
-            } else {
-                u(rp[k])
-            };
-            a[0] = s.add32(a[0], s.madd(f, cf[k].0));
-            a[1] = s.add32(a[1], s.madd(f, cf[k].1));
+        for (p, &c) in cp.iter().enumerate().take((half + 2) / 2) {
+            // SAFETY: the chunk `j..j + N` lies within the rows.
+            let (fa, fb) = unsafe { (fold_u(s, rp, 2 * p, j), fold_u(s, rp, 2 * p + 1, j)) };
+            dot_pair(s, &mut a, fa, fb, c);
         }
-        let t = a.map(|a| s.srl32(s.add32(a, add), round.shift));
+        let t = round_halves(s, a, add, round.shift);
         // SAFETY: `out` holds `j..j + N`.
-        unsafe { s.store(out.add(j), s.xor(s.merge(t[0], t[1]), k8000)) };
+        unsafe { s.store(out.add(j), pack_low(s, t)) };
         j += S::N;
+    }
+}
+
+/// `x - 2^15` of the chunk at `j` of row `r` (zero for a null row).
+///
+/// # Safety
+/// `r` is null or valid for reading `j + N` values.
+#[inline(always)]
+unsafe fn load_biased<S: Ops>(s: S, r: *const i16, j: usize, k8000: S::V) -> S::V {
+    if r.is_null() {
+        s.zero()
+    } else {
+        // SAFETY: the caller's contract.
+        s.xor(unsafe { s.load(r.add(j)) }, k8000)
     }
 }
 
 /// Vertical pass of decimation on 16-bit rows.
 ///
 /// # Safety
-/// Rows are valid for reading `n` values and `out` for writing `n`; `filt`'s tap plan has
-/// `T` terms.
+/// Rows are valid for reading `n` values and `out` for writing `n`; `filt`'s tap plan has at
+/// most `2P` terms.
 #[inline(always)]
-unsafe fn down_vertical_u16<S: Ops, const T: usize>(
+unsafe fn down_vertical_u16<S: Ops, const P: usize>(
     s: S,
-    rp: &[*const i16],
+    rp: &[*const u16],
     filt: &[u16],
     round: Round,
     n: usize,
     out: *mut i16,
 ) {
-    let (plan, _) = tap_plan(filt);
-    let taps: [(usize, (S::V, S::V)); T] = std::array::from_fn(|t| (plan[t].0, coef(s, plan[t].1)));
+    let (rows, cp) = term_pairs::<S, u16, P>(s, filt, rp, rp);
     let k8000 = s.splat16(i16::MIN);
     let add = s.splat32(i32::MIN.wrapping_add(round.add as i32));
     let mut j = 0;
     while j < n {
         let mut a = [s.zero(); 2];
-        for &(k, (ce, co)) in &taps {
+        for (p, &c) in cp.iter().enumerate() {
             // SAFETY: the chunk `j..j + N` lies within the rows.
-            let x = s.xor(unsafe { s.load(rp[k].add(j)) }, k8000);
-            a[0] = s.add32(a[0], s.madd(x, ce));
-            a[1] = s.add32(a[1], s.madd(x, co));
+            let (fa, fb) = unsafe {
+                (
+                    load_biased(s, rows[2 * p].0, j, k8000),
+                    load_biased(s, rows[2 * p + 1].0, j, k8000),
+                )
+            };
+            dot_pair(s, &mut a, fa, fb, c);
         }
-        let t = a.map(|a| s.srl32(s.add32(a, add), round.shift));
+        let t = round_halves(s, a, add, round.shift);
         // SAFETY: `out` holds `j..j + N`.
-        unsafe { s.store(out.add(j), s.xor(s.merge(t[0], t[1]), k8000)) };
+        unsafe { s.store(out.add(j), pack_low(s, t)) };
         j += S::N;
     }
 }
@@ -510,7 +713,7 @@ unsafe fn down_horizontal<S: Ops, const NP: usize>(
         let mut a = s.zero();
         for &(o, c) in &plan {
             // SAFETY: `tmp` holds `N` values at `2·oj + o`.
-            a = s.add32(a, s.madd(unsafe { s.load(tmp.add(2 * oj + o)) }, c));
+            a = s.dot(a, unsafe { s.load(tmp.add(2 * oj + o)) }, c);
         }
         // SAFETY: `out` holds `oj..oj + N / 2`.
         unsafe { s.store_u32_as_u16(out.add(oj), s.srl32(s.add32(a, kr), 16)) };
@@ -588,8 +791,14 @@ impl<S: Ops> Kernels for S {
             return 0;
         }
         let n = vertical_span(r, d, f, w, S::N, planes.len(), stride, off);
-        let rp: Vec<*const i16> = r.iter().map(|row| row.as_ptr().cast()).collect();
-        let dp: Vec<*const i16> = d.iter().map(|row| row.as_ptr().cast()).collect();
+        let mut rp = [std::ptr::null(); 17];
+        let mut dp = [std::ptr::null(); 17];
+        if f > 17 {
+            return 0;
+        }
+        for k in 0..f {
+            (rp[k], dp[k]) = (r[k].as_ptr(), d[k].as_ptr());
+        }
         let out = planes.as_mut_ptr();
         macro_rules! go {
             ($t:literal) => {
@@ -597,8 +806,8 @@ impl<S: Ops> Kernels for S {
                     #[inline(always)]
                     || {
                         // SAFETY: checked above: every row holds `n` samples (u16 read as
-                        // i16), every plane `off + n`; the tap plan has `$t` terms; the
-                        // square shift is in 1..=16.
+                        // i16), every plane `off + n`; the tap plan has at most 2·`$t`
+                        // terms, naming taps below `f`; the square shift is in 1..=16.
                         unsafe {
                             stats_vertical_u16::<S, $t>(
                                 self, &rp, &dp, filt, mu, sq, n, out, stride, off,
@@ -608,11 +817,11 @@ impl<S: Ops> Kernels for S {
                 )
             };
         }
-        match tap_plan(filt).1 {
-            17 => go!(17),
+        match tap_plan(filt).1.div_ceil(2) {
             9 => go!(9),
             5 => go!(5),
-            4 => go!(4),
+            3 => go!(3),
+            2 => go!(2),
             _ => return 0,
         }
         n
@@ -693,7 +902,13 @@ impl<S: Ops> Kernels for S {
         let f = filt.len();
         let n = w / S::N * S::N;
         assert!(rows.len() == f && rows.iter().all(|r| r.len() >= n) && out.len() >= n);
-        let rp: Vec<*const i16> = rows.iter().map(|row| row.as_ptr().cast()).collect();
+        let mut rp = [std::ptr::null(); 17];
+        if f > 17 {
+            return 0;
+        }
+        for (p, row) in rp.iter_mut().zip(rows) {
+            *p = row.as_ptr();
+        }
         let o = out.as_mut_ptr();
         macro_rules! go {
             ($t:literal) => {
@@ -701,17 +916,18 @@ impl<S: Ops> Kernels for S {
                     #[inline(always)]
                     || {
                         // SAFETY: checked above: rows hold `n` samples (u16 read as i16),
-                        // `out` `n` values; the tap plan has `$t` terms.
+                        // `out` `n` values; the tap plan has at most 2·`$t` terms, naming
+                        // taps below `f`.
                         unsafe { down_vertical_u16::<S, $t>(self, &rp, filt, round, n, o) }
                     },
                 )
             };
         }
-        match tap_plan(filt).1 {
-            17 => go!(17),
+        match tap_plan(filt).1.div_ceil(2) {
             9 => go!(9),
             5 => go!(5),
-            4 => go!(4),
+            3 => go!(3),
+            2 => go!(2),
             _ => return 0,
         }
         n
@@ -851,8 +1067,21 @@ impl Ops for Avx2 {
         isa!(_mm256_sll_epi32(a, _mm_cvtsi32_si128(n as i32)))
     }
     #[inline(always)]
-    fn merge(self, e: __m256i, o: __m256i) -> __m256i {
-        isa!(_mm256_blend_epi16::<0b1010_1010>(e, _mm256_slli_epi32::<16>(o)))
+    fn and(self, a: __m256i, b: __m256i) -> __m256i {
+        isa!(_mm256_and_si256(a, b))
+    }
+
+    #[inline(always)]
+    fn unpacklo16(self, a: __m256i, b: __m256i) -> __m256i {
+        isa!(_mm256_unpacklo_epi16(a, b))
+    }
+    #[inline(always)]
+    fn unpackhi16(self, a: __m256i, b: __m256i) -> __m256i {
+        isa!(_mm256_unpackhi_epi16(a, b))
+    }
+    #[inline(always)]
+    fn packus32(self, lo: __m256i, hi: __m256i) -> __m256i {
+        isa!(_mm256_packus_epi32(lo, hi))
     }
 
     #[inline(always)]
@@ -1018,10 +1247,20 @@ unsafe fn pixel_avx2(acc: &mut Acc2, m: [__m256i; 5], lanes: usize, egl: f64, ta
             return;
         }
         let (eps, egl) = (_mm256_set1_pd(EPS), _mm256_set1_pd(egl));
-        let lo = |v: __m256i| _mm256_castsi256_si128(v);
-        let hi = |v: __m256i| _mm256_extracti128_si256::<1>(v);
-        let (sv0, pk0) = gain_avx2(lo(s12), lo(s1), lo(s2), eps, egl);
-        let (sv1, pk1) = gain_avx2(hi(s12), hi(s1), hi(s2), eps, egl);
+        let (sv0, pk0) = gain_avx2(
+            _mm256_castsi256_si128(s12),
+            _mm256_castsi256_si128(s1),
+            _mm256_castsi256_si128(s2),
+            eps,
+            egl,
+        );
+        let (sv1, pk1) = gain_avx2(
+            _mm256_extracti128_si256::<1>(s12),
+            _mm256_extracti128_si256::<1>(s1),
+            _mm256_extracti128_si256::<1>(s2),
+            eps,
+            egl,
+        );
         let (sv, pk) = (_mm256_set_m128i(sv1, sv0), _mm256_set_m128i(pk1, pk0));
         let idx = _mm256_and_si256(pk, _mm256_set1_epi32(0x7fff));
         let k = _mm256_sub_epi32(_mm256_srli_epi32::<16>(pk), _mm256_set1_epi32(1023 + 15));
@@ -1047,7 +1286,7 @@ struct Acc5 {
     dnl: u64,
 }
 
-impl Ops for Avx512 {
+impl<const VNNI: bool> Ops for Avx512<VNNI> {
     type V = __m512i;
     type Acc = Acc5;
     const N: usize = 32;
@@ -1055,9 +1294,24 @@ impl Ops for Avx512 {
 
     #[inline(always)]
     fn run<R>(self, f: impl FnOnce() -> R) -> R {
-        // SAFETY: an `Avx512` exists only on a CPU that runs AVX-512 (F, BW, DQ, CD, VL) and
-        // AVX2.
-        unsafe { self.vectorize(f) }
+        if VNNI {
+            // SAFETY: an `Avx512<true>` exists only on a CPU that runs AVX-512 (F, BW, DQ,
+            // CD, VL), AVX512-VNNI and AVX2.
+            unsafe { Avx512::<true>(()).vectorize(f) }
+        } else {
+            // SAFETY: an `Avx512` exists only on a CPU that runs AVX-512 (F, BW, DQ, CD, VL)
+            // and AVX2.
+            unsafe { Avx512::<false>(()).vectorize(f) }
+        }
+    }
+
+    #[inline(always)]
+    fn dot(self, acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
+        if VNNI {
+            isa!(_mm512_dpwssd_epi32(acc, a, b))
+        } else {
+            self.add32(acc, self.madd(a, b))
+        }
     }
 
     #[inline(always)]
@@ -1129,12 +1383,21 @@ impl Ops for Avx512 {
         isa!(_mm512_sll_epi32(a, _mm_cvtsi32_si128(n as i32)))
     }
     #[inline(always)]
-    fn merge(self, e: __m512i, o: __m512i) -> __m512i {
-        isa!(_mm512_mask_blend_epi16(
-            0xaaaa_aaaa,
-            e,
-            _mm512_slli_epi32::<16>(o)
-        ))
+    fn and(self, a: __m512i, b: __m512i) -> __m512i {
+        isa!(_mm512_and_si512(a, b))
+    }
+
+    #[inline(always)]
+    fn unpacklo16(self, a: __m512i, b: __m512i) -> __m512i {
+        isa!(_mm512_unpacklo_epi16(a, b))
+    }
+    #[inline(always)]
+    fn unpackhi16(self, a: __m512i, b: __m512i) -> __m512i {
+        isa!(_mm512_unpackhi_epi16(a, b))
+    }
+    #[inline(always)]
+    fn packus32(self, lo: __m512i, hi: __m512i) -> __m512i {
+        isa!(_mm512_packus_epi32(lo, hi))
     }
 
     #[inline(always)]
@@ -1288,12 +1551,24 @@ unsafe fn pixel_avx512(acc: &mut Acc5, m: [__m512i; 5], lanes: usize, egl: f64, 
             return;
         }
         let (eps, egl) = (_mm512_set1_pd(EPS), _mm512_set1_pd(egl));
-        let lo = |v: __m512i| _mm512_castsi512_si256(v);
-        let hi = |v: __m512i| _mm512_extracti64x4_epi64::<1>(v);
-        let (sv0, ix0, k0) = gain_avx512(lo(s12), lo(s1), lo(s2), eps, egl);
-        let (sv1, ix1, k1) = gain_avx512(hi(s12), hi(s1), hi(s2), eps, egl);
-        let join = |a: __m256i, b: __m256i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(a), b);
-        let (sv, idx, k) = (join(sv0, sv1), join(ix0, ix1), join(k0, k1));
+
+        let (sv0, ix0, k0) = gain_avx512(
+            _mm512_castsi512_si256(s12),
+            _mm512_castsi512_si256(s1),
+            _mm512_castsi512_si256(s2),
+            eps,
+            egl,
+        );
+        let (sv1, ix1, k1) = gain_avx512(
+            _mm512_extracti64x4_epi64::<1>(s12),
+            _mm512_extracti64x4_epi64::<1>(s1),
+            _mm512_extracti64x4_epi64::<1>(s2),
+            eps,
+            egl,
+        );
+        let sv = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(sv0), sv1);
+        let idx = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(ix0), ix1);
+        let k = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(k0), k1);
         let g = _mm512_mask_i32gather_epi32::<2>(zero, numm, idx, tab.cast());
         let ltmp = _mm512_add_epi32(
             _mm512_and_si512(g, _mm512_set1_epi32(0xffff)),
