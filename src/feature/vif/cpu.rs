@@ -824,6 +824,7 @@ mod tests {
         egl: f64,
         skip: bool,
     ) -> Vec<(String, [VifAccums; 4])> {
+        #[allow(unused_mut)]
         let mut v = vec![(cpu.to_string(), compute_accums(r, d, egl, skip, cpu).unwrap())];
         #[cfg(target_arch = "x86_64")]
         if cpu.has_avx512() {
@@ -992,6 +993,7 @@ mod tests {
                 std::hint::black_box(pp.stats(&r1, &d1, &p1));
             });
         }
+        #[cfg(target_arch = "x86_64")]
         if std::env::var_os("NOPIX").is_some() { super::super::x86::NOPIX.store(true, std::sync::atomic::Ordering::Relaxed); }
         if std::env::var_os("NOSCALAR").is_none() { passes("scalar", Reference, &ri, &di, &p, &time); }
         #[cfg(target_arch = "x86_64")]
