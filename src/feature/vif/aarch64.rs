@@ -84,14 +84,14 @@ unsafe fn pack_high(t: [uint32x4_t; 2]) -> int16x8_t {
     }
 }
 
-/// `x - 128` of 8 bytes at `p`.
+/// 8 signed bytes at `p`, widened.
 ///
 /// # Safety
 /// NEON runs; `p` is valid for reading 8 bytes.
 #[inline(always)]
-unsafe fn load_u(p: *const u8) -> int16x8_t {
+unsafe fn load_u(p: *const i8) -> int16x8_t {
     // SAFETY: the caller's contract.
-    unsafe { vreinterpretq_s16_u16(vsubl_u8(vld1_u8(p), vdup_n_u8(128))) }
+    unsafe { vmovl_s8(vld1_s8(p)) }
 }
 
 /// `acc += c·v` over 8 i16 lanes into two i32x4 halves.
@@ -104,7 +104,8 @@ unsafe fn mac_s16(acc: &mut [int32x4_t; 2], v: int16x8_t, c: i16) {
     }
 }
 
-/// Vertical statistics of 8-bit input (17 symmetric taps below 2^15), folded as on x86:
+/// Vertical statistics of 8-bit input (rows of `x - 128`; 17 symmetric taps below 2^15),
+/// folded as on x86:
 /// columns `0..n` (a multiple of 8) into the planes at `out + q·stride + off`.
 ///
 /// # Safety
@@ -112,8 +113,8 @@ unsafe fn mac_s16(acc: &mut [int32x4_t; 2], v: int16x8_t, c: i16) {
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn stats_vertical_u8(
-    rp: &[*const u8; 17],
-    dp: &[*const u8; 17],
+    rp: &[*const i8; 17],
+    dp: &[*const i8; 17],
     filt: &[u16],
     mu: Round,
     n: usize,
@@ -533,8 +534,8 @@ unsafe fn down_horizontal(tmp: *const i16, taps: &[(usize, i16)], n: usize, out:
 impl Kernels for Neon {
     fn vertical_u8(
         self,
-        r: &[&[u8]],
-        d: &[&[u8]],
+        r: &[&[i8]],
+        d: &[&[i8]],
         filt: &[u16],
         mu: Round,
         w: usize,
@@ -550,8 +551,8 @@ impl Kernels for Neon {
         assert!(r.len() == f && d.len() == f);
         assert!(r.iter().chain(d).all(|row| row.len() >= n));
         assert!(stride >= off + n && planes.len() >= PLANES * stride);
-        let rp: [*const u8; 17] = std::array::from_fn(|k| r[k].as_ptr());
-        let dp: [*const u8; 17] = std::array::from_fn(|k| d[k].as_ptr());
+        let rp: [*const i8; 17] = std::array::from_fn(|k| r[k].as_ptr());
+        let dp: [*const i8; 17] = std::array::from_fn(|k| d[k].as_ptr());
         let out = planes.as_mut_ptr();
         self.run(
             #[inline(always)]

@@ -137,12 +137,13 @@ pub(super) fn tap_plan(filt: &[u16]) -> ([(usize, i16); MAX_TAPS], usize) {
 /// chunk not above `w` (the pipeline does the rest with [`vertical_column`] and friends).
 pub(super) trait Kernels: Copy {
     /// Vertical statistics of one row of 8-bit input: `r`, `d` hold the rows of each tap (at
-    /// least `w` samples each), written to the planes at `off + j`. Fills `n`, returned.
+    /// least `w` samples each) as `x - 128` (see [`I8Rows`]), written to the planes at
+    /// `off + j`. Fills `n`, returned.
     #[allow(clippy::too_many_arguments)]
     fn vertical_u8(
         self,
-        r: &[&[u8]],
-        d: &[&[u8]],
+        r: &[&[i8]],
+        d: &[&[i8]],
         filt: &[u16],
         mu: Round,
         w: usize,
@@ -206,13 +207,19 @@ pub(super) trait Kernels: Copy {
 
 /// Sample types the pipeline runs on.
 pub(super) trait Sample: LumaSample {
+    /// What the vertical pass keeps between rows.
+    type Rows: Default;
+
+    /// Vertical statistics of the row whose taps read source rows `srcs` (see
+    /// [`Kernels::vertical_u8`]); returns the columns filled.
     #[allow(clippy::too_many_arguments)]
     fn vertical<K: Kernels>(
         k: K,
-        r: &[&[Self]],
-        d: &[&[Self]],
+        rows: &mut Self::Rows,
+        r: &Img<'_, Self>,
+        d: &Img<'_, Self>,
+        srcs: &[usize],
         p: &StatParams<'_>,
-        w: usize,
         planes: &mut [i16],
         stride: usize,
         off: usize,
@@ -228,20 +235,62 @@ pub(super) trait Sample: LumaSample {
     ) -> usize;
 }
 
+/// Source rows of 8-bit input as `x - 128` (`x ^ 0x80` read as i8), each converted once
+/// while the vertical window passes over it: a ring of 17 slots per picture, slot
+/// `row % 17` (the rows of one window are at most 16 apart, so they never share a slot).
+#[derive(Default)]
+pub(super) struct I8Rows {
+    r: Vec<Vec<i8>>,
+    d: Vec<Vec<i8>>,
+    tag: Vec<usize>,
+}
+
+/// Slots of [`I8Rows`]: the widest kernel's taps.
+const RING: usize = 17;
+
+impl I8Rows {
+    /// The biased slots of source row `src` of both pictures.
+    fn get(&mut self, r: &Img<'_, u8>, d: &Img<'_, u8>, src: usize) -> usize {
+        if self.tag.is_empty() {
+            self.r = vec![vec![0; r.w]; RING];
+            self.d = vec![vec![0; r.w]; RING];
+            self.tag = vec![usize::MAX; RING];
+        }
+        let slot = src % RING;
+        if self.tag[slot] != src {
+            for (o, &x) in self.r[slot].iter_mut().zip(r.row(src)) {
+                *o = (x ^ 0x80) as i8;
+            }
+            for (o, &x) in self.d[slot].iter_mut().zip(d.row(src)) {
+                *o = (x ^ 0x80) as i8;
+            }
+            self.tag[slot] = src;
+        }
+        slot
+    }
+}
+
 impl Sample for u8 {
+    type Rows = I8Rows;
+
     fn vertical<K: Kernels>(
         k: K,
-        r: &[&[u8]],
-        d: &[&[u8]],
+        rows: &mut I8Rows,
+        r: &Img<'_, u8>,
+        d: &Img<'_, u8>,
+        srcs: &[usize],
         p: &StatParams<'_>,
-        w: usize,
         planes: &mut [i16],
         stride: usize,
         off: usize,
     ) -> usize {
         // 8-bit squares are not rounded (scale 0 at 8 bits is the only 8-bit pass).
         assert_eq!((p.sq_round.add, p.sq_round.shift), (0, 0));
-        k.vertical_u8(r, d, p.filt, p.mu_round, w, planes, stride, off)
+        assert!(srcs.len() <= RING);
+        let slots: Vec<usize> = srcs.iter().map(|&s| rows.get(r, d, s)).collect();
+        let rr: Vec<&[i8]> = slots.iter().map(|&s| &rows.r[s][..]).collect();
+        let dr: Vec<&[i8]> = slots.iter().map(|&s| &rows.d[s][..]).collect();
+        k.vertical_u8(&rr, &dr, p.filt, p.mu_round, r.w, planes, stride, off)
     }
 
     fn down_vertical<K: Kernels>(
@@ -257,17 +306,22 @@ impl Sample for u8 {
 }
 
 impl Sample for u16 {
+    type Rows = ();
+
     fn vertical<K: Kernels>(
         k: K,
-        r: &[&[u16]],
-        d: &[&[u16]],
+        _: &mut (),
+        r: &Img<'_, u16>,
+        d: &Img<'_, u16>,
+        srcs: &[usize],
         p: &StatParams<'_>,
-        w: usize,
         planes: &mut [i16],
         stride: usize,
         off: usize,
     ) -> usize {
-        k.vertical_u16(r, d, p.filt, p.mu_round, p.sq_round, w, planes, stride, off)
+        let rr: Vec<&[u16]> = srcs.iter().map(|&s| r.row(s)).collect();
+        let dr: Vec<&[u16]> = srcs.iter().map(|&s| d.row(s)).collect();
+        k.vertical_u16(&rr, &dr, p.filt, p.mu_round, p.sq_round, r.w, planes, stride, off)
     }
 
     fn down_vertical<K: Kernels>(
@@ -335,21 +389,21 @@ pub(super) fn scale_stats<K: Kernels, T: Sample>(
     let stride = (tw + SLACK).next_multiple_of(32);
     let mut planes = vec![0i16; PLANES * stride];
     let mut acc = VifAccums::default();
-    let mut rr: Vec<&[T]> = Vec::with_capacity(f);
-    let mut dr: Vec<&[T]> = Vec::with_capacity(f);
+    let mut rows = T::Rows::default();
+    let mut srcs = vec![0; f];
     for i in 0..h {
-        rr.clear();
-        dr.clear();
-        for kk in 0..f {
-            let src = p.row_map[p.row_pad + i + kk - half];
-            rr.push(r.row(src));
-            dr.push(d.row(src));
+        for (kk, src) in srcs.iter_mut().enumerate() {
+            *src = p.row_map[p.row_pad + i + kk - half];
         }
-        let n = <T as Sample>::vertical(k, &rr, &dr, p, w, &mut planes, stride, half);
-        for j in n..w {
-            let v = vertical_column(&rr, &dr, p.filt, p.mu_round, p.sq_round, j);
-            for (q, &v) in v.iter().enumerate() {
-                planes[q * stride + half + j] = v;
+        let n = <T as Sample>::vertical(k, &mut rows, r, d, &srcs, p, &mut planes, stride, half);
+        if n < w {
+            let rr: Vec<&[T]> = srcs.iter().map(|&s| r.row(s)).collect();
+            let dr: Vec<&[T]> = srcs.iter().map(|&s| d.row(s)).collect();
+            for j in n..w {
+                let v = vertical_column(&rr, &dr, p.filt, p.mu_round, p.sq_round, j);
+                for (q, &v) in v.iter().enumerate() {
+                    planes[q * stride + half + j] = v;
+                }
             }
         }
         for plane in planes.chunks_exact_mut(stride) {

@@ -132,6 +132,10 @@ trait Ops: Copy {
     /// # Safety
     /// `p` is valid for reading `N` bytes.
     unsafe fn load_u8(self, p: *const u8) -> Self::V;
+    /// `N` signed bytes widened to 16-bit lanes.
+    /// # Safety
+    /// `p` is valid for reading `N` bytes.
+    unsafe fn load_i8(self, p: *const i8) -> Self::V;
     /// # Safety
     /// `p` is valid for writing `N` values.
     unsafe fn store(self, p: *mut i16, v: Self::V);
@@ -204,16 +208,6 @@ fn pack_high<S: Ops>(s: S, t: Halves<S::V>) -> S::V {
     )
 }
 
-/// `x - 128` of the `N` bytes at `p`, in 16-bit lanes.
-///
-/// # Safety
-/// `p` is valid for reading `N` bytes.
-#[inline(always)]
-unsafe fn load_u<S: Ops>(s: S, p: *const u8) -> S::V {
-    // SAFETY: the caller's contract.
-    s.sub16(unsafe { s.load_u8(p) }, s.splat16(128))
-}
-
 /// `a·b + c·d` in 16-bit lanes (wrapping).
 #[inline(always)]
 fn mul2<S: Ops>(s: S, a: S::V, b: S::V, c: S::V, d: S::V) -> S::V {
@@ -231,7 +225,8 @@ fn round_halves<S: Ops>(s: S, v: Halves<S::V>, add: S::V, shift: u32) -> Halves<
 
 // ---- 8-bit statistics rows ----
 
-/// Folded row `k` of 8-bit input at column `j` (`pipeline.rs`): with `u = x - 128`,
+/// Folded row `k` of 8-bit input at column `j` (`pipeline.rs`), whose rows hold
+/// `u = x - 128` (as [`super::pipeline::Kernels::vertical_u8`] takes them):
 /// `[u_a + u_b, v_a + v_b, u_a² + u_b² - 2^15, v_a² + v_b² - 2^15, u_a·v_a + u_b·v_b - 256]`
 /// for the taps `k` and `F-1-k`, the centre tap alone unbiased, zero past it. `X` makes terms
 /// 0 and 2, `Y` 1 and 3, `XY` 4 (the others stay zero).
@@ -241,8 +236,8 @@ fn round_halves<S: Ops>(s: S, v: Halves<S::V>, add: S::V, shift: u32) -> Halves<
 #[inline(always)]
 unsafe fn u8_fold<S: Ops, const F: usize, const X: bool, const Y: bool, const XY: bool>(
     s: S,
-    rp: &[*const u8; F],
-    dp: &[*const u8; F],
+    rp: &[*const i8; F],
+    dp: &[*const i8; F],
     k: usize,
     j: usize,
 ) -> [S::V; 5] {
@@ -253,16 +248,16 @@ unsafe fn u8_fold<S: Ops, const F: usize, const X: bool, const Y: bool, const XY
     }
     let (nx, ny) = (X || XY, Y || XY);
     // SAFETY (the loads): the caller's rows hold the chunk.
-    let xa = if nx { unsafe { load_u(s, rp[k].add(j)) } } else { z };
+    let xa = if nx { unsafe { s.load_i8(rp[k].add(j)) } } else { z };
     // SAFETY: as above.
-    let ya = if ny { unsafe { load_u(s, dp[k].add(j)) } } else { z };
+    let ya = if ny { unsafe { s.load_i8(dp[k].add(j)) } } else { z };
     if k == half {
         return [xa, ya, s.mullo16(xa, xa), s.mullo16(ya, ya), s.mullo16(xa, ya)];
     }
     // SAFETY: as above.
-    let xb = if nx { unsafe { load_u(s, rp[F - 1 - k].add(j)) } } else { z };
+    let xb = if nx { unsafe { s.load_i8(rp[F - 1 - k].add(j)) } } else { z };
     // SAFETY: as above.
-    let yb = if ny { unsafe { load_u(s, dp[F - 1 - k].add(j)) } } else { z };
+    let yb = if ny { unsafe { s.load_i8(dp[F - 1 - k].add(j)) } } else { z };
     [
         s.add16(xa, xb),
         s.add16(ya, yb),
@@ -280,8 +275,8 @@ unsafe fn u8_fold<S: Ops, const F: usize, const X: bool, const Y: bool, const XY
 #[inline(always)]
 unsafe fn u8_terms<S: Ops, const F: usize, const X: bool, const Y: bool, const XY: bool>(
     s: S,
-    rp: &[*const u8; F],
-    dp: &[*const u8; F],
+    rp: &[*const i8; F],
+    dp: &[*const i8; F],
     cp: &[S::V; F],
     j: usize,
 ) -> [Halves<S::V>; 5] {
@@ -314,8 +309,8 @@ unsafe fn u8_terms<S: Ops, const F: usize, const X: bool, const Y: bool, const X
 #[inline(always)]
 unsafe fn stats_vertical_u8<S: Ops, const F: usize>(
     s: S,
-    rp: &[*const u8; F],
-    dp: &[*const u8; F],
+    rp: &[*const i8; F],
+    dp: &[*const i8; F],
     filt: &[u16],
     mu: Round,
     n: usize,
@@ -588,27 +583,28 @@ unsafe fn horizontal<S: Ops, const NP: usize>(
 
 // ---- decimation ----
 
-/// Folded row `k` of `x - 128` at column `j` (see [`u8_fold`]).
+/// Folded row `k` of 8-bit samples at column `j`: `x_k + x_{F-1-k}` (below 2^9), the centre
+/// alone, zero past it.
 ///
 /// # Safety
 /// The rows are valid for reading `j + N` bytes.
 #[inline(always)]
-unsafe fn fold_u<S: Ops, const F: usize>(s: S, rp: &[*const u8; F], k: usize, j: usize) -> S::V {
+unsafe fn fold_x<S: Ops, const F: usize>(s: S, rp: &[*const u8; F], k: usize, j: usize) -> S::V {
     let half = F / 2;
     // SAFETY: the caller's contract.
     unsafe {
         if k < half {
-            s.add16(load_u(s, rp[k].add(j)), load_u(s, rp[F - 1 - k].add(j)))
+            s.add16(s.load_u8(rp[k].add(j)), s.load_u8(rp[F - 1 - k].add(j)))
         } else if k == half {
-            load_u(s, rp[k].add(j))
+            s.load_u8(rp[k].add(j))
         } else {
             s.zero()
         }
     }
 }
 
-/// Vertical pass of decimation on 8-bit rows, folded like [`u8_fold`]'s first term:
-/// rounded means, biased, at `out[0..n]`.
+/// Vertical pass of decimation on 8-bit rows with symmetric taps folded: rounded means,
+/// biased, at `out[0..n]`.
 ///
 /// # Safety
 /// Rows are valid for reading `n` bytes and `out` for writing `n` values; `filt` has `F`
@@ -625,13 +621,13 @@ unsafe fn down_vertical_u8<S: Ops, const F: usize>(
     let half = F / 2;
     let c = |k: usize| if k <= half { filt[k] as i16 } else { 0 };
     let cp: [S::V; F] = std::array::from_fn(|p| pair(s, c(2 * p), c(2 * p + 1)));
-    let add = s.splat32((1i32 << 23).wrapping_add(round.add as i32));
+    let add = s.splat32(round.add as i32);
     let mut j = 0;
     while j < n {
         let mut a = [s.zero(); 2];
         for (p, &c) in cp.iter().enumerate().take((half + 2) / 2) {
             // SAFETY: the chunk `j..j + N` lies within the rows.
-            let (fa, fb) = unsafe { (fold_u(s, rp, 2 * p, j), fold_u(s, rp, 2 * p + 1, j)) };
+            let (fa, fb) = unsafe { (fold_x(s, rp, 2 * p, j), fold_x(s, rp, 2 * p + 1, j)) };
             dot_pair(s, &mut a, fa, fb, c);
         }
         let t = round_halves(s, a, add, round.shift);
@@ -746,8 +742,8 @@ fn vertical_span<T>(
 impl<S: Ops> Kernels for S {
     fn vertical_u8(
         self,
-        r: &[&[u8]],
-        d: &[&[u8]],
+        r: &[&[i8]],
+        d: &[&[i8]],
         filt: &[u16],
         mu: Round,
         w: usize,
@@ -760,8 +756,8 @@ impl<S: Ops> Kernels for S {
             return 0;
         }
         let n = vertical_span(r, d, f, w, S::N, planes.len(), stride, off);
-        let rp: [*const u8; 17] = std::array::from_fn(|k| r[k].as_ptr());
-        let dp: [*const u8; 17] = std::array::from_fn(|k| d[k].as_ptr());
+        let rp: [*const i8; 17] = std::array::from_fn(|k| r[k].as_ptr());
+        let dp: [*const i8; 17] = std::array::from_fn(|k| d[k].as_ptr());
         let out = planes.as_mut_ptr();
         self.run(
             #[inline(always)]
@@ -1015,6 +1011,11 @@ impl Ops for Avx2 {
     unsafe fn load_u8(self, p: *const u8) -> __m256i {
         // SAFETY: AVX2 runs (the token); the caller's pointer is valid for 16 bytes.
         unsafe { _mm256_cvtepu8_epi16(_mm_loadu_si128(p.cast())) }
+    }
+    #[inline(always)]
+    unsafe fn load_i8(self, p: *const i8) -> __m256i {
+        // SAFETY: AVX2 runs (the token); the caller's pointer is valid for 16 bytes.
+        unsafe { _mm256_cvtepi8_epi16(_mm_loadu_si128(p.cast())) }
     }
     #[inline(always)]
     unsafe fn store(self, p: *mut i16, v: __m256i) {
@@ -1335,6 +1336,11 @@ impl<const VNNI: bool> Ops for Avx512<VNNI> {
     unsafe fn load_u8(self, p: *const u8) -> __m512i {
         // SAFETY: AVX-512 runs (the token); the caller's pointer is valid for 32 bytes.
         unsafe { _mm512_cvtepu8_epi16(_mm256_loadu_si256(p.cast())) }
+    }
+    #[inline(always)]
+    unsafe fn load_i8(self, p: *const i8) -> __m512i {
+        // SAFETY: AVX-512 runs (the token); the caller's pointer is valid for 32 bytes.
+        unsafe { _mm512_cvtepi8_epi16(_mm256_loadu_si256(p.cast())) }
     }
     #[inline(always)]
     unsafe fn store(self, p: *mut i16, v: __m512i) {
