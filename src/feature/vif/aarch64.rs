@@ -110,7 +110,7 @@ unsafe fn mac_s16(acc: &mut [int32x4_t; 2], v: int16x8_t, c: i16) {
 ///
 /// # Safety
 /// NEON runs; rows are valid for reading `n` bytes, the planes for writing there.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn stats_vertical_u8(
     rp: &[*const i8; 17],
@@ -152,7 +152,13 @@ unsafe fn stats_vertical_u8(
                         vsubq_s16(sq(xa, ya, xb, yb), k256),
                     ]
                 } else {
-                    [xa, ya, vmulq_s16(xa, xa), vmulq_s16(ya, ya), vmulq_s16(xa, ya)]
+                    [
+                        xa,
+                        ya,
+                        vmulq_s16(xa, xa),
+                        vmulq_s16(ya, ya),
+                        vmulq_s16(xa, ya),
+                    ]
                 };
                 for q in 0..5 {
                     mac_s16(&mut a[q], f[q], c);
@@ -206,7 +212,10 @@ unsafe fn round64(v: [uint64x2_t; 4], add: uint64x2_t, shift: int64x2_t) -> [uin
     // SAFETY: value intrinsics; the caller runs NEON.
     unsafe {
         let r = |q: uint64x2_t| vmovn_u64(vshlq_u64(vaddq_u64(q, add), shift));
-        [vcombine_u32(r(v[0]), r(v[1])), vcombine_u32(r(v[2]), r(v[3]))]
+        [
+            vcombine_u32(r(v[0]), r(v[1])),
+            vcombine_u32(r(v[2]), r(v[3])),
+        ]
     }
 }
 
@@ -395,7 +404,7 @@ unsafe fn pixel4(acc: &mut Acc, m: [uint32x4_t; 5], lanes: usize, egl: f64, tab:
 /// # Safety
 /// NEON runs; every plane is valid for reading 8 values at each `j + k` (`j` a chunk start,
 /// `k` a tap).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
 #[inline(always)]
 unsafe fn horizontal(
     planes: *const i16,
@@ -429,7 +438,10 @@ unsafe fn horizontal(
             for h in 0..2 {
                 let u = |v: int32x4_t| vreinterpretq_u32_s32(v);
                 let sq = |lo: int32x4_t, hi: int32x4_t| {
-                    vaddq_u32(vaddq_u32(u(hi), k31), vshrq_n_u32::<16>(vaddq_u32(u(lo), k31r)))
+                    vaddq_u32(
+                        vaddq_u32(u(hi), k31),
+                        vshrq_n_u32::<16>(vaddq_u32(u(lo), k31r)),
+                    )
                 };
                 let m = [
                     vaddq_u32(u(a[0][h]), k31),
@@ -458,7 +470,13 @@ unsafe fn horizontal(
 /// # Safety
 /// NEON runs; rows are valid for reading `n` bytes and `out` for writing `n` values.
 #[inline(always)]
-unsafe fn down_vertical_u8(rp: &[*const u8; 9], filt: &[u16], round: Round, n: usize, out: *mut i16) {
+unsafe fn down_vertical_u8(
+    rp: &[*const u8; 9],
+    filt: &[u16],
+    round: Round,
+    n: usize,
+    out: *mut i16,
+) {
     // SAFETY: value intrinsics and the accesses the caller's contract covers.
     unsafe {
         let add = vdupq_n_u32(round.add as u32);
@@ -487,7 +505,13 @@ unsafe fn down_vertical_u8(rp: &[*const u8; 9], filt: &[u16], round: Round, n: u
 /// # Safety
 /// NEON runs; `filt.len()` rows are valid for reading `n` values and `out` for writing `n`.
 #[inline(always)]
-unsafe fn down_vertical_u16(rp: &[*const u16], filt: &[u16], round: Round, n: usize, out: *mut i16) {
+unsafe fn down_vertical_u16(
+    rp: &[*const u16],
+    filt: &[u16],
+    round: Round,
+    n: usize,
+    out: *mut i16,
+) {
     // SAFETY: value intrinsics and the accesses the caller's contract covers.
     unsafe {
         let add = vdupq_n_u32(round.add as u32);
@@ -611,7 +635,7 @@ impl Kernels for Neon {
         j1: usize,
         egl: f64,
     ) -> VifAccums {
-        assert!(j0 % N == 0 && j0 < j1);
+        assert!(j0.is_multiple_of(N) && j0 < j1);
         let (tp, nt) = tap_plan(filt);
         let taps = &tp[..nt];
         let last = j1 - 1 - (j1 - 1 - j0) % N;

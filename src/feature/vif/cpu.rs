@@ -310,7 +310,11 @@ pub(super) struct StatParams<'a> {
 }
 
 /// Local means, variances and covariance of one scale, reduced to its accumulators.
-pub(super) fn scale_stats<T: LumaSample>(r: &Img<'_, T>, d: &Img<'_, T>, p: &StatParams<'_>) -> VifAccums {
+pub(super) fn scale_stats<T: LumaSample>(
+    r: &Img<'_, T>,
+    d: &Img<'_, T>,
+    p: &StatParams<'_>,
+) -> VifAccums {
     let table = log2_table();
     let (w, h) = (r.w, r.h);
     let f = p.filt.len();
@@ -754,9 +758,21 @@ mod tests {
         let (refs, dists) = load_parity_clip("natural_576x324_420p8");
         for (r, d) in refs.iter().zip(&dists).take(3) {
             let a8 = compute_accums(r, d, DEFAULT_EGL, false, CpuLevel::SCALAR).unwrap();
-            let a10 = compute_accums(&widen(r, 10, 2), &widen(d, 10, 2), DEFAULT_EGL, false, CpuLevel::SCALAR);
+            let a10 = compute_accums(
+                &widen(r, 10, 2),
+                &widen(d, 10, 2),
+                DEFAULT_EGL,
+                false,
+                CpuLevel::SCALAR,
+            );
             assert_eq!(a8, a10.unwrap());
-            let a16 = compute_accums(&widen(r, 16, 8), &widen(d, 16, 8), DEFAULT_EGL, false, CpuLevel::SCALAR);
+            let a16 = compute_accums(
+                &widen(r, 16, 8),
+                &widen(d, 16, 8),
+                DEFAULT_EGL,
+                false,
+                CpuLevel::SCALAR,
+            );
             assert_eq!(a8, a16.unwrap());
         }
     }
@@ -794,7 +810,11 @@ mod tests {
         let d: Vec<u16> = r
             .iter()
             .map(|&v| {
-                let n = if amp == 0 { 0 } else { rng.below(2 * amp + 1) as i64 - amp as i64 };
+                let n = if amp == 0 {
+                    0
+                } else {
+                    rng.below(2 * amp + 1) as i64 - amp as i64
+                };
                 ((f64::from(v) * gain) as i64 + n).clamp(0, max) as u16
             })
             .collect();
@@ -825,7 +845,10 @@ mod tests {
         skip: bool,
     ) -> Vec<(String, [VifAccums; 4])> {
         #[allow(unused_mut)]
-        let mut v = vec![(cpu.to_string(), compute_accums(r, d, egl, skip, cpu).unwrap())];
+        let mut v = vec![(
+            cpu.to_string(),
+            compute_accums(r, d, egl, skip, cpu).unwrap(),
+        )];
         #[cfg(target_arch = "x86_64")]
         if cpu.has_avx512() {
             let a = super::super::x86::compute(cpu, false, r, d, egl, skip).unwrap();
@@ -844,7 +867,7 @@ mod tests {
             let big = w * h > 1 << 18;
             for (ci, content) in CONTENTS.into_iter().enumerate() {
                 for bpc in [8u32, 9, 10, 12, 16] {
-                    if big && (ci + bpc as usize) % 4 != 0 {
+                    if big && !(ci + bpc as usize).is_multiple_of(4) {
                         continue;
                     }
                     let (r, d) = random_pair(&mut rng, w, h, bpc, content);
@@ -906,13 +929,18 @@ mod tests {
         }
     }
 
-    /// Single-thread timing of every level on the 1080p parity clip (`--ignored --nocapture`).
+    /// Single-thread timing of every level on the 1080p parity clip:
+    /// `cargo test --release --lib time_levels_1080p -- --ignored --nocapture` (`VIF_REPS`
+    /// repetitions, interleaved; each frame's fastest counts).
     #[test]
     #[ignore]
     fn time_levels_1080p() {
         let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
-        let reps: usize = std::env::var("VIF_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
-        type Run<'a> = Box<dyn Fn(&PictureData, &PictureData) -> [VifAccums; 4] + 'a>;
+        let reps = std::env::var("VIF_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3);
+        type Run = Box<dyn Fn(&PictureData, &PictureData) -> [VifAccums; 4]>;
         let mut runs: Vec<(String, Run)> = Vec::new();
         for cpu in CpuLevel::available() {
             runs.push((
@@ -924,28 +952,30 @@ mod tests {
                 runs.push((
                     format!("{cpu} without VNNI"),
                     Box::new(move |r, d| {
-                        super::super::x86::compute(cpu, false, r, d, DEFAULT_EGL, false)
-                            .unwrap()
-                            .unwrap()
+                        let a = super::super::x86::compute(cpu, false, r, d, DEFAULT_EGL, false);
+                        a.unwrap().unwrap()
                     }),
                 ));
             }
         }
-        for (name, run) in &runs {
-            let _ = run(&refs[0], &dists[0]);
-            let mut best = f64::MAX;
-            for _ in 0..reps {
-                let t = std::time::Instant::now();
-                for (r, d) in refs.iter().zip(&dists) {
+        let mut best = vec![vec![f64::MAX; refs.len()]; runs.len()];
+        for _ in 0..reps {
+            for ((_, run), best) in runs.iter().zip(&mut best) {
+                for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+                    let t = std::time::Instant::now();
                     std::hint::black_box(run(r, d));
+                    best[i] = best[i].min(t.elapsed().as_secs_f64() * 1e3);
                 }
-                best = best.min(t.elapsed().as_secs_f64() * 1e3 / refs.len() as f64);
             }
-            eprintln!("vif 1080p 8-bit {name}: {best:.2} ms/frame");
+        }
+        for ((name, _), best) in runs.iter().zip(&best) {
+            let ms = best.iter().sum::<f64>() / best.len() as f64;
+            eprintln!("vif 1080p 8-bit {name}: {ms:.2} ms/frame");
         }
     }
 
-    /// Per-pass timing of the pipeline at 1080p (`--ignored --nocapture`).
+    /// Timing of the passes of scales 0 and 1 at 1080p, per kernel set (as
+    /// [`time_levels_1080p`]; `VIF_NO_SCALAR` skips the reference).
     #[test]
     #[ignore]
     fn time_passes_1080p() {
@@ -963,7 +993,10 @@ mod tests {
             sq_round: sq_round0(8),
             egl: DEFAULT_EGL,
         };
-        let reps: usize = std::env::var("VIF_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(10);
+        let reps = std::env::var("VIF_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10);
         let time = |name: &str, f: &mut dyn FnMut()| {
             f();
             let mut best = f64::MAX;
@@ -974,54 +1007,75 @@ mod tests {
             }
             eprintln!("{name}: {best:.2} ms");
         };
-        fn passes<P: Passes>(name: &str, pp: P, ri: &Img<'_, u8>, di: &Img<'_, u8>, p: &StatParams<'_>, time: &dyn Fn(&str, &mut dyn FnMut())) {
-            time(&format!("{name} stats0"), &mut || {
-                std::hint::black_box(pp.stats(ri, di, p));
-            });
-            time(&format!("{name} down0 x2"), &mut || {
-                std::hint::black_box(pp.downsample(ri, FILTERS[1], p.row_map, PAD0, mu_round0(8)));
-                std::hint::black_box(pp.downsample(di, FILTERS[1], p.row_map, PAD0, mu_round0(8)));
-            });
-            let nr = pp.downsample(ri, FILTERS[1], p.row_map, PAD0, mu_round0(8));
-            let nd = pp.downsample(di, FILTERS[1], p.row_map, PAD0, mu_round0(8));
-            let (cw, ch) = (ri.w / 2, ri.h / 2);
-            let rm = pad_map(ch, 8);
-            let r1 = Img::new(&nr, cw, cw, ch);
-            let d1 = Img::new(&nd, cw, cw, ch);
-            let p1 = StatParams { filt: FILTERS[1], row_map: &rm, row_pad: 8, mu_round: ROUND16, sq_round: ROUND16, egl: DEFAULT_EGL };
-            time(&format!("{name} stats1"), &mut || {
-                std::hint::black_box(pp.stats(&r1, &d1, &p1));
-            });
+        let passes = |name: &str, pp: &WithPasses<'_>| {
+            pp(&mut |pp| {
+                time(&format!("{name} stats0"), &mut || {
+                    std::hint::black_box(pp.stats_u8(&ri, &di, &p));
+                });
+                time(&format!("{name} downsample0 x2"), &mut || {
+                    for img in [&ri, &di] {
+                        std::hint::black_box(pp.down_u8(img, &row_map));
+                    }
+                });
+                let (nr, nd) = (pp.down_u8(&ri, &row_map), pp.down_u8(&di, &row_map));
+                let (cw, ch) = (w / 2, h / 2);
+                let rm = pad_map(ch, PAD0);
+                let (r1, d1) = (Img::new(&nr, cw, cw, ch), Img::new(&nd, cw, cw, ch));
+                let p1 = StatParams {
+                    filt: FILTERS[1],
+                    row_map: &rm,
+                    row_pad: PAD0,
+                    mu_round: ROUND16,
+                    sq_round: ROUND16,
+                    egl: DEFAULT_EGL,
+                };
+                time(&format!("{name} stats1"), &mut || {
+                    std::hint::black_box(pp.stats_u16(&r1, &d1, &p1));
+                });
+            })
+        };
+        if std::env::var_os("VIF_NO_SCALAR").is_none() {
+            passes("scalar", &|f| f(&Reference));
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::env::var_os("NOPIX").is_some() { super::super::x86::NOPIX.store(true, std::sync::atomic::Ordering::Relaxed); }
-        if std::env::var_os("NOSCALAR").is_none() { passes("scalar", Reference, &ri, &di, &p, &time); }
         #[cfg(target_arch = "x86_64")]
         {
-            if let Some(k) = super::super::x86::Avx2::new(CpuLevel::detect()) {
-                passes("avx2", pipeline::Fast(k), &ri, &di, &p, &time);
+            use super::super::x86::{Avx2, Avx512};
+            let cpu = CpuLevel::detect();
+            if let Some(k) = Avx2::new(cpu) {
+                passes("avx2", &|f| f(&pipeline::Fast(k)));
             }
-            if let Some(k) = super::super::x86::Avx512::<false>::new(CpuLevel::detect()) {
-                passes("avx512", pipeline::Fast(k), &ri, &di, &p, &time);
+            if let Some(k) = Avx512::<false>::new(cpu) {
+                passes("avx512 without VNNI", &|f| f(&pipeline::Fast(k)));
             }
-            if let Some(k) = super::super::x86::Avx512::<true>::new(CpuLevel::detect()) {
-                passes("avx512vnni", pipeline::Fast(k), &ri, &di, &p, &time);
+            if let Some(k) = Avx512::<true>::new(cpu) {
+                passes("avx512", &|f| f(&pipeline::Fast(k)));
             }
         }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(k) = super::super::aarch64::Neon::new(CpuLevel::detect()) {
+            passes("neon", &|f| f(&pipeline::Fast(k)));
+        }
     }
-}
 
-#[cfg(test)]
-mod frac {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn fractions() {
-        let (refs, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
-        for (r, d) in refs.iter().zip(&dists).take(3) {
-            let a = accums(Reference, r, d, 100.0, false).unwrap();
-            let n = (r.w[0] * r.h[0]) as f64;
-            eprintln!("nonlog frac scale0 {:.3} s1 {:.3}", a[0].den_non_log as f64 / n, a[1].den_non_log as f64 / (n / 4.0));
+    /// Calls its argument with one set of passes.
+    type WithPasses<'a> = dyn Fn(&mut dyn FnMut(&dyn PassesDyn)) + 'a;
+
+    /// [`Passes`] of one sample type each, as trait objects for the timing above.
+    trait PassesDyn {
+        fn stats_u8(&self, r: &Img<'_, u8>, d: &Img<'_, u8>, p: &StatParams<'_>) -> VifAccums;
+        fn stats_u16(&self, r: &Img<'_, u16>, d: &Img<'_, u16>, p: &StatParams<'_>) -> VifAccums;
+        fn down_u8(&self, src: &Img<'_, u8>, row_map: &[usize]) -> Vec<u16>;
+    }
+
+    impl<P: Passes> PassesDyn for P {
+        fn stats_u8(&self, r: &Img<'_, u8>, d: &Img<'_, u8>, p: &StatParams<'_>) -> VifAccums {
+            self.stats(r, d, p)
+        }
+        fn stats_u16(&self, r: &Img<'_, u16>, d: &Img<'_, u16>, p: &StatParams<'_>) -> VifAccums {
+            self.stats(r, d, p)
+        }
+        fn down_u8(&self, src: &Img<'_, u8>, row_map: &[usize]) -> Vec<u16> {
+            self.downsample(src, FILTERS[1], row_map, PAD0, mu_round0(8))
         }
     }
 }

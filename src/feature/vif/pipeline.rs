@@ -36,9 +36,7 @@
 //! non-negative and below `2^51` when `|egl| <= EGL_MAX`, so a truncating conversion is exact
 //! (other gain limits, never produced by the option parser, use the reference).
 
-use super::cpu::{
-    pad_map, Img, LumaSample, Passes, Round, StatParams, VifAccums,
-};
+use super::cpu::{pad_map, Img, LumaSample, Passes, Round, StatParams, VifAccums};
 use crate::error::Result;
 use crate::picture::PictureData;
 use crate::simd::CpuLevel;
@@ -81,6 +79,7 @@ pub(super) fn log2_compact() -> &'static [u16] {
 }
 
 /// Most terms of a [`pair_plan`].
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) const MAX_PAIRS: usize = 9;
 
 /// Most terms of a [`tap_plan`].
@@ -90,6 +89,7 @@ pub(super) const MAX_TAPS: usize = 18;
 /// `Σ_k c_k·t[j+k] = Σ (a·t[j+o] + b·t[j+o+1])` and every `a, b < 2^15`. Plain pairs
 /// `(c_0, c_1), (c_2, c_3), ..` when all coefficients allow; else one term per offset with
 /// each coefficient split between two terms.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn pair_plan(filt: &[u16]) -> ([(usize, i16, i16); MAX_PAIRS], usize) {
     let f = filt.len();
     let mut plan = [(0, 0, 0); MAX_PAIRS];
@@ -106,7 +106,11 @@ pub(super) fn pair_plan(filt: &[u16]) -> ([(usize, i16, i16); MAX_PAIRS], usize)
     } else {
         let mut prev_b = 0;
         for o in 0..f - 1 {
-            let b = if o + 2 == f { filt[o + 1] } else { filt[o + 1] / 2 };
+            let b = if o + 2 == f {
+                filt[o + 1]
+            } else {
+                filt[o + 1] / 2
+            };
             push(o, filt[o] - prev_b, b);
             prev_b = b;
         }
@@ -321,7 +325,9 @@ impl Sample for u16 {
     ) -> usize {
         let rr: Vec<&[u16]> = srcs.iter().map(|&s| r.row(s)).collect();
         let dr: Vec<&[u16]> = srcs.iter().map(|&s| d.row(s)).collect();
-        k.vertical_u16(&rr, &dr, p.filt, p.mu_round, p.sq_round, r.w, planes, stride, off)
+        k.vertical_u16(
+            &rr, &dr, p.filt, p.mu_round, p.sq_round, r.w, planes, stride, off,
+        )
     }
 
     fn down_vertical<K: Kernels>(
@@ -414,7 +420,7 @@ pub(super) fn scale_stats<K: Kernels, T: Sample>(
         let mut j0 = 0;
         while j0 < w {
             let j1 = (j0 + SEGMENT).min(w);
-            let a = if std::env::var_os("NOH").is_some() { VifAccums::default() } else { k.horizontal(&planes, stride, p.filt, j0, j1, p.egl) };
+            let a = k.horizontal(&planes, stride, p.filt, j0, j1, p.egl);
             acc.num_log += a.num_log;
             acc.den_log += a.den_log;
             acc.num_non_log += a.num_non_log;
@@ -449,9 +455,10 @@ pub(super) fn downsample<K: Kernels, T: Sample>(
         rows.extend((0..f).map(|kk| src.row(row_map[row_pad + i + kk - half])));
         let n = T::down_vertical(k, &rows, filt, v_round, w, &mut tmp[half..]);
         for j in n..w {
-            let a = filt.iter().zip(&rows).fold(0u32, |a, (&c, row)| {
-                a + u32::from(c) * row[j].into()
-            });
+            let a = filt
+                .iter()
+                .zip(&rows)
+                .fold(0u32, |a, (&c, row)| a + u32::from(c) * row[j].into());
             tmp[half + j] = bias(((a + v_round.add as u32) >> v_round.shift) as u16);
         }
         for v in (0..half).chain(half + w..tw) {
@@ -500,7 +507,7 @@ pub(super) fn compute(
     egl: f64,
     skip_scale0: bool,
 ) -> Option<Result<[VifAccums; 4]>> {
-    if !(egl.abs() <= EGL_MAX) {
+    if egl.is_nan() || egl.abs() > EGL_MAX {
         return None;
     }
     #[cfg(target_arch = "x86_64")]

@@ -54,7 +54,9 @@ impl Avx512<false> {
         cpu.has_avx512().then_some(Avx512(()))
     }
 
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vl,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512dq,avx512cd,avx512vl,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     #[inline]
     fn vectorize<R>(self, f: impl FnOnce() -> R) -> R {
         f()
@@ -196,7 +198,10 @@ fn dot_pair<S: Ops>(s: S, acc: &mut Halves<S::V>, a: S::V, b: S::V, c: S::V) {
 #[inline(always)]
 fn pack_low<S: Ops>(s: S, t: Halves<S::V>) -> S::V {
     let m = s.splat32(0xffff);
-    s.xor(s.packus32(s.and(t[0], m), s.and(t[1], m)), s.splat16(i16::MIN))
+    s.xor(
+        s.packus32(s.and(t[0], m), s.and(t[1], m)),
+        s.splat16(i16::MIN),
+    )
 }
 
 /// The high 16 bits of the 32-bit lanes of `[lo, hi]`, in pixel order and biased.
@@ -247,17 +252,26 @@ unsafe fn u8_fold<S: Ops, const F: usize, const X: bool, const Y: bool, const XY
         return [z; 5];
     }
     let (nx, ny) = (X || XY, Y || XY);
-    // SAFETY (the loads): the caller's rows hold the chunk.
-    let xa = if nx { unsafe { s.load_i8(rp[k].add(j)) } } else { z };
-    // SAFETY: as above.
-    let ya = if ny { unsafe { s.load_i8(dp[k].add(j)) } } else { z };
+    // The chunk of row `p` (zero when unused).
+    let load = |p: *const i8, used: bool| {
+        if used {
+            // SAFETY: the caller's rows hold the chunk.
+            unsafe { s.load_i8(p.add(j)) }
+        } else {
+            z
+        }
+    };
+    let (xa, ya) = (load(rp[k], nx), load(dp[k], ny));
     if k == half {
-        return [xa, ya, s.mullo16(xa, xa), s.mullo16(ya, ya), s.mullo16(xa, ya)];
+        return [
+            xa,
+            ya,
+            s.mullo16(xa, xa),
+            s.mullo16(ya, ya),
+            s.mullo16(xa, ya),
+        ];
     }
-    // SAFETY: as above.
-    let xb = if nx { unsafe { s.load_i8(rp[F - 1 - k].add(j)) } } else { z };
-    // SAFETY: as above.
-    let yb = if ny { unsafe { s.load_i8(dp[F - 1 - k].add(j)) } } else { z };
+    let (xb, yb) = (load(rp[F - 1 - k], nx), load(dp[F - 1 - k], ny));
     [
         s.add16(xa, xb),
         s.add16(ya, yb),
@@ -282,7 +296,7 @@ unsafe fn u8_terms<S: Ops, const F: usize, const X: bool, const Y: bool, const X
 ) -> [Halves<S::V>; 5] {
     let want = [X, Y, X, Y, XY];
     let mut a = [[s.zero(); 2]; 5];
-    for p in 0..(F / 2 + 2) / 2 {
+    for (p, &c) in cp.iter().enumerate().take((F / 2 + 2) / 2) {
         // SAFETY: the caller's contract.
         let (fa, fb) = unsafe {
             (
@@ -292,7 +306,7 @@ unsafe fn u8_terms<S: Ops, const F: usize, const X: bool, const Y: bool, const X
         };
         for q in 0..5 {
             if want[q] {
-                dot_pair(s, &mut a[q], fa[q], fb[q], cp[p]);
+                dot_pair(s, &mut a[q], fa[q], fb[q], c);
             }
         }
     }
@@ -525,7 +539,6 @@ unsafe fn stats_vertical_u16<S: Ops, const P: usize>(
 }
 
 // ---- horizontal pass and per-pixel step ----
-pub(super) static NOPIX: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Horizontal sums and per-pixel step of pixels `j0..j1`, in chunks of `N` from `j0`.
 ///
@@ -574,7 +587,7 @@ unsafe fn horizontal<S: Ops, const NP: usize>(
             } else {
                 0
             };
-            if NOPIX.load(std::sync::atomic::Ordering::Relaxed) { std::hint::black_box(m); } else { s.pixel(&mut acc, m, lanes, egl, tab); }
+            s.pixel(&mut acc, m, lanes, egl, tab);
         }
         j += S::N;
     }
@@ -832,7 +845,7 @@ impl<S: Ops> Kernels for S {
         j1: usize,
         egl: f64,
     ) -> VifAccums {
-        assert!(j0 % S::N == 0 && j0 < j1 && j1 - j0 <= SEGMENT);
+        assert!(j0.is_multiple_of(S::N) && j0 < j1 && j1 - j0 <= SEGMENT);
         let (pp, np) = pair_plan(filt);
         let max_o = pp[..np].iter().map(|p| p.0).max().unwrap_or(0);
         let last = j1 - 1 - (j1 - 1 - j0) % S::N;
@@ -935,7 +948,11 @@ impl<S: Ops> Kernels for S {
         let max_o = pp[..np].iter().map(|p| p.0).max().unwrap_or(0);
         // Chunks whose loads end inside `tmp`.
         let fit = (tmp.len().saturating_sub(max_o + S::N) / 2 + 1).min(out.len());
-        let n = if tmp.len() >= max_o + S::N { fit / step * step } else { 0 };
+        let n = if tmp.len() >= max_o + S::N {
+            fit / step * step
+        } else {
+            0
+        };
         if n == 0 {
             return 0;
         }
@@ -1229,15 +1246,16 @@ unsafe fn pixel_avx2(acc: &mut Acc2, m: [__m256i; 5], lanes: usize, egl: f64, ta
         let nonlog = _mm256_andnot_si256(logm, valid);
         acc.dnl = _mm256_add_epi32(acc.dnl, nonlog);
         let s2n = _mm256_and_si256(s2, nonlog);
-        acc.nnl_lo = _mm256_add_epi32(
-            acc.nnl_lo,
-            _mm256_and_si256(s2n, _mm256_set1_epi32(0xffff)),
-        );
+        acc.nnl_lo = _mm256_add_epi32(acc.nnl_lo, _mm256_and_si256(s2n, _mm256_set1_epi32(0xffff)));
         acc.nnl_hi = _mm256_add_epi32(acc.nnl_hi, _mm256_srli_epi32::<16>(s2n));
         if _mm256_testz_si256(logm, logm) != 0 {
             return;
         }
-        let den = log2_avx2(_mm256_add_epi32(s1, _mm256_set1_epi32(SIGMA_NSQ)), logm, tab);
+        let den = log2_avx2(
+            _mm256_add_epi32(s1, _mm256_set1_epi32(SIGMA_NSQ)),
+            logm,
+            tab,
+        );
         let den = _mm256_sub_epi32(den, _mm256_set1_epi32(2048 * 17));
         acc.dl = _mm256_add_epi32(acc.dl, _mm256_and_si256(den, logm));
         let numm = _mm256_and_si256(
@@ -1270,7 +1288,11 @@ unsafe fn pixel_avx2(acc: &mut Acc2, m: [__m256i; 5], lanes: usize, egl: f64, ta
             _mm256_and_si256(g, _mm256_set1_epi32(0xffff)),
             _mm256_slli_epi32::<11>(k),
         );
-        let ln1 = log2_avx2(_mm256_add_epi32(sv, _mm256_set1_epi32(SIGMA_NSQ)), numm, tab);
+        let ln1 = log2_avx2(
+            _mm256_add_epi32(sv, _mm256_set1_epi32(SIGMA_NSQ)),
+            numm,
+            tab,
+        );
         acc.nl = _mm256_add_epi32(acc.nl, _mm256_and_si256(_mm256_sub_epi32(ltmp, ln1), numm));
     }
 }
@@ -1539,20 +1561,19 @@ unsafe fn pixel_avx512(acc: &mut Acc5, m: [__m512i; 5], lanes: usize, egl: f64, 
             acc.nnl_lo,
             _mm512_and_si512(s2, _mm512_set1_epi32(0xffff)),
         );
-        acc.nnl_hi = _mm512_mask_add_epi32(
-            acc.nnl_hi,
-            nonlog,
-            acc.nnl_hi,
-            _mm512_srli_epi32::<16>(s2),
-        );
+        acc.nnl_hi =
+            _mm512_mask_add_epi32(acc.nnl_hi, nonlog, acc.nnl_hi, _mm512_srli_epi32::<16>(s2));
         if logm == 0 {
             return;
         }
-        let den = log2_avx512(_mm512_add_epi32(s1, _mm512_set1_epi32(SIGMA_NSQ)), logm, tab);
+        let den = log2_avx512(
+            _mm512_add_epi32(s1, _mm512_set1_epi32(SIGMA_NSQ)),
+            logm,
+            tab,
+        );
         let den = _mm512_sub_epi32(den, _mm512_set1_epi32(2048 * 17));
         acc.dl = _mm512_mask_add_epi32(acc.dl, logm, acc.dl, den);
-        let numm =
-            logm & _mm512_cmpgt_epi32_mask(s12, zero) & _mm512_cmpgt_epi32_mask(s2, zero);
+        let numm = logm & _mm512_cmpgt_epi32_mask(s12, zero) & _mm512_cmpgt_epi32_mask(s2, zero);
         if numm == 0 {
             return;
         }
@@ -1580,7 +1601,11 @@ unsafe fn pixel_avx512(acc: &mut Acc5, m: [__m512i; 5], lanes: usize, egl: f64, 
             _mm512_and_si512(g, _mm512_set1_epi32(0xffff)),
             _mm512_slli_epi32::<11>(k),
         );
-        let ln1 = log2_avx512(_mm512_add_epi32(sv, _mm512_set1_epi32(SIGMA_NSQ)), numm, tab);
+        let ln1 = log2_avx512(
+            _mm512_add_epi32(sv, _mm512_set1_epi32(SIGMA_NSQ)),
+            numm,
+            tab,
+        );
         acc.nl = _mm512_mask_add_epi32(acc.nl, numm, acc.nl, _mm512_sub_epi32(ltmp, ln1));
     }
 }
