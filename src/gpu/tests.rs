@@ -381,7 +381,14 @@ fn page_locked_pictures_score_like_the_cpu() {
     );
     for i in 0..3 {
         let (r, d) = (&pinned_refs[i], &pinned_dists[i]);
-        let cpu = vif::compute_accums(&refs[i], &dists[i], 100.0, false).unwrap();
+        let cpu = vif::compute_accums(
+            &refs[i],
+            &dists[i],
+            100.0,
+            false,
+            crate::simd::CpuLevel::default(),
+        )
+        .unwrap();
         let gpu = vif_gpu::compute_accums(&state, r, d, 100.0, false).unwrap();
         assert_eq!(gpu, cpu, "vif frame {i}");
         if i > 0 {

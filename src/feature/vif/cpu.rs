@@ -1,3 +1,4 @@
+// HELPER NOTE (added by the lead after your prompt went out): before any work, read /work/prompts/common.md -- the rules and the SIMD design you must follow (CpuLevel, x86.rs/aarch64.rs files, SAFETY, checkasm tests, what not to touch). Delete this line in your first commit.
 //! CPU reference of integer VIF, bit-exact with upstream's scalar C path.
 //!
 //! [`compute_accums`] reduces a picture pair to four integer accumulators per scale (integer
@@ -7,11 +8,13 @@
 
 use std::sync::OnceLock;
 
+use super::pipeline::{self, Sample};
 use crate::error::{Error, Result};
 use crate::picture::{PictureData, PlaneRef};
+use crate::simd::CpuLevel;
 
 /// Q16 Gaussian kernels, one per scale; each sums to 65536.
-const FILTERS: [&[u16]; 4] = [
+pub(super) const FILTERS: [&[u16]; 4] = [
     &[
         489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640,
         935, 489,
@@ -22,13 +25,13 @@ const FILTERS: [&[u16]; 4] = [
 ];
 
 /// Rows reflected above and below the scale-0 picture (half the widest kernel).
-const PAD0: usize = 8;
+pub(super) const PAD0: usize = 8;
 
 /// Noise variance 2.0 in the Q16 units every scale works in.
-const SIGMA_NSQ: i32 = 2 << 16;
+pub(super) const SIGMA_NSQ: i32 = 2 << 16;
 
 /// Regulariser of the gain division.
-const EPS: f64 = 65536.0 * 1.0e-10;
+pub(super) const EPS: f64 = 65536.0 * 1.0e-10;
 
 /// Integer sums of one scale; everything the score needs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,7 +77,7 @@ fn log2_64(table: &[u16], t: u64) -> i32 {
 /// order of upstream's in-place reflect copies: plain reflect-101 when `n > p`, iterated
 /// reflection for shorter runs. Positions upstream fills from stale memory (only when `n == 1`)
 /// map to 0.
-fn pad_map(n: usize, p: usize) -> Vec<usize> {
+pub(super) fn pad_map(n: usize, p: usize) -> Vec<usize> {
     if n == 0 {
         return vec![0; 2 * p];
     }
@@ -89,29 +92,29 @@ fn pad_map(n: usize, p: usize) -> Vec<usize> {
 }
 
 /// A read-only image: `h` rows of `w` samples, `stride` apart.
-struct Img<'a, T> {
+pub(super) struct Img<'a, T> {
     data: &'a [T],
     stride: usize,
-    w: usize,
-    h: usize,
+    pub(super) w: usize,
+    pub(super) h: usize,
 }
 
 impl<'a, T> Img<'a, T> {
-    fn new(data: &'a [T], stride: usize, w: usize, h: usize) -> Self {
+    pub(super) fn new(data: &'a [T], stride: usize, w: usize, h: usize) -> Self {
         Img { data, stride, w, h }
     }
 
     #[inline(always)]
-    fn row(&self, r: usize) -> &[T] {
+    pub(super) fn row(&self, r: usize) -> &[T] {
         &self.data[r * self.stride..r * self.stride + self.w]
     }
 }
 
 /// `(add, shift)` rounding applied to a vertical sum before it is stored.
 #[derive(Clone, Copy)]
-struct Round {
-    add: u64,
-    shift: u32,
+pub(super) struct Round {
+    pub(super) add: u64,
+    pub(super) shift: u32,
 }
 
 /// Row buffers of one scale's statistics pass, reused for every row.
@@ -120,7 +123,7 @@ struct Round {
 /// squares) and fit their types, so nothing ever wraps: the wrapping operations only keep debug
 /// overflow checks out of loops that must vectorise. Horizontal squared sums are carried in
 /// `f64`, which is exact here: every operand and partial sum is an integer below 2^49.
-struct Scratch {
+pub(super) struct Scratch {
     /// Vertical sums: means (both kernels) and, for 8-bit input, squares.
     v32: [Vec<u32>; 5],
     /// Vertical squared sums of deeper input.
@@ -152,7 +155,7 @@ impl Scratch {
 
 /// A CPU luma sample type (`u8` or `u16`) with its vertical statistics kernel. (The GPU side
 /// has its own, unrelated `crate::gpu::kernels::Sample`: a device-copyable sample.)
-trait LumaSample: Copy + Into<u32> {
+pub(super) trait LumaSample: Copy + Into<u32> {
     /// Whether the kernel needs 64-bit vertical squared sums.
     const WIDE: bool;
 
@@ -296,18 +299,22 @@ impl LumaSample for u16 {
 }
 
 /// Parameters of one scale's statistics pass.
-struct StatParams<'a> {
-    filt: &'a [u16],
+pub(super) struct StatParams<'a> {
+    pub(super) filt: &'a [u16],
     /// Source row of each padded row index (offset by `row_pad`).
-    row_map: &'a [usize],
-    row_pad: usize,
-    mu_round: Round,
-    sq_round: Round,
-    egl: f64,
+    pub(super) row_map: &'a [usize],
+    pub(super) row_pad: usize,
+    pub(super) mu_round: Round,
+    pub(super) sq_round: Round,
+    pub(super) egl: f64,
 }
 
 /// Local means, variances and covariance of one scale, reduced to its accumulators.
-fn scale_stats<T: LumaSample>(r: &Img<'_, T>, d: &Img<'_, T>, p: &StatParams<'_>) -> VifAccums {
+pub(super) fn scale_stats<T: LumaSample>(
+    r: &Img<'_, T>,
+    d: &Img<'_, T>,
+    p: &StatParams<'_>,
+) -> VifAccums {
     let table = log2_table();
     let (w, h) = (r.w, r.h);
     let f = p.filt.len();
@@ -422,7 +429,7 @@ fn pixel(
 }
 
 /// Blurs with `filt` and keeps even rows and columns: a `w/2 x h/2` image (floor).
-fn downsample<T: Copy + Into<u32>>(
+pub(super) fn downsample<T: Copy + Into<u32>>(
     src: &Img<'_, T>,
     filt: &[u16],
     row_map: &[usize],
@@ -466,7 +473,7 @@ fn downsample<T: Copy + Into<u32>>(
 }
 
 /// Rounding of the scale-0 vertical means at `bpc` bits (brings them to Q16 of 8-bit units).
-fn mu_round0(bpc: u32) -> Round {
+pub(super) fn mu_round0(bpc: u32) -> Round {
     Round {
         add: 1 << (bpc - 1),
         shift: bpc,
@@ -474,7 +481,7 @@ fn mu_round0(bpc: u32) -> Round {
 }
 
 /// Rounding of the scale-0 vertical squares at `bpc` bits.
-fn sq_round0(bpc: u32) -> Round {
+pub(super) fn sq_round0(bpc: u32) -> Round {
     let shift = (bpc - 8) * 2;
     Round {
         add: if shift == 0 { 0 } else { 1 << (shift - 1) },
@@ -483,13 +490,53 @@ fn sq_round0(bpc: u32) -> Round {
 }
 
 /// Rounding of every vertical sum at scales 1..3 (inputs are already Q16).
-const ROUND16: Round = Round {
+pub(super) const ROUND16: Round = Round {
     add: 32768,
     shift: 16,
 };
 
+/// The two heavy passes of every scale, run by the reference below ([`Reference`]) or by the
+/// SIMD row pipeline (`pipeline.rs` over the kernels of `x86.rs` / `aarch64.rs`); both give
+/// identical results.
+pub(super) trait Passes: Copy {
+    /// [`scale_stats`].
+    fn stats<T: Sample>(self, r: &Img<'_, T>, d: &Img<'_, T>, p: &StatParams<'_>) -> VifAccums;
+
+    /// [`downsample`].
+    fn downsample<T: Sample>(
+        self,
+        src: &Img<'_, T>,
+        filt: &[u16],
+        row_map: &[usize],
+        row_pad: usize,
+        v_round: Round,
+    ) -> Vec<u16>;
+}
+
+/// The scalar reference passes of this file.
+#[derive(Clone, Copy)]
+pub(super) struct Reference;
+
+impl Passes for Reference {
+    fn stats<T: Sample>(self, r: &Img<'_, T>, d: &Img<'_, T>, p: &StatParams<'_>) -> VifAccums {
+        scale_stats(r, d, p)
+    }
+
+    fn downsample<T: Sample>(
+        self,
+        src: &Img<'_, T>,
+        filt: &[u16],
+        row_map: &[usize],
+        row_pad: usize,
+        v_round: Round,
+    ) -> Vec<u16> {
+        downsample(src, filt, row_map, row_pad, v_round)
+    }
+}
+
 /// Scale-0 statistics (unless skipped) and the scale-1 image for one sample type.
-fn scale0<T: LumaSample>(
+fn scale0<P: Passes, T: Sample>(
+    passes: P,
     r: &Img<'_, T>,
     d: &Img<'_, T>,
     bpc: u32,
@@ -508,16 +555,33 @@ fn scale0<T: LumaSample>(
             sq_round: sq_round0(bpc),
             egl,
         };
-        scale_stats::<T>(r, d, &p)
+        passes.stats(r, d, &p)
     };
-    let nr = downsample(r, FILTERS[1], &row_map, PAD0, mu_round0(bpc));
-    let nd = downsample(d, FILTERS[1], &row_map, PAD0, mu_round0(bpc));
+    let nr = passes.downsample(r, FILTERS[1], &row_map, PAD0, mu_round0(bpc));
+    let nd = passes.downsample(d, FILTERS[1], &row_map, PAD0, mu_round0(bpc));
     (acc, nr, nd)
 }
 
 /// Per-scale integer accumulators of the luma planes of `ref_pic` and `dis_pic`.
 /// With `skip_scale0` scale 0 is left at zero (its statistics are not computed).
+///
+/// `cpu` picks the code: SIMD kernels where it allows them (and the gain limit is within
+/// `pipeline::EGL_MAX`, always so for the option's range), else the scalar reference; the
+/// accumulators are the same either way.
 pub fn compute_accums(
+    ref_pic: &PictureData,
+    dis_pic: &PictureData,
+    egl: f64,
+    skip_scale0: bool,
+    cpu: CpuLevel,
+) -> Result<[VifAccums; 4]> {
+    pipeline::compute(cpu, ref_pic, dis_pic, egl, skip_scale0)
+        .unwrap_or_else(|| accums(Reference, ref_pic, dis_pic, egl, skip_scale0))
+}
+
+/// [`compute_accums`] with the given passes.
+pub(super) fn accums<P: Passes>(
+    passes: P,
     ref_pic: &PictureData,
     dis_pic: &PictureData,
     egl: f64,
@@ -540,14 +604,14 @@ pub fn compute_accums(
         (PlaneRef::U8(r), PlaneRef::U8(d)) if bpc == 8 => {
             let ri = Img::new(r, stride_r, w, h);
             let di = Img::new(d, stride_d, w, h);
-            let (a, nr, nd) = scale0::<u8>(&ri, &di, bpc, egl, skip_scale0);
+            let (a, nr, nd) = scale0::<P, u8>(passes, &ri, &di, bpc, egl, skip_scale0);
             out[0] = a;
             (nr, nd)
         }
         (PlaneRef::U16(r), PlaneRef::U16(d)) if bpc > 8 => {
             let ri = Img::new(r, stride_r, w, h);
             let di = Img::new(d, stride_d, w, h);
-            let (a, nr, nd) = scale0::<u16>(&ri, &di, bpc, egl, skip_scale0);
+            let (a, nr, nd) = scale0::<P, u16>(passes, &ri, &di, bpc, egl, skip_scale0);
             out[0] = a;
             (nr, nd)
         }
@@ -568,10 +632,10 @@ pub fn compute_accums(
             sq_round: ROUND16,
             egl,
         };
-        *slot = scale_stats::<u16>(&ri, &di, &p);
+        *slot = passes.stats::<u16>(&ri, &di, &p);
         if scale < 3 {
-            let nr = downsample(&ri, FILTERS[scale + 1], &row_map, row_pad, ROUND16);
-            let nd = downsample(&di, FILTERS[scale + 1], &row_map, row_pad, ROUND16);
+            let nr = passes.downsample(&ri, FILTERS[scale + 1], &row_map, row_pad, ROUND16);
+            let nd = passes.downsample(&di, FILTERS[scale + 1], &row_map, row_pad, ROUND16);
             (cur_r, cur_d) = (nr, nd);
             (cw, ch) = (cw / 2, ch / 2);
         }
@@ -693,10 +757,22 @@ mod tests {
     fn deep_input_equal_to_shifted_8bit_is_identical() {
         let (refs, dists) = load_parity_clip("natural_576x324_420p8");
         for (r, d) in refs.iter().zip(&dists).take(3) {
-            let a8 = compute_accums(r, d, DEFAULT_EGL, false).unwrap();
-            let a10 = compute_accums(&widen(r, 10, 2), &widen(d, 10, 2), DEFAULT_EGL, false);
+            let a8 = compute_accums(r, d, DEFAULT_EGL, false, CpuLevel::SCALAR).unwrap();
+            let a10 = compute_accums(
+                &widen(r, 10, 2),
+                &widen(d, 10, 2),
+                DEFAULT_EGL,
+                false,
+                CpuLevel::SCALAR,
+            );
             assert_eq!(a8, a10.unwrap());
-            let a16 = compute_accums(&widen(r, 16, 8), &widen(d, 16, 8), DEFAULT_EGL, false);
+            let a16 = compute_accums(
+                &widen(r, 16, 8),
+                &widen(d, 16, 8),
+                DEFAULT_EGL,
+                false,
+                CpuLevel::SCALAR,
+            );
             assert_eq!(a8, a16.unwrap());
         }
     }
@@ -710,10 +786,296 @@ mod tests {
                 *v = ((i % s) * 7 + (i / s) * 13) as u8;
             }
             let p: Picture = Arc::new(p);
-            assert!(compute_accums(&p, &p, DEFAULT_EGL, false).is_ok());
+            assert!(compute_accums(&p, &p, DEFAULT_EGL, false, CpuLevel::SCALAR).is_ok());
         }
         let a = PictureData::new(PixelFormat::Yuv420p, 8, 64, 64).unwrap();
         let b = PictureData::new(PixelFormat::Yuv420p, 10, 64, 64).unwrap();
-        assert!(compute_accums(&a, &b, DEFAULT_EGL, false).is_err());
+        assert!(compute_accums(&a, &b, DEFAULT_EGL, false, CpuLevel::SCALAR).is_err());
+    }
+
+    /// A `w`x`h` picture pair at `bpc`: the reference of `content`, the distorted one a noisy,
+    /// scaled copy of it (so every branch of the per-pixel step is taken).
+    fn random_pair(
+        rng: &mut crate::testutil::checkasm::Rng,
+        w: usize,
+        h: usize,
+        bpc: u32,
+        content: crate::testutil::checkasm::Content,
+    ) -> (Picture, Picture) {
+        use crate::testutil::checkasm::plane;
+        let max = (1i64 << bpc) - 1;
+        let r = plane(rng, w, h, w, bpc, content);
+        let amp = [0, 1, 3, 40][rng.below(4)] << (bpc - 8);
+        let gain = [1.0, 0.5, 1.3][rng.below(3)];
+        let d: Vec<u16> = r
+            .iter()
+            .map(|&v| {
+                let n = if amp == 0 {
+                    0
+                } else {
+                    rng.below(2 * amp + 1) as i64 - amp as i64
+                };
+                ((f64::from(v) * gain) as i64 + n).clamp(0, max) as u16
+            })
+            .collect();
+        let pic = |v: &[u16]| -> Picture {
+            let mut p = PictureData::new(PixelFormat::Yuv420p, bpc, w, h).unwrap();
+            let s = p.stride[0];
+            for y in 0..h {
+                for x in 0..w {
+                    if bpc == 8 {
+                        p.plane_u8_mut(0)[y * s + x] = v[y * w + x] as u8;
+                    } else {
+                        p.plane_u16_mut(0)[y * s + x] = v[y * w + x];
+                    }
+                }
+            }
+            Arc::new(p)
+        };
+        (pic(&r), pic(&d))
+    }
+
+    /// `compute_accums` at `cpu`, and at every kernel variant the CPU runs at that level (the
+    /// AVX-512 kernels without VNNI too), each with its name.
+    fn simd_variants(
+        cpu: CpuLevel,
+        r: &PictureData,
+        d: &PictureData,
+        egl: f64,
+        skip: bool,
+    ) -> Vec<(String, [VifAccums; 4])> {
+        #[allow(unused_mut)]
+        let mut v = vec![(
+            cpu.to_string(),
+            compute_accums(r, d, egl, skip, cpu).unwrap(),
+        )];
+        #[cfg(target_arch = "x86_64")]
+        if cpu.has_avx512() {
+            let a = super::super::x86::compute(cpu, false, r, d, egl, skip).unwrap();
+            v.push((format!("{cpu} without VNNI"), a.unwrap()));
+        }
+        v
+    }
+
+    /// Every SIMD level against the reference on random geometry, depth and content.
+    #[test]
+    fn checkasm_compute_accums() {
+        use crate::testutil::checkasm::{sizes, Rng, CONTENTS};
+        let mut rng = Rng::new(0x76_69_66);
+        let levels: Vec<CpuLevel> = CpuLevel::available().into_iter().skip(1).collect();
+        for (w, h) in sizes(&mut rng, 24) {
+            let big = w * h > 1 << 18;
+            for (ci, content) in CONTENTS.into_iter().enumerate() {
+                for bpc in [8u32, 9, 10, 12, 16] {
+                    if big && !(ci + bpc as usize).is_multiple_of(4) {
+                        continue;
+                    }
+                    let (r, d) = random_pair(&mut rng, w, h, bpc, content);
+                    let egl = [DEFAULT_EGL, 1.0, 7.5][rng.below(3)];
+                    let skip = rng.below(5) == 0;
+                    let want = accums(Reference, &r, &d, egl, skip).unwrap();
+                    for &cpu in &levels {
+                        for (variant, got) in simd_variants(cpu, &r, &d, egl, skip) {
+                            assert_eq!(
+                                got, want,
+                                "{variant} {w}x{h} {content:?} {bpc}-bit egl {egl} skip {skip}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deep pictures whose samples exceed `bpc` bits (the reference truncates its rounded
+    /// means to u16 then): every level still gives the reference's accumulators.
+    #[test]
+    fn checkasm_out_of_range_samples() {
+        use crate::testutil::checkasm::Rng;
+        let mut rng = Rng::new(0x0dd);
+        for (w, h) in [(64, 40), (97, 33), (200, 70)] {
+            for bpc in [9u32, 10, 12] {
+                let pic = |rng: &mut Rng| -> Picture {
+                    let mut p = PictureData::new(PixelFormat::Yuv420p, bpc, w, h).unwrap();
+                    for v in p.plane_u16_mut(0) {
+                        *v = rng.next_u32() as u16;
+                    }
+                    Arc::new(p)
+                };
+                let (r, d) = (pic(&mut rng), pic(&mut rng));
+                let want = accums(Reference, &r, &d, DEFAULT_EGL, false).unwrap();
+                for cpu in CpuLevel::available() {
+                    for (variant, got) in simd_variants(cpu, &r, &d, DEFAULT_EGL, false) {
+                        assert_eq!(got, want, "{variant} {w}x{h} {bpc}-bit");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The parity clips at every level give the reference's accumulators.
+    #[test]
+    fn simd_levels_match_reference_on_parity_clips() {
+        for clip in crate::testutil::PARITY_CLIPS {
+            let (refs, dists) = load_parity_clip(clip);
+            for (r, d) in refs.iter().zip(&dists).take(2) {
+                let want = accums(Reference, r, d, DEFAULT_EGL, false).unwrap();
+                for cpu in CpuLevel::available() {
+                    for (variant, got) in simd_variants(cpu, r, d, DEFAULT_EGL, false) {
+                        assert_eq!(got, want, "{clip} {variant}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Single-thread timing of every level on the 1080p parity clip:
+    /// `cargo test --release --lib time_levels_1080p -- --ignored --nocapture` (`VIF_REPS`
+    /// repetitions, interleaved; each frame's fastest counts).
+    #[test]
+    #[ignore]
+    fn time_levels_1080p() {
+        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
+        let reps = std::env::var("VIF_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3);
+        type Run = Box<dyn Fn(&PictureData, &PictureData) -> [VifAccums; 4]>;
+        let mut runs: Vec<(String, Run)> = Vec::new();
+        for cpu in CpuLevel::available() {
+            runs.push((
+                cpu.to_string(),
+                Box::new(move |r, d| compute_accums(r, d, DEFAULT_EGL, false, cpu).unwrap()),
+            ));
+            #[cfg(target_arch = "x86_64")]
+            if cpu.has_avx512() {
+                runs.push((
+                    format!("{cpu} without VNNI"),
+                    Box::new(move |r, d| {
+                        let a = super::super::x86::compute(cpu, false, r, d, DEFAULT_EGL, false);
+                        a.unwrap().unwrap()
+                    }),
+                ));
+            }
+        }
+        let mut best = vec![vec![f64::MAX; refs.len()]; runs.len()];
+        for _ in 0..reps {
+            for ((_, run), best) in runs.iter().zip(&mut best) {
+                for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+                    let t = std::time::Instant::now();
+                    std::hint::black_box(run(r, d));
+                    best[i] = best[i].min(t.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+        }
+        for ((name, _), best) in runs.iter().zip(&best) {
+            let ms = best.iter().sum::<f64>() / best.len() as f64;
+            eprintln!("vif 1080p 8-bit {name}: {ms:.2} ms/frame");
+        }
+    }
+
+    /// Timing of the passes of scales 0 and 1 at 1080p, per kernel set (as
+    /// [`time_levels_1080p`]; `VIF_NO_SCALAR` skips the reference).
+    #[test]
+    #[ignore]
+    fn time_passes_1080p() {
+        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
+        let (r, d) = (&refs[0], &dists[0]);
+        let (w, h) = (r.w[0], r.h[0]);
+        let ri = Img::new(r.plane_u8(0), r.stride[0], w, h);
+        let di = Img::new(d.plane_u8(0), d.stride[0], w, h);
+        let row_map = pad_map(h, PAD0);
+        let p = StatParams {
+            filt: FILTERS[0],
+            row_map: &row_map,
+            row_pad: PAD0,
+            mu_round: mu_round0(8),
+            sq_round: sq_round0(8),
+            egl: DEFAULT_EGL,
+        };
+        let reps = std::env::var("VIF_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10);
+        let time = |name: &str, f: &mut dyn FnMut()| {
+            f();
+            let mut best = f64::MAX;
+            for _ in 0..reps {
+                let t = std::time::Instant::now();
+                f();
+                best = best.min(t.elapsed().as_secs_f64() * 1e3);
+            }
+            eprintln!("{name}: {best:.2} ms");
+        };
+        let passes = |name: &str, pp: &WithPasses<'_>| {
+            pp(&mut |pp| {
+                time(&format!("{name} stats0"), &mut || {
+                    std::hint::black_box(pp.stats_u8(&ri, &di, &p));
+                });
+                time(&format!("{name} downsample0 x2"), &mut || {
+                    for img in [&ri, &di] {
+                        std::hint::black_box(pp.down_u8(img, &row_map));
+                    }
+                });
+                let (nr, nd) = (pp.down_u8(&ri, &row_map), pp.down_u8(&di, &row_map));
+                let (cw, ch) = (w / 2, h / 2);
+                let rm = pad_map(ch, PAD0);
+                let (r1, d1) = (Img::new(&nr, cw, cw, ch), Img::new(&nd, cw, cw, ch));
+                let p1 = StatParams {
+                    filt: FILTERS[1],
+                    row_map: &rm,
+                    row_pad: PAD0,
+                    mu_round: ROUND16,
+                    sq_round: ROUND16,
+                    egl: DEFAULT_EGL,
+                };
+                time(&format!("{name} stats1"), &mut || {
+                    std::hint::black_box(pp.stats_u16(&r1, &d1, &p1));
+                });
+            })
+        };
+        if std::env::var_os("VIF_NO_SCALAR").is_none() {
+            passes("scalar", &|f| f(&Reference));
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            use super::super::x86::{Avx2, Avx512};
+            let cpu = CpuLevel::detect();
+            if let Some(k) = Avx2::new(cpu) {
+                passes("avx2", &|f| f(&pipeline::Fast(k)));
+            }
+            if let Some(k) = Avx512::<false>::new(cpu) {
+                passes("avx512 without VNNI", &|f| f(&pipeline::Fast(k)));
+            }
+            if let Some(k) = Avx512::<true>::new(cpu) {
+                passes("avx512", &|f| f(&pipeline::Fast(k)));
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        if let Some(k) = super::super::aarch64::Neon::new(CpuLevel::detect()) {
+            passes("neon", &|f| f(&pipeline::Fast(k)));
+        }
+    }
+
+    /// Calls its argument with one set of passes.
+    type WithPasses<'a> = dyn Fn(&mut dyn FnMut(&dyn PassesDyn)) + 'a;
+
+    /// [`Passes`] of one sample type each, as trait objects for the timing above.
+    trait PassesDyn {
+        fn stats_u8(&self, r: &Img<'_, u8>, d: &Img<'_, u8>, p: &StatParams<'_>) -> VifAccums;
+        fn stats_u16(&self, r: &Img<'_, u16>, d: &Img<'_, u16>, p: &StatParams<'_>) -> VifAccums;
+        fn down_u8(&self, src: &Img<'_, u8>, row_map: &[usize]) -> Vec<u16>;
+    }
+
+    impl<P: Passes> PassesDyn for P {
+        fn stats_u8(&self, r: &Img<'_, u8>, d: &Img<'_, u8>, p: &StatParams<'_>) -> VifAccums {
+            self.stats(r, d, p)
+        }
+        fn stats_u16(&self, r: &Img<'_, u16>, d: &Img<'_, u16>, p: &StatParams<'_>) -> VifAccums {
+            self.stats(r, d, p)
+        }
+        fn down_u8(&self, src: &Img<'_, u8>, row_map: &[usize]) -> Vec<u16> {
+            self.downsample(src, FILTERS[1], row_map, PAD0, mu_round0(8))
+        }
     }
 }

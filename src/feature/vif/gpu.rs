@@ -201,7 +201,14 @@ mod tests {
                 // Scale 0 computed (decimation fused into its statistics) and skipped
                 // (decimation on its own).
                 for (egl, skip) in [(100.0, false), (1.0, false), (100.0, true)] {
-                    let cpu = super::super::compute_accums(r, d, egl, skip).unwrap();
+                    let cpu = super::super::compute_accums(
+                        r,
+                        d,
+                        egl,
+                        skip,
+                        crate::simd::CpuLevel::default(),
+                    )
+                    .unwrap();
                     let gpu = compute_accums(&state, r, d, egl, skip).unwrap();
                     assert_eq!(gpu, cpu, "{clip} frame {i} egl {egl} skip_scale0 {skip}");
                 }

@@ -6,8 +6,13 @@
 //! float/double order), `gpu.rs` computes the same accumulators on the device
 //! (kernels/vif.hip), and this file holds the extractor, its options and the dispatch.
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 mod cpu;
 pub mod gpu;
+mod pipeline;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 use crate::gpu::GpuSet;
 
 use crate::error::Result;
@@ -105,7 +110,7 @@ impl Extractor for Vif {
             return Ok(());
         }
         let (r, d) = (&**input.reference, &**input.distorted);
-        let acc = compute_accums(r, d, self.egl, self.skip_scale0)?;
+        let acc = compute_accums(r, d, self.egl, self.skip_scale0, input.cpu)?;
         self.emit(&acc, out);
         Ok(())
     }
