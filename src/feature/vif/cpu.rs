@@ -1,4 +1,3 @@
-// HELPER NOTE (added by the lead after your prompt went out): before any work, read /work/prompts/common.md -- the rules and the SIMD design you must follow (CpuLevel, x86.rs/aarch64.rs files, SAFETY, checkasm tests, what not to touch). Delete this line in your first commit.
 //! CPU reference of integer VIF, bit-exact with upstream's scalar C path.
 //!
 //! [`compute_accums`] reduces a picture pair to four integer accumulators per scale (integer
