@@ -22,7 +22,10 @@
 //! input the kernels fold the symmetric taps first (`k` and `f-1-k`) with `u = x - 128`: sums
 //! of two `u` fit i16, `u_a² + u_b² - 2^15` and `u_a·v_a + u_b·v_b - 256` too, and
 //! `x² = u² + 256·x - 2^14`, `x·y = u·v + 128·(x + y) - 2^14` bring the folded sums back to the
-//! reference's (all arithmetic wrapping u32; every true value fits u32).
+//! reference's (all arithmetic wrapping u32; every true value fits u32). The rows of `u` are
+//! made once per source row ([`I8Rows`]), not once per tap. Plane samples are the low 16 bits
+//! of the rounded sums, as the reference's `as u16` keeps them (samples beyond `bpc` bits
+//! included).
 //!
 //! Multiply-add coefficients must be below `2^15`: the only larger one (43728, the centre of
 //! the 3-tap kernel) is split in two halves, by [`pair_plan`] and [`tap_plan`].
@@ -34,7 +37,9 @@
 //! `sv_sq` value is below `2^31` and either in range or large negative, where the hardware's
 //! out-of-range result (`i32::MIN`) and Rust's saturation both clamp to 0; `g·g·σ1²` is
 //! non-negative and below `2^51` when `|egl| <= EGL_MAX`, so a truncating conversion is exact
-//! (other gain limits, never produced by the option parser, use the reference).
+//! (other gain limits, never produced by the option parser, use the reference). NEON's
+//! conversions saturate as Rust's `as` does. The step accumulates in 32-bit lanes, which
+//! [`SEGMENT`] keeps from overflowing, then in i64.
 
 use super::cpu::{pad_map, Img, LumaSample, Passes, Round, StatParams, VifAccums};
 use crate::error::Result;

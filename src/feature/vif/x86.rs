@@ -4,15 +4,22 @@
 //! The kernels are written once, generic over [`Ops`]: the vector operations of one
 //! instruction set, implemented by the tokens [`Avx2`] and [`Avx512`], which exist only on a
 //! CPU that runs them. Every kernel runs inside the token's `run`, a `#[target_feature]`
-//! function into which the kernel and its operations are inlined.
+//! function into which the kernel and its operations are inlined. `Avx512<true>` adds
+//! AVX512-VNNI, whose `vpdpwssd` fuses each multiply-add with its accumulation.
 //!
-//! Filter taps are `vpmaddwd` with a coefficient in one half of each 32-bit lane: lane `i`
-//! of `madd(v, (c, 0))` is `c·v[2i]` (the even pixel) and of `madd(v, (0, c))` `c·v[2i+1]`
-//! (the odd one), so a chunk's sums come as an even and an odd vector with no shuffles, and
-//! their 16-bit results interleave back by a blend. The horizontal pass loads each pair of
-//! neighbouring taps `(t[j+o], t[j+o+1])` with one unaligned load at `j + o` (even pixels)
-//! or `j + o + 1` (odd ones); pixels keep that even/odd order through the per-pixel step,
-//! whose sums do not depend on it.
+//! Filter taps are `vpmaddwd`, two taps per 32-bit lane. Vertically, the 16-bit rows of two
+//! taps are interleaved by `vpunpck[lh]wd` and multiplied by the pair of coefficients: the two
+//! halves' 32-bit sums hold pixels 0-3 and 4-7 of every 8, and `vpackusdw` puts the 16-bit
+//! plane samples back in order. Horizontally, a pair of neighbouring taps
+//! `(t[j+o], t[j+o+1])` is one unaligned load at `j + o` for the even pixels and `j + o + 1`
+//! for the odd ones, so a chunk's sums come as an even and an odd vector; pixels keep that
+//! order through the per-pixel step, whose sums do not depend on it.
+//!
+//! The per-pixel step runs on 32-bit lanes (64-bit products of the means from `vpmuludq` on
+//! the even and the odd lanes) and on `f64` lanes for the gain; its log2 lookups are gathers
+//! from [`log2_compact`]. AVX-512 has `vplzcnt` and truncating `f64 -> i64`; AVX2 finds
+//! `floor(log2 t)` from the exponent of `(t >> 8) as f32` (exact) and reads the reference's
+//! 64-bit log2 from the exponent and leading mantissa bits of the exact `f64` value.
 
 #![allow(unsafe_code)]
 
