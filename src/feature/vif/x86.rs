@@ -96,17 +96,14 @@ pub(super) fn compute(
     egl: f64,
     skip_scale0: bool,
 ) -> Option<Result<[VifAccums; 4]>> {
-    let run = |p: &dyn Fn() -> Result<[VifAccums; 4]>| Some(p());
     if let Some(k) = Avx512::<true>::new(cpu).filter(|_| vnni) {
-        return run(&|| accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
+        return Some(accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
     }
     if let Some(k) = Avx512::<false>::new(cpu) {
-        return run(&|| accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
+        return Some(accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
     }
-    if let Some(k) = Avx2::new(cpu) {
-        return run(&|| accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0));
-    }
-    None
+    let k = Avx2::new(cpu)?;
+    Some(accums(Fast(k), ref_pic, dis_pic, egl, skip_scale0))
 }
 
 /// Calls a value intrinsic of the token's instruction sets.
