@@ -389,6 +389,18 @@ pub mod checkasm {
         v
     }
 
+    /// Best of `reps` runs of `f`, in milliseconds of this thread's CPU time (the ignored
+    /// timing tests use it: on a shared machine wall time counts other jobs).
+    pub fn best_cpu_ms(reps: usize, mut f: impl FnMut()) -> f64 {
+        (0..reps)
+            .map(|_| {
+                let t = cpu_time::ThreadTime::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
     /// [`plane`] narrowed to bytes (`bpc` must be 8).
     pub fn plane_u8(rng: &mut Rng, w: usize, h: usize, stride: usize, content: Content) -> Vec<u8> {
         plane(rng, w, h, stride, 8, content)

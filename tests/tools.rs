@@ -255,7 +255,11 @@ fn meson_installs_upstream_layout() {
     );
     // like upstream's, the version goes to stderr; stdout says which CPU code runs
     assert_eq!(String::from_utf8_lossy(&version.stderr).trim(), "3.2.0");
-    assert!(stdout(&version).starts_with("vmaf-hip "), "{}", stdout(&version));
+    assert!(
+        stdout(&version).starts_with("vmaf-hip "),
+        "{}",
+        stdout(&version)
+    );
 
     // A libvmaf consumer built with `pkg-config libvmaf` against the prefix.
     let clips = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("meson-install-clips");

@@ -189,27 +189,7 @@ mod bench {
     use crate::simd::CpuLevel;
     use std::hint::black_box;
 
-    /// This thread's CPU time in ms (wall time on this shared machine counts other jobs).
-    fn cpu_now() -> f64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid timespec for the call to fill.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 * 1e-6
-    }
-
-    /// Best-of-`reps` CPU milliseconds of `f`.
-    fn ms(reps: usize, mut f: impl FnMut()) -> f64 {
-        (0..reps)
-            .map(|_| {
-                let t = cpu_now();
-                f();
-                cpu_now() - t
-            })
-            .fold(f64::INFINITY, f64::min)
-    }
+    use crate::testutil::checkasm::best_cpu_ms as ms;
 
     #[test]
     #[ignore]
