@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 use crate::feature::c_max;
 use crate::picture::{PictureData, PlaneRef};
+use crate::simd::CpuLevel;
 
 pub(super) const NUM_SCALES: usize = 5;
 const SCALE_WEIGHTS: [u32; NUM_SCALES] = [16, 8, 4, 2, 1];
@@ -271,8 +272,17 @@ fn preprocess(
     out_w: usize,
     out_h: usize,
     enc_bitdepth: u32,
+    cpu: CpuLevel,
 ) -> Result<()> {
     validate(pic)?;
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::preprocess(cpu, pic, dst, stride, out_w, out_h, enc_bitdepth) {
+        return Ok(());
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::preprocess(cpu, pic, dst, stride, out_w, out_h, enc_bitdepth) {
+        return Ok(());
+    }
     let (in_w, in_h, in_stride) = (pic.w[0], pic.h[0], pic.stride[0]);
     let bpc = pic.bpc;
     // Rescale a sample to 10 bits: shift up, or round-half-up shift down.
@@ -356,9 +366,17 @@ pub(super) fn mask_index(w: usize, h: usize) -> u32 {
 /// Flat-area mask: a pixel is set when more than `mask_index` pixels of the 7x7 square around
 /// it (outside counts as zero) equal both their right and lower neighbours (picture edges
 /// count as equal).
-fn spatial_mask(img: &[u16], mask: &mut [u16], stride: usize, w: usize, h: usize) {
+fn spatial_mask(img: &[u16], mask: &mut [u16], stride: usize, w: usize, h: usize, cpu: CpuLevel) {
     let pad = MASK_FILTER_SIZE / 2;
     let threshold = mask_index(w, h);
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::spatial_mask(cpu, img, mask, stride, w, h, threshold) {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::spatial_mask(cpu, img, mask, stride, w, h, threshold) {
+        return;
+    }
     let flat_row = |r: usize, out: &mut [u32]| {
         let row = &img[r * stride..r * stride + w];
         let below = (r + 1 < h).then(|| &img[(r + 1) * stride..(r + 1) * stride + w]);
@@ -399,7 +417,15 @@ fn spatial_mask(img: &[u16], mask: &mut [u16], stride: usize, w: usize, h: usize
 }
 
 /// In-place 2:1 subsampling in both directions (keeps even rows and columns).
-fn decimate(d: &mut [u16], stride: usize, w: usize, h: usize) {
+fn decimate(d: &mut [u16], stride: usize, w: usize, h: usize, cpu: CpuLevel) {
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::decimate(cpu, d, stride, w, h) {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::decimate(cpu, d, stride, w, h) {
+        return;
+    }
     for i in 0..h {
         for j in 0..w {
             d[i * stride + j] = d[2 * i * stride + 2 * j];
@@ -421,7 +447,15 @@ fn mode3(a: u16, b: u16, c: u16) -> u16 {
 /// Separable 3x3 mode filter in place: a horizontal pass (edge columns kept), then a vertical
 /// pass over the horizontal results for the interior rows; the first and last rows keep their
 /// unfiltered values. `ring` holds three filtered rows.
-fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16]) {
+fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16], cpu: CpuLevel) {
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::filter_mode(cpu, d, stride, w, h, ring) {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::filter_mode(cpu, d, stride, w, h, ring) {
+        return;
+    }
     let mut cur = 0;
     for i in 0..h {
         {
@@ -444,13 +478,14 @@ fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16
 }
 
 /// Per-scale buffers and constants for the c-value pass.
-struct CValueCtx<'a> {
-    setup: &'a Setup,
-    lut: &'a [f32],
-    stride: usize,
-    w: usize,
-    h: usize,
-    pad: usize,
+pub(super) struct CValueCtx<'a> {
+    pub(super) setup: &'a Setup,
+    pub(super) lut: &'a [f32],
+    pub(super) stride: usize,
+    pub(super) w: usize,
+    pub(super) h: usize,
+    pub(super) pad: usize,
+    pub(super) cpu: CpuLevel,
 }
 
 impl CValueCtx<'_> {
@@ -555,8 +590,24 @@ impl CValueCtx<'_> {
     }
 
     /// All c-values of the scale, in upstream's row order: the window starts with rows
-    /// `0..pad`, grows to full height, slides, then shrinks at the bottom.
-    fn c_values(&self, hist: &mut [u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+    /// `0..pad`, grows to full height, slides, then shrinks at the bottom. `merge` is scratch
+    /// of the vector levels.
+    fn c_values(
+        &self,
+        hist: &mut [u16],
+        merge: &mut super::lanes::Merge,
+        img: &[u16],
+        mask: &[u16],
+        cv: &mut [f32],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if super::x86::c_values(self, merge, hist, img, mask, cv) {
+            return;
+        }
+        #[cfg(target_arch = "aarch64")]
+        if super::aarch64::c_values(self, merge, hist, img, mask, cv) {
+            return;
+        }
         let (w, h, pad) = (self.w, self.h, self.pad);
         cv[..w * h].fill(0.0);
         hist[..w * usize::from(self.setup.band_size)].fill(0);
@@ -641,6 +692,7 @@ pub(super) struct Work {
     mask: Vec<u16>,
     c_values: Vec<f32>,
     hist: Vec<u16>,
+    merge: super::lanes::Merge,
     ring: Vec<u16>,
 }
 
@@ -653,14 +705,22 @@ impl Work {
             image: crate::limits::try_filled(n, 0, what)?,
             mask: crate::limits::try_filled(n, 0, what)?,
             c_values: crate::limits::try_filled(n, 0.0, what)?,
-            hist: vec![0; s.alloc_w * usize::from(s.band_size)],
+            // Room for the guarded layout of the vector levels too.
+            hist: vec![0; super::lanes::hist_len(usize::from(s.band_size), s.tvi.len(), s.alloc_w)],
+            merge: super::lanes::Merge::default(),
             ring: vec![0; 3 * s.alloc_w],
         })
     }
 
     /// cambi score of `pic` at the encoding (or, for the source, the source) resolution.
-    pub(super) fn score(&mut self, s: &Setup, pic: &PictureData, is_src: bool) -> Result<f64> {
-        self.score_with(s, pic, is_src, &mut |_, _| {})
+    pub(super) fn score(
+        &mut self,
+        s: &Setup,
+        pic: &PictureData,
+        is_src: bool,
+        cpu: CpuLevel,
+    ) -> Result<f64> {
+        self.score_with(s, pic, is_src, cpu, &mut |_, _| {})
     }
 
     /// [`Work::score`], showing each scale's c-value map to `peek` before it is pooled.
@@ -669,12 +729,13 @@ impl Work {
         s: &Setup,
         pic: &PictureData,
         is_src: bool,
+        cpu: CpuLevel,
         peek: &mut dyn FnMut(usize, &[f32]),
     ) -> Result<f64> {
         let (w, h, window) = s.geometry(is_src);
         let stride = self.stride;
-        preprocess(pic, &mut self.image, stride, w, h, s.enc_bitdepth)?;
-        spatial_mask(&self.image, &mut self.mask, stride, w, h);
+        preprocess(pic, &mut self.image, stride, w, h, s.enc_bitdepth, cpu)?;
+        spatial_mask(&self.image, &mut self.mask, stride, w, h, cpu);
 
         let lut = reciprocal_lut();
         let (mut sw, mut sh) = (w, h);
@@ -683,10 +744,10 @@ impl Work {
             if scale > 0 || s.speedup {
                 sw = (sw + 1) >> 1;
                 sh = (sh + 1) >> 1;
-                decimate(&mut self.image, stride, sw, sh);
-                decimate(&mut self.mask, stride, sw, sh);
+                decimate(&mut self.image, stride, sw, sh, cpu);
+                decimate(&mut self.mask, stride, sw, sh, cpu);
             }
-            filter_mode(&mut self.image, stride, sw, sh, &mut self.ring);
+            filter_mode(&mut self.image, stride, sw, sh, &mut self.ring, cpu);
             let ctx = CValueCtx {
                 setup: s,
                 lut,
@@ -694,8 +755,15 @@ impl Work {
                 w: sw,
                 h: sh,
                 pad: window >> 1,
+                cpu,
             };
-            ctx.c_values(&mut self.hist, &self.image, &self.mask, &mut self.c_values);
+            ctx.c_values(
+                &mut self.hist,
+                &mut self.merge,
+                &self.image,
+                &self.mask,
+                &mut self.c_values,
+            );
             peek(scale, &self.c_values[..sw * sh]);
             *score = spatial_pooling(&mut self.c_values[..sw * sh], s.topk);
         }
@@ -706,10 +774,21 @@ impl Work {
 /// Each scale's c-value map of `pic` computed on the CPU (to compare the GPU's maps).
 #[cfg(test)]
 pub(super) fn cpu_c_value_maps(s: &Setup, pic: &PictureData, is_src: bool) -> Vec<Vec<f32>> {
+    cpu_c_value_maps_at(s, pic, is_src, CpuLevel::default())
+}
+
+/// [`cpu_c_value_maps`] with the CPU code at level `cpu`.
+#[cfg(test)]
+pub(super) fn cpu_c_value_maps_at(
+    s: &Setup,
+    pic: &PictureData,
+    is_src: bool,
+    cpu: CpuLevel,
+) -> Vec<Vec<f32>> {
     let mut maps = Vec::new();
     Work::new(s)
         .unwrap()
-        .score_with(s, pic, is_src, &mut |_, cv| maps.push(cv.to_vec()))
+        .score_with(s, pic, is_src, cpu, &mut |_, cv| maps.push(cv.to_vec()))
         .unwrap();
     maps
 }
@@ -787,6 +866,108 @@ mod tests {
         assert_eq!(vlt(Eotf::Bt1886), [78, 135, 268, 614]);
         assert_eq!(vlt(Eotf::Pq), [108, 196, 327, 510]);
         assert_eq!(vlt_luma(0.0, Eotf::Bt1886).unwrap(), 0);
+    }
+
+    /// Time per 1080p 8-bit frame (one thread) of each stage and of the whole score at every
+    /// level: `cargo test --release --lib cambi_timing -- --ignored --nocapture`. Each stage
+    /// time is the best of a few repetitions (the machine may be shared), averaged over frames.
+    #[test]
+    #[ignore]
+    fn cambi_timing_1080p() {
+        use std::time::{Duration, Instant};
+        const REPS: usize = 5;
+        const STAGES: [&str; 7] = [
+            "preprocess",
+            "spatial_mask",
+            "decimate",
+            "filter_mode",
+            "c_values",
+            "pooling",
+            "whole score",
+        ];
+        let cambi = super::super::Cambi::new(&crate::feature::Dict::new()).unwrap();
+        let (_, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
+        let frames = &dists[..dists.len().min(4)];
+        let s = cambi.build_setup(1920, 1080, 8).unwrap();
+        let lut = reciprocal_lut();
+        let mut scores = Vec::new();
+        for cpu in CpuLevel::available() {
+            let mut work = Work::new(&s).unwrap();
+            let mut total = [0f64; STAGES.len()];
+            for pic in frames {
+                let mut best = [Duration::MAX; STAGES.len()];
+                for _ in 0..REPS {
+                    let mut t = [Duration::ZERO; STAGES.len()];
+                    let (w, h, window) = s.geometry(false);
+                    let stride = work.stride;
+                    let t0 = Instant::now();
+                    preprocess(pic, &mut work.image, stride, w, h, s.enc_bitdepth, cpu).unwrap();
+                    t[0] += t0.elapsed();
+                    let t0 = Instant::now();
+                    spatial_mask(&work.image, &mut work.mask, stride, w, h, cpu);
+                    t[1] += t0.elapsed();
+                    let (mut sw, mut sh) = (w, h);
+                    for scale in 0..NUM_SCALES {
+                        if scale > 0 || s.speedup {
+                            sw = (sw + 1) >> 1;
+                            sh = (sh + 1) >> 1;
+                            let t0 = Instant::now();
+                            decimate(&mut work.image, stride, sw, sh, cpu);
+                            decimate(&mut work.mask, stride, sw, sh, cpu);
+                            t[2] += t0.elapsed();
+                        }
+                        let t0 = Instant::now();
+                        filter_mode(&mut work.image, stride, sw, sh, &mut work.ring, cpu);
+                        t[3] += t0.elapsed();
+                        let ctx = CValueCtx {
+                            setup: &s,
+                            lut,
+                            stride,
+                            w: sw,
+                            h: sh,
+                            pad: window >> 1,
+                            cpu,
+                        };
+                        let t0 = Instant::now();
+                        ctx.c_values(
+                            &mut work.hist,
+                            &mut work.merge,
+                            &work.image,
+                            &work.mask,
+                            &mut work.c_values,
+                        );
+                        t[4] += t0.elapsed();
+                        let t0 = Instant::now();
+                        std::hint::black_box(spatial_pooling(
+                            &mut work.c_values[..sw * sh],
+                            s.topk,
+                        ));
+                        t[5] += t0.elapsed();
+                    }
+                    let t0 = Instant::now();
+                    scores.push((cpu, work.score(&s, pic, false, cpu).unwrap()));
+                    t[6] += t0.elapsed();
+                    for (b, t) in best.iter_mut().zip(t) {
+                        *b = (*b).min(t);
+                    }
+                }
+                for (tot, b) in total.iter_mut().zip(best) {
+                    *tot += b.as_secs_f64() * 1e3 / frames.len() as f64;
+                }
+            }
+            for (name, ms) in STAGES.iter().zip(total) {
+                println!(
+                    "cambi 1080p8 {:>6} {name:>12}: {ms:8.3} ms/frame",
+                    cpu.name()
+                );
+            }
+        }
+        // Every level scored every frame alike.
+        let n = scores.len() / CpuLevel::available().len();
+        for (cpu, v) in &scores[n..] {
+            let i = scores.iter().position(|(_, x)| x == v);
+            assert!(i.is_some(), "{cpu}: score {v} not seen at scalar");
+        }
     }
 
     #[test]

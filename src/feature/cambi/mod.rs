@@ -18,8 +18,13 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::feature::alias::alias;
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 mod cpu;
 pub mod gpu;
+mod lanes;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 use crate::feature::options::{fmt_g, normalize_value};
 use crate::feature::{c_min, Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::GpuSet;
@@ -309,7 +314,7 @@ impl Extractor for Cambi {
                     Some(w) => w,
                     None => Work::new(setup)?,
                 };
-                let r = w.score(setup, pic, is_src);
+                let r = w.score(setup, pic, is_src, input.cpu);
                 work = Some(w);
                 r
             }

@@ -1,0 +1,557 @@
+//! Vector forms of the `cpu.rs` stages: the same integer and `f32` results, written so that a
+//! compiler vectorises them (fixed-size chunks, branch-free selects) and, for the c-values, an
+//! update order that touches far fewer histogram cells. `x86.rs` and `aarch64.rs` compile these
+//! bodies with their instruction sets enabled and add hand-written kernels where the compiler
+//! cannot (gathers). The scalar level never runs this file.
+
+use super::cpu::CValueCtx;
+use crate::picture::{PictureData, PlaneRef};
+
+// ---------------------------------------------------------------------------------------------
+// Preprocessing
+// ---------------------------------------------------------------------------------------------
+
+/// `cpu::preprocess` after validation: samples to 10 bits at `out_w`x`out_h`, then the
+/// anti-dithering average below 10-bit encodes.
+#[inline(always)]
+pub(super) fn preprocess(
+    pic: &PictureData,
+    dst: &mut [u16],
+    stride: usize,
+    out_w: usize,
+    out_h: usize,
+    enc_bitdepth: u32,
+) {
+    let (in_w, in_h, in_stride) = (pic.w[0], pic.h[0], pic.stride[0]);
+    let bpc = pic.bpc;
+    let same = in_w == out_w && in_h == out_h;
+    let taps = (!same).then(|| {
+        (
+            super::cpu::decimation_taps(in_w, out_w),
+            super::cpu::decimation_taps(in_h, out_h),
+        )
+    });
+    for i in 0..out_h {
+        let sy = taps.as_ref().map_or(i, |(_, ys)| ys[i]);
+        let out = &mut dst[i * stride..i * stride + out_w];
+        match pic.plane(0) {
+            PlaneRef::U8(p) => {
+                let row = &p[sy * in_stride..sy * in_stride + in_w];
+                // Byte planes hold at most 8 bits: always a shift up.
+                let shift = 10 - bpc.min(10);
+                match &taps {
+                    None => out
+                        .iter_mut()
+                        .zip(row)
+                        .for_each(|(o, &v)| *o = u16::from(v) << shift),
+                    Some((xs, _)) => out
+                        .iter_mut()
+                        .zip(xs)
+                        .for_each(|(o, &sx)| *o = u16::from(row[sx]) << shift),
+                }
+            }
+            PlaneRef::U16(p) => {
+                let row = &p[sy * in_stride..sy * in_stride + in_w];
+                let to10 = to10_u16(bpc);
+                match &taps {
+                    None => out.iter_mut().zip(row).for_each(|(o, &v)| *o = to10(v)),
+                    Some((xs, _)) => out
+                        .iter_mut()
+                        .zip(xs)
+                        .for_each(|(o, &sx)| *o = to10(row[sx])),
+                }
+            }
+        }
+    }
+    if enc_bitdepth < 10 {
+        anti_dither(dst, stride, out_w, out_h);
+    }
+}
+
+/// The reference's rescale of one deeper sample: shift up, or round-half-up shift down.
+#[inline(always)]
+fn to10_u16(bpc: u32) -> impl Fn(u16) -> u16 {
+    let (up, down) = if bpc >= 10 {
+        (0, bpc - 10)
+    } else {
+        (10 - bpc, 0)
+    };
+    let round = if down == 0 { 0 } else { 1u32 << (down - 1) };
+    move |v: u16| (((u32::from(v) + round) >> down) << up) as u16
+}
+
+/// `cpu::anti_dither` in place, 16 outputs at a time: a chunk reads its inputs (including
+/// the next chunk's first column, not yet overwritten) before storing.
+#[inline(always)]
+fn anti_dither(d: &mut [u16], stride: usize, w: usize, h: usize) {
+    const N: usize = 16;
+    let avg4 = |a: u16, b: u16, c: u16, e: u16| {
+        ((u32::from(a) + u32::from(b) + u32::from(c) + u32::from(e)) >> 2) as u16
+    };
+    let avg2 = |a: u16, b: u16| ((u32::from(a) + u32::from(b)) >> 1) as u16;
+    for i in 0..h - 1 {
+        let (top, bottom) = d[i * stride..].split_at_mut(stride);
+        let (top, bottom) = (&mut top[..w], &bottom[..w]);
+        let mut j = 0;
+        while j + N < w {
+            let t: [u16; N + 1] = top[j..j + N + 1].try_into().unwrap();
+            let b: [u16; N + 1] = bottom[j..j + N + 1].try_into().unwrap();
+            let o: [u16; N] = std::array::from_fn(|x| avg4(t[x], t[x + 1], b[x], b[x + 1]));
+            top[j..j + N].copy_from_slice(&o);
+            j += N;
+        }
+        for j in j..w - 1 {
+            top[j] = avg4(top[j], top[j + 1], bottom[j], bottom[j + 1]);
+        }
+        top[w - 1] = avg2(top[w - 1], bottom[w - 1]);
+    }
+    let last = &mut d[(h - 1) * stride..(h - 1) * stride + w];
+    let mut j = 0;
+    while j + N < w {
+        let t: [u16; N + 1] = last[j..j + N + 1].try_into().unwrap();
+        let o: [u16; N] = std::array::from_fn(|x| avg2(t[x], t[x + 1]));
+        last[j..j + N].copy_from_slice(&o);
+        j += N;
+    }
+    for j in j..w - 1 {
+        last[j] = avg2(last[j], last[j + 1]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flat-area mask
+// ---------------------------------------------------------------------------------------------
+
+/// `cpu::spatial_mask` with its 7x7 window (`pad` 3): the column sums slide as in the
+/// reference; the 7-wide horizontal sum is taken directly over a zero-padded copy (integers, so
+/// the order is free).
+#[inline(always)]
+pub(super) fn spatial_mask(
+    img: &[u16],
+    mask: &mut [u16],
+    stride: usize,
+    w: usize,
+    h: usize,
+    threshold: u32,
+) {
+    const PAD: usize = 3;
+    // Sums are at most 49: u16 lanes, and a threshold beyond them never passes.
+    let threshold = u16::try_from(threshold).unwrap_or(u16::MAX);
+    let flat_row = |r: usize, out: &mut [u16]| {
+        let row = &img[r * stride..r * stride + w];
+        let out = &mut out[..w];
+        if r + 1 < h {
+            let below = &img[(r + 1) * stride..(r + 1) * stride + w];
+            for c in 0..w - 1 {
+                out[c] = u16::from((row[c] == row[c + 1]) & (row[c] == below[c]));
+            }
+            out[w - 1] = u16::from(row[w - 1] == below[w - 1]);
+        } else {
+            for c in 0..w - 1 {
+                out[c] = u16::from(row[c] == row[c + 1]);
+            }
+            out[w - 1] = 1;
+        }
+    };
+    // Column sums with PAD zero columns on both sides.
+    let mut col_sum = vec![0u16; w + 2 * PAD];
+    let mut flat = vec![0u16; w];
+    let add = |sum: &mut [u16], flat: &[u16]| {
+        sum[PAD..PAD + w]
+            .iter_mut()
+            .zip(flat)
+            .for_each(|(s, &f)| *s += f)
+    };
+    let sub = |sum: &mut [u16], flat: &[u16]| {
+        sum[PAD..PAD + w]
+            .iter_mut()
+            .zip(flat)
+            .for_each(|(s, &f)| *s -= f)
+    };
+    for r in 0..h.min(PAD + 1) {
+        flat_row(r, &mut flat);
+        add(&mut col_sum, &flat);
+    }
+    for r in 0..h {
+        if r > 0 {
+            if r + PAD < h {
+                flat_row(r + PAD, &mut flat);
+                add(&mut col_sum, &flat);
+            }
+            if r > PAD {
+                flat_row(r - PAD - 1, &mut flat);
+                sub(&mut col_sum, &flat);
+            }
+        }
+        let out = &mut mask[r * stride..r * stride + w];
+        let cs = &col_sum[..w + 2 * PAD];
+        for (c, m) in out.iter_mut().enumerate() {
+            let sum = cs[c] + cs[c + 1] + cs[c + 2] + cs[c + 3] + cs[c + 4] + cs[c + 5] + cs[c + 6];
+            *m = u16::from(sum > threshold);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decimation and mode filter
+// ---------------------------------------------------------------------------------------------
+
+/// `cpu::decimate` in place, 16 outputs at a time.
+#[inline(always)]
+pub(super) fn decimate(d: &mut [u16], stride: usize, w: usize, h: usize) {
+    const N: usize = 16;
+    if h == 0 || w == 0 {
+        return;
+    }
+    // Row 0 maps onto itself: each chunk is read (from at or after where it lands) before it
+    // is written.
+    {
+        let row = &mut d[..2 * w - 1];
+        let mut j = 0;
+        while j + N <= w {
+            let s: [u16; 2 * N - 1] = row[2 * j..2 * j + 2 * N - 1].try_into().unwrap();
+            let o: [u16; N] = std::array::from_fn(|x| s[2 * x]);
+            row[j..j + N].copy_from_slice(&o);
+            j += N;
+        }
+        for j in j..w {
+            row[j] = row[2 * j];
+        }
+    }
+    // Row i > 0 reads row 2i > i, which no earlier output row has reached.
+    for i in 1..h {
+        let (lo, hi) = d.split_at_mut(2 * i * stride);
+        let out = &mut lo[i * stride..i * stride + w];
+        let src = &hi[..2 * w - 1];
+        let mut j = 0;
+        while j + N <= w {
+            let s: &[u16; 2 * N - 1] = src[2 * j..2 * j + 2 * N - 1].try_into().unwrap();
+            let o: &mut [u16; N] = (&mut out[j..j + N]).try_into().unwrap();
+            for x in 0..N {
+                o[x] = s[2 * x];
+            }
+            j += N;
+        }
+        for j in j..w {
+            out[j] = src[2 * j];
+        }
+    }
+}
+
+/// `cpu::mode3` without branches: the value that occurs at least twice, else the minimum.
+#[inline(always)]
+fn mode3(a: u16, b: u16, c: u16) -> u16 {
+    let m = a.min(b).min(c);
+    let r = if b == c { b } else { m };
+    if a == b || a == c {
+        a
+    } else {
+        r
+    }
+}
+
+/// `cpu::filter_mode`: the same two passes, each a branch-free loop over a row.
+#[inline(always)]
+pub(super) fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16]) {
+    const N: usize = 16;
+    let mut cur = 0;
+    for i in 0..h {
+        {
+            let row = &d[i * stride..i * stride + w];
+            let out = &mut ring[cur * w..cur * w + w];
+            out[0] = row[0];
+            let mut j = 1;
+            while j + N < w {
+                let s: &[u16; N + 2] = row[j - 1..j + N + 1].try_into().unwrap();
+                let o: &mut [u16; N] = (&mut out[j..j + N]).try_into().unwrap();
+                for x in 0..N {
+                    o[x] = mode3(s[x], s[x + 1], s[x + 2]);
+                }
+                j += N;
+            }
+            for j in j..w.saturating_sub(1) {
+                out[j] = mode3(row[j - 1], row[j], row[j + 1]);
+            }
+            out[w - 1] = row[w - 1];
+        }
+        if i > 1 {
+            let dst = &mut d[(i - 1) * stride..(i - 1) * stride + w];
+            let (r0, rest) = ring.split_at(w);
+            let (r1, r2) = rest.split_at(w);
+            for (((o, &a), &b), &c) in dst.iter_mut().zip(r0).zip(r1).zip(&r2[..w]) {
+                *o = mode3(a, b, c);
+            }
+        }
+        cur = if cur == 2 { 0 } else { cur + 1 };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// c-values
+// ---------------------------------------------------------------------------------------------
+
+/// Histogram layout of the vector levels: `nd` zero guard rows on both sides of the
+/// `band_size` band rows (so the cells `compact ± step` never need a range test), rows `w`
+/// apart, and a few slack cells (32-bit gathers of the last cell read one past it).
+pub(super) fn hist_len(band_size: usize, nd: usize, w: usize) -> usize {
+    (band_size + 2 * nd) * w + HIST_SLACK
+}
+
+const HIST_SLACK: usize = 16;
+
+/// No histogram row (unmasked or out of band).
+const NONE: u16 = u16::MAX;
+/// A band with no pending update.
+const IDLE: u32 = u32::MAX;
+/// Pending updates of one band row merge when their column ranges are at most this far apart
+/// (walking a few unchanged cells is cheaper than a separate flush).
+const GAP: u32 = 8;
+
+/// Scratch of the c-value pass at the vector levels.
+///
+/// The reference adds or removes each changed pixel over its `2 pad + 1` columns. Here a row
+/// transition's changes are collected per band row in difference form (`+1` where a pixel's
+/// column range starts, `-1` after it ends) and applied by one running sum over the merged
+/// range, so neighbouring pixels of one band share the cells they overlap on. Counts are u16
+/// modulo 2^16 in both forms and end as the true window counts, so the cells are identical.
+#[derive(Default)]
+pub(super) struct Merge {
+    /// Per band row: `w + 1` differences (the last one past the row's end).
+    diff: Vec<i16>,
+    /// Per band row: the pending column range `[lo, hi)`, `lo == IDLE` when none.
+    span: Vec<(u32, u32)>,
+    /// Bands with a pending range.
+    touched: Vec<u32>,
+    bands_out: Vec<u16>,
+    bands_in: Vec<u16>,
+}
+
+/// The constants of one c-value row, shared by the row kernels.
+pub(super) struct CvRow<'a> {
+    pub(super) w: usize,
+    pub(super) nd: usize,
+    pub(super) band_base: u16,
+    pub(super) band_size: u16,
+    pub(super) vlt: u16,
+    pub(super) tvi: &'a [u16],
+    pub(super) diff_weights: &'a [i32],
+    pub(super) lut: &'a [f32],
+}
+
+/// The c-value of one pixel (`v`, mask `m`, column `col`) from the guarded histograms: the
+/// reference's per-pixel loop without its range tests.
+#[inline(always)]
+pub(super) fn cv_pixel(p: &CvRow, hist: &[u16], v: u16, m: u16, col: usize) -> f32 {
+    let compact = v.wrapping_sub(p.band_base);
+    if m == 0 || compact >= p.band_size {
+        return 0.0;
+    }
+    let value = v.wrapping_add(p.nd as u16);
+    let w = p.w;
+    let at = (usize::from(compact) + p.nd) * w + col;
+    let p0 = hist[at];
+    let mut c_value = 0.0f32;
+    for d in 0..p.nd {
+        let step = d + 1;
+        if value <= p.tvi[d] && i32::from(value) + step as i32 > i32::from(p.vlt) {
+            let p1 = hist[at + step * w];
+            let p2 = hist[at - step * w];
+            let pm = if p1 > p2 { p1 } else { p2 };
+            let num = p.diff_weights[d] * i32::from(p0) * i32::from(pm);
+            let val = num as f32 * p.lut[usize::from(pm) + usize::from(p0)];
+            if val > c_value {
+                c_value = val;
+            }
+        }
+    }
+    c_value
+}
+
+/// A row of [`cv_pixel`]s (the NEON row; x86 has gather kernels).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+#[inline(always)]
+pub(super) fn cv_row(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+    for (col, ((o, &v), &m)) in cv[..p.w].iter_mut().zip(img).zip(mask).enumerate() {
+        *o = cv_pixel(p, hist, v, m, col);
+    }
+}
+
+impl CValueCtx<'_> {
+    pub(super) fn cv_row_params(&self) -> CvRow<'_> {
+        let s = self.setup;
+        CvRow {
+            w: self.w,
+            nd: s.tvi.len(),
+            band_base: s.band_base,
+            band_size: s.band_size,
+            vlt: s.vlt_luma,
+            tvi: &s.tvi,
+            diff_weights: &s.diff_weights,
+            lut: self.lut,
+        }
+    }
+}
+
+/// Histogram row of each pixel of a row, or [`NONE`].
+#[inline(always)]
+fn band_row(out: &mut [u16], img: &[u16], mask: &[u16], base: u16, size: u16) {
+    for ((o, &v), &m) in out.iter_mut().zip(img).zip(mask) {
+        let k = v.wrapping_sub(base);
+        *o = if m != 0 && k < size { k } else { NONE };
+    }
+}
+
+/// Applies band `k`'s pending differences `[lo, hi]` to its histogram row and clears them.
+#[inline(always)]
+fn flush(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
+    let mut s = 0i16;
+    for (h, d) in hist[lo..hi].iter_mut().zip(&mut diff[lo..hi]) {
+        s = s.wrapping_add(*d);
+        *d = 0;
+        *h = h.wrapping_add(s as u16);
+    }
+    diff[hi] = 0;
+}
+
+impl Merge {
+    /// One transition's pixel leaving (`delta` -1) or entering (+1) band row `k` at column `j`.
+    #[inline(always)]
+    fn event(&mut self, hist: &mut [u16], g: &Geom, k: u16, j: usize, delta: i16) {
+        let k = usize::from(k);
+        let (w, pad) = (g.w, g.pad);
+        let a = j.saturating_sub(pad);
+        let b = (j + pad + 1).min(w);
+        let dr = &mut self.diff[k * (w + 1)..(k + 1) * (w + 1)];
+        let span = &mut self.span[k];
+        if span.0 == IDLE {
+            span.0 = a as u32;
+            self.touched.push(k as u32);
+        } else if a as u32 > span.1 + GAP {
+            let hr = &mut hist[(k + g.nd) * w..(k + g.nd + 1) * w];
+            flush(dr, hr, span.0 as usize, span.1 as usize);
+            span.0 = a as u32;
+        }
+        span.1 = b as u32;
+        dr[a] = dr[a].wrapping_add(delta);
+        dr[b] = dr[b].wrapping_sub(delta);
+    }
+
+    /// Applies every pending range.
+    #[inline(always)]
+    fn flush_all(&mut self, hist: &mut [u16], g: &Geom) {
+        let w = g.w;
+        for &k in &self.touched {
+            let k = k as usize;
+            let span = &mut self.span[k];
+            let dr = &mut self.diff[k * (w + 1)..(k + 1) * (w + 1)];
+            let hr = &mut hist[(k + g.nd) * w..(k + g.nd + 1) * w];
+            flush(dr, hr, span.0 as usize, span.1 as usize);
+            *span = (IDLE, 0);
+        }
+        self.touched.clear();
+    }
+
+    /// Moves the window: removes row `out` and adds row `inn` (either may be absent); a
+    /// column whose two pixels fall in the same band (or in none) changes nothing.
+    #[inline(always)]
+    fn transition(&mut self, hist: &mut [u16], g: &Geom, out: Option<usize>, inn: Option<usize>) {
+        let w = g.w;
+        let mut bo = std::mem::take(&mut self.bands_out);
+        let mut bi = std::mem::take(&mut self.bands_in);
+        bo.resize(w, NONE);
+        bi.resize(w, NONE);
+        for (r, b) in [(out, &mut bo), (inn, &mut bi)] {
+            match r {
+                Some(r) => band_row(
+                    b,
+                    &g.img[r * g.stride..r * g.stride + w],
+                    &g.mask[r * g.stride..r * g.stride + w],
+                    g.band_base,
+                    g.band_size,
+                ),
+                None => b.fill(NONE),
+            }
+        }
+        for (j, (&ko, &ki)) in bo.iter().zip(&bi).enumerate() {
+            if ko != ki {
+                if ko != NONE {
+                    self.event(hist, g, ko, j, -1);
+                }
+                if ki != NONE {
+                    self.event(hist, g, ki, j, 1);
+                }
+            }
+        }
+        self.flush_all(hist, g);
+        self.bands_out = bo;
+        self.bands_in = bi;
+    }
+}
+
+/// The picture and geometry of one scale's c-value pass.
+struct Geom<'a> {
+    img: &'a [u16],
+    mask: &'a [u16],
+    stride: usize,
+    w: usize,
+    pad: usize,
+    nd: usize,
+    band_base: u16,
+    band_size: u16,
+}
+
+/// `CValueCtx::c_values` with merged histogram updates ([`Merge`]) and the guarded layout of
+/// [`hist_len`]; `row` computes one row of c-values like [`cv_row`]. Each row `i` is computed
+/// from the counts of rows `[i - pad, i + pad]` within the picture, as in the reference.
+#[inline(always)]
+pub(super) fn c_values(
+    ctx: &CValueCtx,
+    m: &mut Merge,
+    hist: &mut [u16],
+    img: &[u16],
+    mask: &[u16],
+    cv: &mut [f32],
+    mut row: impl FnMut(&[u16], &[u16], &[u16], &mut [f32]),
+) {
+    let (w, h, pad, stride) = (ctx.w, ctx.h, ctx.pad, ctx.stride);
+    if w == 0 || h == 0 {
+        return;
+    }
+    let s = ctx.setup;
+    let nd = s.tvi.len();
+    let band = usize::from(s.band_size);
+    hist[..hist_len(band, nd, w)].fill(0);
+    m.diff.clear();
+    m.diff.resize(band * (w + 1), 0);
+    m.span.clear();
+    m.span.resize(band, (IDLE, 0));
+    m.touched.clear();
+    let g = Geom {
+        img,
+        mask,
+        stride,
+        w,
+        pad,
+        nd,
+        band_base: s.band_base,
+        band_size: s.band_size,
+    };
+    for r in 0..=pad.min(h - 1) {
+        m.transition(hist, &g, None, Some(r));
+    }
+    for i in 0..h {
+        if i > 0 {
+            let out = i.checked_sub(pad + 1);
+            let inn = (i + pad < h).then_some(i + pad);
+            if out.is_some() || inn.is_some() {
+                m.transition(hist, &g, out, inn);
+            }
+        }
+        row(
+            hist,
+            &img[i * stride..i * stride + w],
+            &mask[i * stride..i * stride + w],
+            &mut cv[i * w..(i + 1) * w],
+        );
+    }
+}

@@ -1,0 +1,439 @@
+//! cambi at the x86-64 SIMD levels: the vector forms of `lanes.rs` compiled with AVX2 or
+//! AVX-512 enabled, and the c-value row as explicit 8- or 16-lane code (histogram cells and
+//! reciprocals are gathers). Every result equals the scalar reference in `cpu.rs` bit for bit.
+
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::*;
+
+use super::cpu::CValueCtx;
+use super::lanes::{self, CvRow, Merge};
+use crate::picture::PictureData;
+use crate::simd::CpuLevel;
+
+/// Expands to a dispatcher `$name(cpu, args..) -> bool` that runs `lanes::$name` compiled for
+/// AVX-512 or AVX2, or returns false when `cpu` allows neither.
+macro_rules! dispatch {
+    ($name:ident, $avx2:ident, $avx512:ident, ($($arg:ident: $ty:ty),*)) => {
+        pub(super) fn $name(cpu: CpuLevel, $($arg: $ty),*) -> bool {
+            if cpu.has_avx512() {
+                // SAFETY: a CpuLevel reports AVX-512 only when this CPU has it (crate::simd).
+                unsafe { $avx512($($arg),*) };
+                true
+            } else if cpu.has_avx2() {
+                // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
+                unsafe { $avx2($($arg),*) };
+                true
+            } else {
+                false
+            }
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn $avx2($($arg: $ty),*) {
+            lanes::$name($($arg),*)
+        }
+
+        #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+        fn $avx512($($arg: $ty),*) {
+            lanes::$name($($arg),*)
+        }
+    };
+}
+
+dispatch!(
+    preprocess,
+    preprocess_avx2,
+    preprocess_avx512,
+    (
+        pic: &PictureData,
+        dst: &mut [u16],
+        stride: usize,
+        out_w: usize,
+        out_h: usize,
+        enc_bitdepth: u32
+    )
+);
+dispatch!(
+    spatial_mask,
+    spatial_mask_avx2,
+    spatial_mask_avx512,
+    (
+        img: &[u16],
+        mask: &mut [u16],
+        stride: usize,
+        w: usize,
+        h: usize,
+        threshold: u32
+    )
+);
+dispatch!(
+    decimate,
+    decimate_avx2,
+    decimate_avx512,
+    (d: &mut [u16], stride: usize, w: usize, h: usize)
+);
+dispatch!(
+    filter_mode,
+    filter_mode_avx2,
+    filter_mode_avx512,
+    (
+        d: &mut [u16],
+        stride: usize,
+        w: usize,
+        h: usize,
+        ring: &mut [u16]
+    )
+);
+
+/// `CValueCtx::c_values` at the best x86 level `ctx.cpu` allows; false when it allows none.
+pub(super) fn c_values(
+    ctx: &CValueCtx,
+    m: &mut Merge,
+    hist: &mut [u16],
+    img: &[u16],
+    mask: &[u16],
+    cv: &mut [f32],
+) -> bool {
+    if ctx.cpu.has_avx512() {
+        // SAFETY: a CpuLevel reports AVX-512 only when this CPU has it (crate::simd).
+        unsafe { c_values_avx512(ctx, m, hist, img, mask, cv) };
+        true
+    } else if ctx.cpu.has_avx2() {
+        // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
+        unsafe { c_values_avx2(ctx, m, hist, img, mask, cv) };
+        true
+    } else {
+        false
+    }
+}
+
+#[target_feature(enable = "avx2")]
+fn c_values_avx2(
+    ctx: &CValueCtx,
+    m: &mut Merge,
+    hist: &mut [u16],
+    img: &[u16],
+    mask: &[u16],
+    cv: &mut [f32],
+) {
+    let p = ctx.cv_row_params();
+    lanes::c_values(ctx, m, hist, img, mask, cv, |hist, img, mask, cv| {
+        cv_row_avx2(&p, hist, img, mask, cv)
+    });
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn c_values_avx512(
+    ctx: &CValueCtx,
+    m: &mut Merge,
+    hist: &mut [u16],
+    img: &[u16],
+    mask: &[u16],
+    cv: &mut [f32],
+) {
+    let p = ctx.cv_row_params();
+    lanes::c_values(ctx, m, hist, img, mask, cv, |hist, img, mask, cv| {
+        cv_row_avx512(&p, hist, img, mask, cv)
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loads and gathers: the only memory accesses of the kernels, each checked against its slice.
+// ---------------------------------------------------------------------------------------------
+
+/// Eight u16 from the start of `s`, widened to i32 lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load8_u16(s: &[u16]) -> __m256i {
+    let s = &s[..8];
+    // SAFETY: `s` holds the 16 bytes read.
+    _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(s.as_ptr().cast()) })
+}
+
+/// Sixteen u16 from the start of `s`, widened to i32 lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn load16_u16(s: &[u16]) -> __m512i {
+    let s = &s[..16];
+    // SAFETY: `s` holds the 32 bytes read.
+    _mm512_cvtepu16_epi32(unsafe { _mm256_loadu_si256(s.as_ptr().cast()) })
+}
+
+/// u16 cells of a slice fetched by per-lane index. Indices are clamped into the slice first,
+/// so any index vector is safe; callers only use lanes whose index was in range anyway.
+struct Cells<'a> {
+    s: &'a [u16],
+    /// Largest index whose 4-byte read (the cell and the one after it) stays in the slice.
+    last: i32,
+}
+
+impl<'a> Cells<'a> {
+    fn new(s: &'a [u16]) -> Self {
+        assert!(s.len() >= 2 && s.len() <= i32::MAX as usize);
+        Cells {
+            s,
+            last: (s.len() - 2) as i32,
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn gather8(&self, idx: __m256i) -> __m256i {
+        let idx = _mm256_min_epu32(idx, _mm256_set1_epi32(self.last));
+        // SAFETY: every lane reads bytes 2i..2i+4 with 0 <= i <= len - 2 (unsigned minimum
+        // above), inside the slice.
+        let v = unsafe { _mm256_i32gather_epi32::<2>(self.s.as_ptr().cast(), idx) };
+        _mm256_and_si256(v, _mm256_set1_epi32(0xffff))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+    fn gather16(&self, idx: __m512i) -> __m512i {
+        let idx = _mm512_min_epu32(idx, _mm512_set1_epi32(self.last));
+        // SAFETY: as in `gather8`.
+        let v = unsafe { _mm512_i32gather_epi32::<2>(idx, self.s.as_ptr().cast()) };
+        _mm512_and_si512(v, _mm512_set1_epi32(0xffff))
+    }
+}
+
+/// f32 table entries fetched by per-lane index, clamped into the table like [`Cells`].
+struct Table<'a> {
+    s: &'a [f32],
+    last: i32,
+}
+
+impl<'a> Table<'a> {
+    fn new(s: &'a [f32]) -> Self {
+        assert!(!s.is_empty() && s.len() <= i32::MAX as usize);
+        Table {
+            s,
+            last: (s.len() - 1) as i32,
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn gather8(&self, idx: __m256i) -> __m256 {
+        let idx = _mm256_min_epu32(idx, _mm256_set1_epi32(self.last));
+        // SAFETY: every lane reads entry i with 0 <= i <= len - 1.
+        unsafe { _mm256_i32gather_ps::<4>(self.s.as_ptr(), idx) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+    fn gather16(&self, idx: __m512i) -> __m512 {
+        let idx = _mm512_min_epu32(idx, _mm512_set1_epi32(self.last));
+        // SAFETY: every lane reads entry i with 0 <= i <= len - 1.
+        unsafe { _mm512_i32gather_ps::<4>(idx, self.s.as_ptr().cast()) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// c-value rows
+// ---------------------------------------------------------------------------------------------
+
+/// `lanes::cv_row`, 8 columns at a time: per lane the same integer products, the same `f32`
+/// conversion and multiplication, and the same strict `>` running maximum over the diffs.
+/// Where all active lanes share one band row, the cells are plain loads instead of gathers.
+#[target_feature(enable = "avx2")]
+fn cv_row_avx2(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+    let w = p.w;
+    let (img, mask, cv) = (&img[..w], &mask[..w], &mut cv[..w]);
+    let nd = p.nd;
+    let hist = &hist[..lanes::hist_len(usize::from(p.band_size), nd, w)];
+    let cells = Cells::new(hist);
+    let table = Table::new(p.lut);
+    let base = _mm256_set1_epi32(i32::from(p.band_base));
+    let band = _mm256_set1_epi32(i32::from(p.band_size));
+    let ndv = _mm256_set1_epi32(nd as i32);
+    let wv = _mm256_set1_epi32(w as i32);
+    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let zero = _mm256_setzero_si256();
+    let low16 = _mm256_set1_epi32(0xffff);
+    let mut col = 0;
+    while col + 8 <= w {
+        let v = load8_u16(&img[col..]);
+        let m = load8_u16(&mask[col..]);
+        let compact = _mm256_sub_epi32(v, base);
+        // 0 <= v - base < band, and masked.
+        let in_band = _mm256_andnot_si256(
+            _mm256_cmpgt_epi32(base, v),
+            _mm256_cmpgt_epi32(band, compact),
+        );
+        let valid = _mm256_andnot_si256(_mm256_cmpeq_epi32(m, zero), in_band);
+        let valid_bits = _mm256_movemask_ps(_mm256_castsi256_ps(valid)) as u32;
+        if valid_bits == 0 {
+            store8_f32(&mut cv[col..], _mm256_setzero_ps());
+            col += 8;
+            continue;
+        }
+        let kk = _mm256_and_si256(valid, compact);
+        let value = _mm256_and_si256(_mm256_add_epi32(v, ndv), low16);
+        // One band row for every active lane: contiguous cells.
+        let first =
+            _mm256_permutevar8x32_epi32(kk, _mm256_set1_epi32(valid_bits.trailing_zeros() as i32));
+        let same_bits =
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(kk, first))) as u32;
+        let uniform = (same_bits | !valid_bits) & 0xff == 0xff;
+        let row0 = (_mm256_cvtsi256_si32(first) as usize + nd) * w + col;
+        let at = _mm256_add_epi32(
+            _mm256_mullo_epi32(_mm256_add_epi32(kk, ndv), wv),
+            _mm256_add_epi32(_mm256_set1_epi32(col as i32), lane),
+        );
+        let p0 = if uniform {
+            load8_u16(&hist[row0..])
+        } else {
+            cells.gather8(at)
+        };
+        let mut c = _mm256_setzero_ps();
+        for d in 0..nd {
+            let step = d + 1;
+            // value <= tvi[d] && value + step > vlt
+            let cond = _mm256_andnot_si256(
+                _mm256_cmpgt_epi32(value, _mm256_set1_epi32(i32::from(p.tvi[d]))),
+                _mm256_cmpgt_epi32(
+                    _mm256_add_epi32(value, _mm256_set1_epi32(step as i32)),
+                    _mm256_set1_epi32(i32::from(p.vlt)),
+                ),
+            );
+            let cond = _mm256_and_si256(cond, valid);
+            if _mm256_testz_si256(cond, cond) != 0 {
+                continue;
+            }
+            let (p1, p2) = if uniform {
+                (
+                    load8_u16(&hist[row0 + step * w..]),
+                    load8_u16(&hist[row0 - step * w..]),
+                )
+            } else {
+                let off = _mm256_set1_epi32((step * w) as i32);
+                (
+                    cells.gather8(_mm256_add_epi32(at, off)),
+                    cells.gather8(_mm256_sub_epi32(at, off)),
+                )
+            };
+            let pm = _mm256_max_epi32(p1, p2);
+            let num = _mm256_mullo_epi32(
+                _mm256_mullo_epi32(_mm256_set1_epi32(p.diff_weights[d]), p0),
+                pm,
+            );
+            let recip = table.gather8(_mm256_add_epi32(pm, p0));
+            let val = _mm256_mul_ps(_mm256_cvtepi32_ps(num), recip);
+            let gt = _mm256_and_ps(
+                _mm256_cmp_ps::<_CMP_GT_OQ>(val, c),
+                _mm256_castsi256_ps(cond),
+            );
+            c = _mm256_blendv_ps(c, val, gt);
+        }
+        store8_f32(&mut cv[col..], c);
+        col += 8;
+    }
+    for col in col..w {
+        cv[col] = lanes::cv_pixel(p, hist, img[col], mask[col], col);
+    }
+}
+
+/// Eight f32 to the start of `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn store8_f32(s: &mut [f32], v: __m256) {
+    let s = &mut s[..8];
+    // SAFETY: `s` holds the 32 bytes written.
+    unsafe { _mm256_storeu_ps(s.as_mut_ptr(), v) }
+}
+
+/// [`cv_row_avx2`] 16 columns at a time with mask registers.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn cv_row_avx512(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+    let w = p.w;
+    let (img, mask, cv) = (&img[..w], &mask[..w], &mut cv[..w]);
+    let nd = p.nd;
+    let hist = &hist[..lanes::hist_len(usize::from(p.band_size), nd, w)];
+    let cells = Cells::new(hist);
+    let table = Table::new(p.lut);
+    let base = _mm512_set1_epi32(i32::from(p.band_base));
+    let band = _mm512_set1_epi32(i32::from(p.band_size));
+    let ndv = _mm512_set1_epi32(nd as i32);
+    let wv = _mm512_set1_epi32(w as i32);
+    let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let zero = _mm512_setzero_si512();
+    let low16 = _mm512_set1_epi32(0xffff);
+    let mut col = 0;
+    while col + 16 <= w {
+        let v = load16_u16(&img[col..]);
+        let m = load16_u16(&mask[col..]);
+        let compact = _mm512_sub_epi32(v, base);
+        let valid: __mmask16 = _mm512_cmpneq_epi32_mask(m, zero)
+            & _mm512_cmpge_epi32_mask(v, base)
+            & _mm512_cmplt_epi32_mask(compact, band);
+        if valid == 0 {
+            store16_f32(&mut cv[col..], _mm512_setzero_ps());
+            col += 16;
+            continue;
+        }
+        let kk = _mm512_maskz_mov_epi32(valid, compact);
+        let value = _mm512_and_si512(_mm512_add_epi32(v, ndv), low16);
+        let first = _mm512_permutexvar_epi32(_mm512_set1_epi32(valid.trailing_zeros() as i32), kk);
+        let same = _mm512_cmpeq_epi32_mask(kk, first);
+        let uniform = (same | !valid) == 0xffff;
+        let row0 = (_mm_cvtsi128_si32(_mm512_castsi512_si128(first)) as usize + nd) * w + col;
+        let at = _mm512_add_epi32(
+            _mm512_mullo_epi32(_mm512_add_epi32(kk, ndv), wv),
+            _mm512_add_epi32(_mm512_set1_epi32(col as i32), lane),
+        );
+        let p0 = if uniform {
+            load16_u16(&hist[row0..])
+        } else {
+            cells.gather16(at)
+        };
+        let mut c = _mm512_setzero_ps();
+        for d in 0..nd {
+            let step = d + 1;
+            let cond = valid
+                & _mm512_cmple_epi32_mask(value, _mm512_set1_epi32(i32::from(p.tvi[d])))
+                & _mm512_cmpgt_epi32_mask(
+                    _mm512_add_epi32(value, _mm512_set1_epi32(step as i32)),
+                    _mm512_set1_epi32(i32::from(p.vlt)),
+                );
+            if cond == 0 {
+                continue;
+            }
+            let (p1, p2) = if uniform {
+                (
+                    load16_u16(&hist[row0 + step * w..]),
+                    load16_u16(&hist[row0 - step * w..]),
+                )
+            } else {
+                let off = _mm512_set1_epi32((step * w) as i32);
+                (
+                    cells.gather16(_mm512_add_epi32(at, off)),
+                    cells.gather16(_mm512_sub_epi32(at, off)),
+                )
+            };
+            let pm = _mm512_max_epi32(p1, p2);
+            let num = _mm512_mullo_epi32(
+                _mm512_mullo_epi32(_mm512_set1_epi32(p.diff_weights[d]), p0),
+                pm,
+            );
+            let recip = table.gather16(_mm512_add_epi32(pm, p0));
+            let val = _mm512_mul_ps(_mm512_cvtepi32_ps(num), recip);
+            let gt = cond & _mm512_cmp_ps_mask::<_CMP_GT_OQ>(val, c);
+            c = _mm512_mask_blend_ps(gt, c, val);
+        }
+        store16_f32(&mut cv[col..], c);
+        col += 16;
+    }
+    for col in col..w {
+        cv[col] = lanes::cv_pixel(p, hist, img[col], mask[col], col);
+    }
+}
+
+/// Sixteen f32 to the start of `s`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn store16_f32(s: &mut [f32], v: __m512) {
+    let s = &mut s[..16];
+    // SAFETY: `s` holds the 64 bytes written.
+    unsafe { _mm512_storeu_ps(s.as_mut_ptr(), v) }
+}
