@@ -99,7 +99,14 @@ fn c_values_neon(
     cv: &mut [f32],
 ) {
     let p = ctx.cv_row_params();
-    lanes::c_values(ctx, m, hist, img, mask, cv, |hist, img, mask, cv| {
-        lanes::cv_row(&p, hist, img, mask, cv)
-    });
+    lanes::c_values(
+        ctx,
+        m,
+        hist,
+        img,
+        mask,
+        cv,
+        |hist, img, mask, cv| lanes::cv_row(&p, hist, img, mask, cv),
+        lanes::changed_bits,
+    );
 }

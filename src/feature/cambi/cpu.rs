@@ -875,7 +875,18 @@ mod tests {
     #[ignore]
     fn cambi_timing_1080p() {
         use std::time::{Duration, Instant};
-        const REPS: usize = 5;
+        // CAMBI_TIMING_REPS and CAMBI_TIMING_LEVELS (names, comma-separated) narrow a run.
+        let reps: usize = std::env::var("CAMBI_TIMING_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5);
+        let levels: Vec<CpuLevel> = CpuLevel::available()
+            .into_iter()
+            .filter(|l| {
+                std::env::var("CAMBI_TIMING_LEVELS")
+                    .map_or(true, |v| v.split(',').any(|n| n == l.name()))
+            })
+            .collect();
         const STAGES: [&str; 7] = [
             "preprocess",
             "spatial_mask",
@@ -891,12 +902,13 @@ mod tests {
         let s = cambi.build_setup(1920, 1080, 8).unwrap();
         let lut = reciprocal_lut();
         let mut scores = Vec::new();
-        for cpu in CpuLevel::available() {
+        for &cpu in &levels {
             let mut work = Work::new(&s).unwrap();
             let mut total = [0f64; STAGES.len()];
+            let mut frame_scores = Vec::new();
             for pic in frames {
                 let mut best = [Duration::MAX; STAGES.len()];
-                for _ in 0..REPS {
+                for _ in 0..reps {
                     let mut t = [Duration::ZERO; STAGES.len()];
                     let (w, h, window) = s.geometry(false);
                     let stride = work.stride;
@@ -945,11 +957,12 @@ mod tests {
                         t[5] += t0.elapsed();
                     }
                     let t0 = Instant::now();
-                    scores.push((cpu, work.score(&s, pic, false, cpu).unwrap()));
+                    let score = work.score(&s, pic, false, cpu).unwrap();
                     t[6] += t0.elapsed();
                     for (b, t) in best.iter_mut().zip(t) {
                         *b = (*b).min(t);
                     }
+                    frame_scores.push(score);
                 }
                 for (tot, b) in total.iter_mut().zip(best) {
                     *tot += b.as_secs_f64() * 1e3 / frames.len() as f64;
@@ -961,12 +974,75 @@ mod tests {
                     cpu.name()
                 );
             }
+            scores.push((cpu, frame_scores));
         }
         // Every level scored every frame alike.
-        let n = scores.len() / CpuLevel::available().len();
-        for (cpu, v) in &scores[n..] {
-            let i = scores.iter().position(|(_, x)| x == v);
-            assert!(i.is_some(), "{cpu}: score {v} not seen at scalar");
+        for (cpu, v) in &scores {
+            assert_eq!(v, &scores[0].1, "{cpu}");
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn cambi_ab_tmp() {
+        use std::time::{Duration, Instant};
+        let nv: usize = std::env::var("AB_VARIANTS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2);
+        let cambi = super::super::Cambi::new(&crate::feature::Dict::new()).unwrap();
+        let (_, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
+        let s = cambi.build_setup(1920, 1080, 8).unwrap();
+        let mut work = Work::new(&s).unwrap();
+        let (w, h, window) = s.geometry(false);
+        let stride = work.stride;
+        let cpu = CpuLevel::available()
+            .into_iter()
+            .find(|l| l.name() == "avx2")
+            .unwrap();
+        preprocess(&dists[0], &mut work.image, stride, w, h, 8, cpu).unwrap();
+        spatial_mask(&work.image, &mut work.mask, stride, w, h, cpu);
+        filter_mode(&mut work.image, stride, w, h, &mut work.ring, cpu);
+        let ctx = CValueCtx {
+            setup: &s,
+            lut: reciprocal_lut(),
+            stride,
+            w,
+            h,
+            pad: window >> 1,
+            cpu,
+        };
+        let mut best = vec![Duration::MAX; nv];
+        let mut outs = vec![Vec::new(); nv];
+        let reps: usize = std::env::var("AB_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(25);
+        let only: Option<usize> = std::env::var("AB_ONLY").ok().and_then(|v| v.parse().ok());
+        for _ in 0..reps {
+            for v in 0..nv {
+                if only.is_some_and(|o| o != v) {
+                    continue;
+                }
+                super::super::lanes::VARIANT.store(v, std::sync::atomic::Ordering::Relaxed);
+                let t0 = Instant::now();
+                ctx.c_values(
+                    &mut work.hist,
+                    &mut work.merge,
+                    &work.image,
+                    &work.mask,
+                    &mut work.c_values,
+                );
+                best[v] = best[v].min(t0.elapsed());
+                outs[v] = work.c_values[..w * h].to_vec();
+            }
+        }
+        for v in 0..nv {
+            if only.is_some() {
+                continue;
+            }
+            assert!(outs[v] == outs[0]);
+            println!("variant {v}: {:.3} ms", best[v].as_secs_f64() * 1e3);
         }
     }
 
@@ -978,5 +1054,228 @@ mod tests {
         top.sort_by(|a, b| b.partial_cmp(a).unwrap());
         assert_eq!(top, vec![9.0, 7.0, 7.0]);
         assert!(v[3..].iter().all(|&x| x <= 7.0));
+    }
+}
+
+/// checkasm: every stage at every available level against the scalar reference, compared
+/// exactly (c-values as `f32` bit patterns), on random sizes, strides and contents. Buffers
+/// start with noise outside the written area, which must survive.
+#[cfg(test)]
+mod checkasm {
+    use super::*;
+    use crate::picture::PixelFormat;
+    use crate::testutil::checkasm::{plane, sizes, Content, Rng, CONTENTS};
+
+    fn simd_levels() -> Vec<CpuLevel> {
+        CpuLevel::available()
+            .into_iter()
+            .filter(|&l| l != CpuLevel::SCALAR)
+            .collect()
+    }
+
+    /// A 10-bit plane of `content`, or (`dense`) one squeezed into 8 neighbouring code values
+    /// so that the histograms hold many counts.
+    fn plane10(rng: &mut Rng, w: usize, h: usize, stride: usize, content: Content) -> Vec<u16> {
+        let mut p = plane(rng, w, h, stride, 10, content);
+        if rng.below(2) == 0 {
+            let base = rng.range(0, 1015) as u16;
+            p.iter_mut().for_each(|v| *v = base + *v % 8);
+        }
+        p
+    }
+
+    #[test]
+    fn checkasm_cambi_preprocess() {
+        let mut rng = Rng::new(0xca_0001);
+        for (w, h) in sizes(&mut rng, 10) {
+            for bpc in [8, 9, 10, 12, 16] {
+                let content = CONTENTS[rng.below(CONTENTS.len())];
+                let mut pic = PictureData::new(PixelFormat::Yuv400p, bpc, w, h).unwrap();
+                let stride = pic.stride[0];
+                let src = plane(&mut rng, w, h, stride, bpc, content);
+                if bpc == 8 {
+                    let p = pic.plane_u8_mut(0);
+                    p.iter_mut().zip(&src).for_each(|(d, &s)| *d = s as u8);
+                } else {
+                    pic.plane_u16_mut(0).copy_from_slice(&src[..stride * h]);
+                }
+                // Same size, or nearest-neighbour decimation to a smaller one.
+                let (out_w, out_h) = if rng.below(2) == 0 {
+                    (w, h)
+                } else {
+                    (rng.range(1, w), rng.range(1, h))
+                };
+                let dst_stride = out_w + rng.below(9);
+                let enc_bitdepth = [6, 8, 9, 10, 12][rng.below(5)];
+                let noise = plane(&mut rng, dst_stride, out_h, dst_stride, 16, Content::Noise);
+                let mut want = noise.clone();
+                preprocess(
+                    &pic,
+                    &mut want,
+                    dst_stride,
+                    out_w,
+                    out_h,
+                    enc_bitdepth,
+                    CpuLevel::SCALAR,
+                )
+                .unwrap();
+                for cpu in simd_levels() {
+                    let mut got = noise.clone();
+                    preprocess(&pic, &mut got, dst_stride, out_w, out_h, enc_bitdepth, cpu)
+                        .unwrap();
+                    assert!(
+                        got == want,
+                        "preprocess {cpu} {w}x{h} -> {out_w}x{out_h} {content:?} bpc {bpc} \
+                         enc {enc_bitdepth}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_spatial_mask() {
+        let mut rng = Rng::new(0xca_0002);
+        for (w, h) in sizes(&mut rng, 24) {
+            for content in CONTENTS {
+                let stride = w + rng.below(9);
+                let img = plane10(&mut rng, w, h, stride, content);
+                let noise = plane(&mut rng, w, h, stride, 16, Content::Noise);
+                let mut want = noise.clone();
+                spatial_mask(&img, &mut want, stride, w, h, CpuLevel::SCALAR);
+                for cpu in simd_levels() {
+                    let mut got = noise.clone();
+                    spatial_mask(&img, &mut got, stride, w, h, cpu);
+                    assert!(got == want, "spatial_mask {cpu} {w}x{h} {content:?} bpc 10");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_decimate_and_filter_mode() {
+        let mut rng = Rng::new(0xca_0003);
+        for (w, h) in sizes(&mut rng, 24) {
+            for content in CONTENTS {
+                let stride = w + rng.below(9);
+                let img = plane10(&mut rng, w, h, stride, content);
+                let (sw, sh) = ((w + 1) >> 1, (h + 1) >> 1);
+                let mut want = img.clone();
+                decimate(&mut want, stride, sw, sh, CpuLevel::SCALAR);
+                for cpu in simd_levels() {
+                    let mut got = img.clone();
+                    decimate(&mut got, stride, sw, sh, cpu);
+                    assert!(got == want, "decimate {cpu} {w}x{h} {content:?} bpc 10");
+                }
+                let ring_noise: Vec<u16> = (0..3 * w).map(|_| rng.next_u32() as u16).collect();
+                let mut want = img.clone();
+                filter_mode(
+                    &mut want,
+                    stride,
+                    w,
+                    h,
+                    &mut ring_noise.clone(),
+                    CpuLevel::SCALAR,
+                );
+                for cpu in simd_levels() {
+                    let mut got = img.clone();
+                    filter_mode(&mut got, stride, w, h, &mut ring_noise.clone(), cpu);
+                    assert!(got == want, "filter_mode {cpu} {w}x{h} {content:?} bpc 10");
+                }
+            }
+        }
+    }
+
+    /// The setup fields the c-value pass reads, as `Cambi::build_setup` derives them.
+    fn cv_setup(nd: usize, eotf: Eotf, tvi_threshold: f64, vlt: f64, w: usize) -> Setup {
+        let tvi: Vec<u16> = (0..nd)
+            .map(|d| {
+                let t = tvi_for_diff(d as i32 + 1, tvi_threshold, eotf).unwrap();
+                (t as u16).wrapping_add(nd as u16)
+            })
+            .collect();
+        let vlt_luma = vlt_luma(vlt, eotf).unwrap();
+        let lo = i32::from(vlt_luma) - 3 * nd as i32 + 1;
+        let band_base = if lo > 0 { lo as u16 } else { 0 };
+        let band_size = tvi[nd - 1].wrapping_add(1).wrapping_sub(band_base);
+        Setup {
+            enc_w: w,
+            enc_h: 1,
+            src_w: w,
+            src_h: 1,
+            enc_bitdepth: 10,
+            window: 1,
+            src_window: 1,
+            speedup: false,
+            topk: 0.6,
+            diff_weights: CONTRAST_WEIGHTS[..nd].to_vec(),
+            tvi,
+            vlt_luma,
+            band_base,
+            band_size,
+            alloc_w: w,
+            alloc_h: 1,
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_c_values() {
+        let mut rng = Rng::new(0xca_0004);
+        let lut = reciprocal_lut();
+        for (i, (w, h)) in sizes(&mut rng, 16).into_iter().enumerate() {
+            // One setup per size at the largest ones, several elsewhere (time).
+            let runs = if w * h > 200_000 { 1 } else { 4 };
+            for _ in 0..runs {
+                let content = CONTENTS[rng.below(CONTENTS.len())];
+                let nd = [1, 2, 4, 8, 32][rng.below(5)];
+                let eotf = [Eotf::Bt1886, Eotf::Pq][rng.below(2)];
+                let tvi_threshold = [0.019, 0.001, 0.1][rng.below(3)];
+                let vlt = [0.0, 0.06, 1.0, 10.0][rng.below(4)];
+                // Windows up to 65 wide: larger ones are rejected (reciprocal table size).
+                let pad = [0, 1, 2, 7, 16, 32][rng.below(6)];
+                let s = cv_setup(nd, eotf, tvi_threshold, vlt, w);
+                let stride = w + rng.below(9);
+                let img = plane10(&mut rng, w, h, stride, content);
+                let mut mask = vec![0u16; stride * h];
+                match i % 3 {
+                    0 => mask.fill(1),
+                    1 => mask
+                        .iter_mut()
+                        .for_each(|m| *m = (rng.next_u32() & 1) as u16),
+                    _ => spatial_mask(&img, &mut mask, stride, w, h, CpuLevel::SCALAR),
+                }
+                let hist_len = super::super::lanes::hist_len(usize::from(s.band_size), nd, w);
+                let run = |cpu: CpuLevel| {
+                    let ctx = CValueCtx {
+                        setup: &s,
+                        lut,
+                        stride,
+                        w,
+                        h,
+                        pad,
+                        cpu,
+                    };
+                    let mut hist = vec![7u16; hist_len];
+                    let mut cv = vec![-1.0f32; w * h];
+                    let mut merge = super::super::lanes::Merge::default();
+                    ctx.c_values(&mut hist, &mut merge, &img, &mask, &mut cv);
+                    // A second pass on the same scratch (pooled work buffers are reused).
+                    let first: Vec<u32> = cv.iter().map(|v| v.to_bits()).collect();
+                    ctx.c_values(&mut hist, &mut merge, &img, &mask, &mut cv);
+                    let second: Vec<u32> = cv.iter().map(|v| v.to_bits()).collect();
+                    assert!(first == second, "c_values {cpu} differs when run again");
+                    first
+                };
+                let want = run(CpuLevel::SCALAR);
+                for cpu in simd_levels() {
+                    assert!(
+                        run(cpu) == want,
+                        "c_values {cpu} {w}x{h} {content:?} bpc 10 nd {nd} {eotf:?} \
+                         tvi {tvi_threshold} vlt {vlt} pad {pad} mask {}",
+                        i % 3
+                    );
+                }
+            }
+        }
     }
 }

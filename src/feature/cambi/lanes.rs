@@ -301,11 +301,16 @@ const HIST_SLACK: usize = 16;
 
 /// No histogram row (unmasked or out of band).
 const NONE: u16 = u16::MAX;
-/// A band with no pending update.
-const IDLE: u32 = u32::MAX;
+/// Span of a band with no pending update (the first `min` and `max` take the new range).
+const IDLE: (u32, u32) = (u32::MAX, 0);
 /// Pending updates of one band row merge when their column ranges are at most this far apart
 /// (walking a few unchanged cells is cheaper than a separate flush).
 const GAP: u32 = 8;
+
+pub(super) static VARIANT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+fn variant() -> usize {
+    VARIANT.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Scratch of the c-value pass at the vector levels.
 ///
@@ -318,12 +323,13 @@ const GAP: u32 = 8;
 pub(super) struct Merge {
     /// Per band row: `w + 1` differences (the last one past the row's end).
     diff: Vec<i16>,
-    /// Per band row: the pending column range `[lo, hi)`, `lo == IDLE` when none.
+    /// Per band row: the pending column range `[lo, hi)`, or [`IDLE`].
     span: Vec<(u32, u32)>,
-    /// Bands with a pending range.
+    /// Bands with a pending range, in the order they got one (room for every band).
     touched: Vec<u32>,
     bands_out: Vec<u16>,
     bands_in: Vec<u16>,
+    bits: Vec<u32>,
 }
 
 /// The constants of one c-value row, shared by the row kernels.
@@ -397,7 +403,7 @@ impl CValueCtx<'_> {
 fn band_row(out: &mut [u16], img: &[u16], mask: &[u16], base: u16, size: u16) {
     for ((o, &v), &m) in out.iter_mut().zip(img).zip(mask) {
         let k = v.wrapping_sub(base);
-        *o = if m != 0 && k < size { k } else { NONE };
+        *o = if (m != 0) & (k < size) { k } else { NONE };
     }
 }
 
@@ -413,54 +419,112 @@ fn flush(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
     diff[hi] = 0;
 }
 
-impl Merge {
-    /// One transition's pixel leaving (`delta` -1) or entering (+1) band row `k` at column `j`.
+/// For each 32 columns of a row (the last word partial), bit `x` set where band row `this`
+/// holds a band that `other` does not (`this[j] != other[j]` and `this[j] != NONE`).
+#[inline(always)]
+pub(super) fn changed_bits(this: &[u16], other: &[u16], bits: &mut [u32]) {
+    let w = this.len();
+    for (i, word) in bits.iter_mut().enumerate() {
+        let j0 = i * 32;
+        let n = (w - j0).min(32);
+        let (t, o) = (&this[j0..j0 + n], &other[j0..j0 + n]);
+        *word = t.iter().zip(o).enumerate().fold(0, |acc, (x, (&t, &o))| {
+            acc | u32::from((t != o) & (t != NONE)) << x
+        });
+    }
+}
+
+/// The band rows' pending ranges of one transition (the borrowed parts of [`Merge`]).
+struct Pending<'a> {
+    diff: &'a mut [i16],
+    span: &'a mut [(u32, u32)],
+    touched: &'a mut [u32],
+    n_touched: usize,
+}
+
+impl Pending<'_> {
+    /// The pixels of band row `this[j]` leaving (`delta` -1) or entering (+1) at each column
+    /// `j` whose bit is set in `bits`. Each column range joins its band's pending range unless
+    /// they are more than [`GAP`] apart; then the pending range is applied first.
     #[inline(always)]
-    fn event(&mut self, hist: &mut [u16], g: &Geom, k: u16, j: usize, delta: i16) {
-        let k = usize::from(k);
-        let (w, pad) = (g.w, g.pad);
-        let a = j.saturating_sub(pad);
-        let b = (j + pad + 1).min(w);
-        let dr = &mut self.diff[k * (w + 1)..(k + 1) * (w + 1)];
-        let span = &mut self.span[k];
-        if span.0 == IDLE {
-            span.0 = a as u32;
-            self.touched.push(k as u32);
-        } else if a as u32 > span.1 + GAP {
-            let hr = &mut hist[(k + g.nd) * w..(k + g.nd + 1) * w];
-            flush(dr, hr, span.0 as usize, span.1 as usize);
-            span.0 = a as u32;
+    fn events(&mut self, hist: &mut [u16], g: &Geom, bits: &[u32], this: &[u16], delta: i16) {
+        let (w, pad, nd) = (g.w, g.pad, g.nd);
+        let mut n_touched = self.n_touched;
+        for (i, &word) in bits.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                let j = i * 32 + word.trailing_zeros() as usize;
+                word &= word - 1;
+                let k = usize::from(this[j]);
+                let a = j.saturating_sub(pad);
+                let b = (j + pad + 1).min(w);
+                let (lo, hi) = self.span[k];
+                // The band's first range in this transition: list it (branch-free).
+                self.touched[n_touched] = k as u32;
+                n_touched += usize::from(lo == IDLE.0);
+                let row = k * (w + 1);
+                let (a32, b32) = (a as u32, b as u32);
+                let apart = (a32 > hi + GAP) | (b32 + GAP < lo);
+                self.span[k] = if apart & (lo != IDLE.0) {
+                    flush(
+                        &mut self.diff[row..row + w + 1],
+                        &mut hist[(k + nd) * w..(k + nd + 1) * w],
+                        lo as usize,
+                        hi as usize,
+                    );
+                    (a32, b32)
+                } else {
+                    (lo.min(a32), hi.max(b32))
+                };
+                self.diff[row + a] = self.diff[row + a].wrapping_add(delta);
+                self.diff[row + b] = self.diff[row + b].wrapping_sub(delta);
+            }
         }
-        span.1 = b as u32;
-        dr[a] = dr[a].wrapping_add(delta);
-        dr[b] = dr[b].wrapping_sub(delta);
+        self.n_touched = n_touched;
     }
 
     /// Applies every pending range.
     #[inline(always)]
     fn flush_all(&mut self, hist: &mut [u16], g: &Geom) {
         let w = g.w;
-        for &k in &self.touched {
+        for &k in &self.touched[..self.n_touched] {
             let k = k as usize;
-            let span = &mut self.span[k];
+            let (lo, hi) = self.span[k];
             let dr = &mut self.diff[k * (w + 1)..(k + 1) * (w + 1)];
             let hr = &mut hist[(k + g.nd) * w..(k + g.nd + 1) * w];
-            flush(dr, hr, span.0 as usize, span.1 as usize);
-            *span = (IDLE, 0);
+            flush(dr, hr, lo as usize, hi as usize);
+            self.span[k] = IDLE;
         }
-        self.touched.clear();
+        self.n_touched = 0;
     }
+}
 
+impl Merge {
     /// Moves the window: removes row `out` and adds row `inn` (either may be absent); a
     /// column whose two pixels fall in the same band (or in none) changes nothing.
+    /// `changed` is [`changed_bits`] (or a kernel equal to it).
     #[inline(always)]
-    fn transition(&mut self, hist: &mut [u16], g: &Geom, out: Option<usize>, inn: Option<usize>) {
+    fn transition(
+        &mut self,
+        hist: &mut [u16],
+        g: &Geom,
+        out: Option<usize>,
+        inn: Option<usize>,
+        changed: &mut impl FnMut(&[u16], &[u16], &mut [u32]),
+    ) {
         let w = g.w;
-        let mut bo = std::mem::take(&mut self.bands_out);
-        let mut bi = std::mem::take(&mut self.bands_in);
+        let Merge {
+            diff,
+            span,
+            touched,
+            bands_out: bo,
+            bands_in: bi,
+            bits,
+        } = self;
         bo.resize(w, NONE);
         bi.resize(w, NONE);
-        for (r, b) in [(out, &mut bo), (inn, &mut bi)] {
+        bits.resize(w.div_ceil(32), 0);
+        for (r, b) in [(out, &mut *bo), (inn, &mut *bi)] {
             match r {
                 Some(r) => band_row(
                     b,
@@ -472,19 +536,19 @@ impl Merge {
                 None => b.fill(NONE),
             }
         }
-        for (j, (&ko, &ki)) in bo.iter().zip(&bi).enumerate() {
-            if ko != ki {
-                if ko != NONE {
-                    self.event(hist, g, ko, j, -1);
-                }
-                if ki != NONE {
-                    self.event(hist, g, ki, j, 1);
-                }
-            }
+        let mut p = Pending {
+            diff,
+            span,
+            touched,
+            n_touched: 0,
+        };
+        // Removals, then additions, each in column order, visiting only the columns that
+        // change.
+        for (this, other, delta) in [(&bo[..w], &bi[..w], -1), (&bi[..w], &bo[..w], 1)] {
+            changed(this, other, bits);
+            p.events(hist, g, bits, this, delta);
         }
-        self.flush_all(hist, g);
-        self.bands_out = bo;
-        self.bands_in = bi;
+        p.flush_all(hist, g);
     }
 }
 
@@ -512,6 +576,7 @@ pub(super) fn c_values(
     mask: &[u16],
     cv: &mut [f32],
     mut row: impl FnMut(&[u16], &[u16], &[u16], &mut [f32]),
+    mut changed: impl FnMut(&[u16], &[u16], &mut [u32]),
 ) {
     let (w, h, pad, stride) = (ctx.w, ctx.h, ctx.pad, ctx.stride);
     if w == 0 || h == 0 {
@@ -521,11 +586,15 @@ pub(super) fn c_values(
     let nd = s.tvi.len();
     let band = usize::from(s.band_size);
     hist[..hist_len(band, nd, w)].fill(0);
-    m.diff.clear();
-    m.diff.resize(band * (w + 1), 0);
+    // Every transition leaves the differences zero again: only a new buffer is filled.
+    if m.diff.len() < band * (w + 1) {
+        m.diff.clear();
+        m.diff.resize(band * (w + 1), 0);
+    }
     m.span.clear();
-    m.span.resize(band, (IDLE, 0));
+    m.span.resize(band, IDLE);
     m.touched.clear();
+    m.touched.resize(band + 1, 0);
     let g = Geom {
         img,
         mask,
@@ -537,14 +606,14 @@ pub(super) fn c_values(
         band_size: s.band_size,
     };
     for r in 0..=pad.min(h - 1) {
-        m.transition(hist, &g, None, Some(r));
+        m.transition(hist, &g, None, Some(r), &mut changed);
     }
     for i in 0..h {
         if i > 0 {
             let out = i.checked_sub(pad + 1);
             let inn = (i + pad < h).then_some(i + pad);
             if out.is_some() || inn.is_some() {
-                m.transition(hist, &g, out, inn);
+                m.transition(hist, &g, out, inn, &mut changed);
             }
         }
         row(

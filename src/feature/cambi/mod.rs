@@ -378,6 +378,63 @@ mod tests {
         assert_eq!(cambi.score_name, "Cambi_feature_cambi_score");
     }
 
+    /// The parity clips at every CPU level: scores equal the scalar level's exactly (and so
+    /// upstream's), with the default options and with the v1.0.16 model's.
+    #[test]
+    fn parity_clips_match_at_every_level() {
+        use crate::simd::CpuLevel;
+        use crate::testutil::extract_clip_at;
+        let mut hrs = Dict::new();
+        hrs.set("cambi_high_res_speedup", "1080");
+        hrs.set("cambi_vis_lum_threshold", "0.06");
+        for clip in PARITY_CLIPS {
+            let log = expected_json(&format!("{clip}.json"));
+            let scalar =
+                extract_clip_at(clip, &Cambi::new(&Dict::new()).unwrap(), CpuLevel::SCALAR);
+            let scalar_hrs = extract_clip_at(clip, &Cambi::new(&hrs).unwrap(), CpuLevel::SCALAR);
+            for cpu in CpuLevel::available() {
+                let got = extract_clip_at(clip, &Cambi::new(&Dict::new()).unwrap(), cpu);
+                assert_eq!(got, scalar, "{clip} at {cpu}");
+                for (i, s) in got.iter().enumerate() {
+                    let want = expected_metric(&log, i, "cambi").unwrap();
+                    assert_eq!(
+                        format!("{:.6}", s[0].1),
+                        format!("{want:.6}"),
+                        "{clip} frame {i} at {cpu}"
+                    );
+                }
+                let got = extract_clip_at(clip, &Cambi::new(&hrs).unwrap(), cpu);
+                assert_eq!(got, scalar_hrs, "{clip} (v1.0.16 options) at {cpu}");
+            }
+        }
+    }
+
+    /// Every option case at every CPU level equals the scalar level exactly (first frame).
+    #[test]
+    fn options_equal_scalar_at_every_level() {
+        use crate::simd::CpuLevel;
+        for (clip, opts, _, _) in OPTION_CASES {
+            let mut d = Dict::new();
+            for kv in opts.split(':') {
+                let (k, v) = kv.split_once('=').unwrap();
+                d.set(k, v);
+            }
+            let (refs, dists) = load_parity_clip(clip);
+            let run = |cpu| {
+                let cambi = Cambi::new(&d).unwrap();
+                let mut input = FrameInput::pair(0, &refs[0], &dists[0]);
+                input.cpu = cpu;
+                let mut out = Scores::new();
+                cambi.extract(&input, &mut out).unwrap();
+                out
+            };
+            let want = run(CpuLevel::SCALAR);
+            for cpu in CpuLevel::available() {
+                assert_eq!(run(cpu), want, "{clip} {opts} at {cpu}");
+            }
+        }
+    }
+
     #[test]
     fn v1_0_16_model_options_match_upstream() {
         // feature_opts_dicts of vmaf_v1.0.16_3d0h: high-res speedup, clipping, a luminance floor.

@@ -118,9 +118,16 @@ fn c_values_avx2(
     cv: &mut [f32],
 ) {
     let p = ctx.cv_row_params();
-    lanes::c_values(ctx, m, hist, img, mask, cv, |hist, img, mask, cv| {
-        cv_row_avx2(&p, hist, img, mask, cv)
-    });
+    lanes::c_values(
+        ctx,
+        m,
+        hist,
+        img,
+        mask,
+        cv,
+        |hist, img, mask, cv| cv_row_avx2(&p, hist, img, mask, cv),
+        |this, other, bits| changed_bits_avx2(this, other, bits),
+    );
 }
 
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
@@ -133,9 +140,16 @@ fn c_values_avx512(
     cv: &mut [f32],
 ) {
     let p = ctx.cv_row_params();
-    lanes::c_values(ctx, m, hist, img, mask, cv, |hist, img, mask, cv| {
-        cv_row_avx512(&p, hist, img, mask, cv)
-    });
+    lanes::c_values(
+        ctx,
+        m,
+        hist,
+        img,
+        mask,
+        cv,
+        |hist, img, mask, cv| cv_row_avx512(&p, hist, img, mask, cv),
+        |this, other, bits| changed_bits_avx512(this, other, bits),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,6 +240,68 @@ impl<'a> Table<'a> {
         let idx = _mm512_min_epu32(idx, _mm512_set1_epi32(self.last));
         // SAFETY: every lane reads entry i with 0 <= i <= len - 1.
         unsafe { _mm512_i32gather_ps::<4>(idx, self.s.as_ptr().cast()) }
+    }
+}
+
+/// Sixteen u16 from the start of `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load16_u16x(s: &[u16]) -> __m256i {
+    let s = &s[..16];
+    // SAFETY: `s` holds the 32 bytes read.
+    unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
+}
+
+/// Thirty-two u16 from the start of `s`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn load32_u16x(s: &[u16]) -> __m512i {
+    let s = &s[..32];
+    // SAFETY: `s` holds the 64 bytes read.
+    unsafe { _mm512_loadu_si512(s.as_ptr().cast()) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changed columns of a window transition
+// ---------------------------------------------------------------------------------------------
+
+/// `lanes::changed_bits`, 32 columns per word from two 16-lane compares.
+#[target_feature(enable = "avx2")]
+fn changed_bits_avx2(this: &[u16], other: &[u16], bits: &mut [u32]) {
+    let w = this.len();
+    let other = &other[..w];
+    let full = w / 32;
+    let none = _mm256_set1_epi16(-1);
+    for (i, word) in bits[..full].iter_mut().enumerate() {
+        let j = i * 32;
+        let (t0, t1) = (load16_u16x(&this[j..]), load16_u16x(&this[j + 16..]));
+        let (o0, o1) = (load16_u16x(&other[j..]), load16_u16x(&other[j + 16..]));
+        // All-ones where a column does not change.
+        let s0 = _mm256_or_si256(_mm256_cmpeq_epi16(t0, o0), _mm256_cmpeq_epi16(t0, none));
+        let s1 = _mm256_or_si256(_mm256_cmpeq_epi16(t1, o1), _mm256_cmpeq_epi16(t1, none));
+        // Bytes in 64-bit groups s0[0..8], s1[0..8], s0[8..16], s1[8..16]; put them in order.
+        let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi16(s0, s1));
+        *word = !(_mm256_movemask_epi8(packed) as u32);
+    }
+    if full < bits.len() {
+        lanes::changed_bits(&this[full * 32..], &other[full * 32..], &mut bits[full..]);
+    }
+}
+
+/// `lanes::changed_bits`, 32 columns per word from one 32-lane compare pair.
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn changed_bits_avx512(this: &[u16], other: &[u16], bits: &mut [u32]) {
+    let w = this.len();
+    let other = &other[..w];
+    let full = w / 32;
+    let none = _mm512_set1_epi16(-1);
+    for (i, word) in bits[..full].iter_mut().enumerate() {
+        let j = i * 32;
+        let (t, o) = (load32_u16x(&this[j..]), load32_u16x(&other[j..]));
+        *word = _mm512_cmpneq_epi16_mask(t, o) & _mm512_cmpneq_epi16_mask(t, none);
+    }
+    if full < bits.len() {
+        lanes::changed_bits(&this[full * 32..], &other[full * 32..], &mut bits[full..]);
     }
 }
 
