@@ -71,6 +71,22 @@ dispatch!(
     )
 );
 
+/// `lanes::pooled_exact` at the NEON level; None when `cpu` does not allow it or the shortcut
+/// does not apply.
+pub(super) fn pooled_exact(cpu: CpuLevel, cv: &[f32], k: usize) -> Option<f64> {
+    if cpu.has_neon() {
+        // SAFETY: a CpuLevel reports NEON only when this CPU has it (crate::simd).
+        unsafe { pooled_exact_neon(cv, k) }
+    } else {
+        None
+    }
+}
+
+#[target_feature(enable = "neon")]
+fn pooled_exact_neon(cv: &[f32], k: usize) -> Option<f64> {
+    lanes::pooled_exact(cv, k)
+}
+
 /// `CValueCtx::c_values` at the NEON level; false when `ctx.cpu` does not allow it.
 pub(super) fn c_values(
     ctx: &CValueCtx,

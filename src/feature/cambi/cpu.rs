@@ -676,8 +676,22 @@ fn quick_select(a: &mut [f32], k: usize) {
 
 /// Mean of the top `topk` fraction of the c-values (at least one).
 pub(super) fn spatial_pooling(cv: &mut [f32], topk: f64) -> f64 {
+    spatial_pooling_at(cv, topk, CpuLevel::SCALAR)
+}
+
+/// [`spatial_pooling`] at level `cpu` (the order of `cv` afterwards is unspecified).
+pub(super) fn spatial_pooling_at(cv: &mut [f32], topk: f64, cpu: CpuLevel) -> f64 {
     let n = cv.len() as i32;
     let k = ((topk * f64::from(n)) as i32).clamp(1, n);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v) = super::x86::pooled_exact(cpu, cv, k as usize) {
+        return v;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(v) = super::aarch64::pooled_exact(cpu, cv, k as usize) {
+        return v;
+    }
+    let _ = cpu;
     quick_select(cv, k as usize);
     let sum: f64 = cv[..k as usize]
         .iter()
@@ -765,7 +779,7 @@ impl Work {
                 &mut self.c_values,
             );
             peek(scale, &self.c_values[..sw * sh]);
-            *score = spatial_pooling(&mut self.c_values[..sw * sh], s.topk);
+            *score = spatial_pooling_at(&mut self.c_values[..sw * sh], s.topk, cpu);
         }
         Ok(weighted_score(&per_scale, window))
     }
@@ -950,9 +964,10 @@ mod tests {
                         );
                         t[4] += t0.elapsed();
                         let t0 = Instant::now();
-                        std::hint::black_box(spatial_pooling(
+                        std::hint::black_box(spatial_pooling_at(
                             &mut work.c_values[..sw * sh],
                             s.topk,
+                            cpu,
                         ));
                         t[5] += t0.elapsed();
                     }
@@ -1182,6 +1197,51 @@ mod checkasm {
                     filter_mode(&mut got, stride, w, h, &mut ring_noise.clone(), cpu);
                     assert!(got == want, "filter_mode {cpu} {w}x{h} {content:?} bpc 10");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_pooling() {
+        let mut rng = Rng::new(0xca_0005);
+        let lut = reciprocal_lut();
+        for (w, h) in sizes(&mut rng, 40) {
+            let n = w * h;
+            // How the map looks: share of non-zero values, and their kind.
+            let nonzero = [0, 1, 5, 20, 50, 90, 100][rng.below(7)];
+            let kind = rng.below(5);
+            let topk = [0.0001, 0.01, 0.3, 0.6, 0.9, 1.0][rng.below(6)];
+            let mut cv: Vec<f32> = (0..n)
+                .map(|_| {
+                    if rng.below(100) >= nonzero {
+                        return if rng.below(8) == 0 { -0.0 } else { 0.0 };
+                    }
+                    let (p0, p) = (rng.range(1, 500) as i32, rng.range(1, 500) as i32);
+                    let c = (rng.range(1, 9) as i32 * p0 * p) as f32 * lut[(p0 + p) as usize];
+                    match kind {
+                        // c-value-like products.
+                        0 | 1 => c,
+                        // Repeats of a few values (ties at the pivot).
+                        2 => [0.5, 1.0, 3.25][rng.below(3)],
+                        // Exponents far apart (the exact sum needs 2^53 units or more).
+                        3 => c * [1.0, 1e-12, 1e12, 1e-40, 1.0 / 1048576.0, 67108864.0][rng.below(6)],
+                        // A few negative or non-finite values.
+                        _ => [c, -c, f32::INFINITY, f32::NAN][rng.below(4)],
+                    }
+                })
+                .collect();
+            if kind == 4 && rng.below(2) == 0 {
+                cv.iter_mut().for_each(|v| *v = v.abs());
+            }
+            let want = spatial_pooling(&mut cv.clone(), topk);
+            for cpu in simd_levels() {
+                let got = spatial_pooling_at(&mut cv.clone(), topk, cpu);
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "spatial_pooling {cpu} {w}x{h} {nonzero}% kind {kind} topk {topk}: \
+                     {got} != {want}"
+                );
             }
         }
     }

@@ -287,6 +287,73 @@ pub(super) fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring
 }
 
 // ---------------------------------------------------------------------------------------------
+// Pooling
+// ---------------------------------------------------------------------------------------------
+
+/// `cpu::spatial_pooling`'s mean of the top `k` values, when it provably does not depend on the
+/// order quickselect leaves (None otherwise: the caller runs the reference).
+///
+/// The reference adds the top `k` values in `f64`, in quickselect's order. When at most `k`
+/// values are non-zero (and none is negative or not finite), the top `k` are all of them plus
+/// zeros, and adding a zero leaves the sum as it is. Each value is a whole multiple of the
+/// unit in the last place of the smallest one (`2^(e - 150)` for biased exponent `e`); if the
+/// total is below 2^53 such units, every partial sum, in any order, is an exact `f64`, so the
+/// reference's sum is the exact total, computed here in integers.
+#[inline(always)]
+pub(super) fn pooled_exact(cv: &[f32], k: usize) -> Option<f64> {
+    const CHUNK: usize = 1024;
+    // Pass 1: non-zero count, smallest and largest exponent among them, anything else.
+    let (mut nonzero, mut low, mut high, mut bad) = (0usize, 255u32, 0u32, 0u32);
+    for c in cv.chunks(CHUNK) {
+        let (mut nz, mut lo, mut hi, mut b) = (0u32, 255u32, 0u32, 0u32);
+        for &v in c {
+            let bits = v.to_bits();
+            let mag = bits & 0x7fff_ffff;
+            let is_nz = u32::from(mag != 0);
+            // Subnormals count in units of exponent 1.
+            let e = (mag >> 23).max(1);
+            nz += is_nz;
+            lo = lo.min(if mag != 0 { e } else { 255 });
+            hi = hi.max(e * is_nz);
+            // Negative non-zero, infinite or NaN.
+            b |= u32::from(bits > 0x8000_0000) | u32::from(mag >= 0x7f80_0000);
+        }
+        nonzero += nz as usize;
+        (low, high, bad) = (low.min(lo), high.max(hi), bad | b);
+    }
+    if bad != 0 || nonzero > k {
+        return None;
+    }
+    if nonzero == 0 {
+        return Some(0.0 / k as f64);
+    }
+    // A value of exponent `low + 30` is at least 2^53 units on its own.
+    if high - low >= 30 {
+        return None;
+    }
+    // Pass 2: the total in units; each term is below 2^53, a chunk's sum below 2^63.
+    let mut total = 0u64;
+    for c in cv.chunks(CHUNK) {
+        let mut sum = 0u64;
+        for &v in c {
+            let mag = v.to_bits() & 0x7fff_ffff;
+            let e = mag >> 23;
+            let significand = (mag & 0x7f_ffff) | (u32::from(e != 0) << 23);
+            // Zeros add nothing (their significand is 0); their shift is kept in range.
+            let shift = e.max(1).saturating_sub(low).min(31);
+            sum += u64::from(significand) << shift;
+        }
+        total += sum;
+        if total >= 1 << 53 {
+            return None;
+        }
+    }
+    // 2^(low - 150) is a normal f64; total is exact in f64.
+    let unit = f64::from_bits(((i64::from(low) - 150 + 1023) as u64) << 52);
+    Some(total as f64 * unit / k as f64)
+}
+
+// ---------------------------------------------------------------------------------------------
 // c-values
 // ---------------------------------------------------------------------------------------------
 

@@ -86,6 +86,30 @@ dispatch!(
     )
 );
 
+/// `lanes::pooled_exact` at the best x86 level `cpu` allows; None when it allows none or the
+/// shortcut does not apply.
+pub(super) fn pooled_exact(cpu: CpuLevel, cv: &[f32], k: usize) -> Option<f64> {
+    if cpu.has_avx512() {
+        // SAFETY: a CpuLevel reports AVX-512 only when this CPU has it (crate::simd).
+        unsafe { pooled_exact_avx512(cv, k) }
+    } else if cpu.has_avx2() {
+        // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
+        unsafe { pooled_exact_avx2(cv, k) }
+    } else {
+        None
+    }
+}
+
+#[target_feature(enable = "avx2")]
+fn pooled_exact_avx2(cv: &[f32], k: usize) -> Option<f64> {
+    lanes::pooled_exact(cv, k)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn pooled_exact_avx512(cv: &[f32], k: usize) -> Option<f64> {
+    lanes::pooled_exact(cv, k)
+}
+
 /// `CValueCtx::c_values` at the best x86 level `ctx.cpu` allows; false when it allows none.
 pub(super) fn c_values(
     ctx: &CValueCtx,
