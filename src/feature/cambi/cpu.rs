@@ -1062,6 +1062,63 @@ mod tests {
     }
 
     #[test]
+    #[ignore]
+    fn run_stats_tmp() {
+        let cambi = super::super::Cambi::new(&crate::feature::Dict::new()).unwrap();
+        let (_, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
+        let s = cambi.build_setup(1920, 1080, 8).unwrap();
+        let mut work = Work::new(&s).unwrap();
+        let (w, h, window) = s.geometry(false);
+        let stride = work.stride;
+        let cpu = CpuLevel::SCALAR;
+        preprocess(&dists[0], &mut work.image, stride, w, h, 8, cpu).unwrap();
+        spatial_mask(&work.image, &mut work.mask, stride, w, h, cpu);
+        filter_mode(&mut work.image, stride, w, h, &mut work.ring, cpu);
+        let pad = window >> 1;
+        let ctx = CValueCtx {
+            setup: &s,
+            lut: reciprocal_lut(),
+            stride,
+            w,
+            h,
+            pad,
+            cpu,
+        };
+        let (img, mask) = (&work.image, &work.mask);
+        let (mut events, mut runs, mut cols, mut one_sided) = (0u64, 0u64, 0u64, 0u64);
+        for i in pad + 1..h - pad {
+            let bo: Vec<Option<usize>> = (0..w)
+                .map(|j| ctx.band_row(img, mask, i - pad - 1, j))
+                .collect();
+            let bi: Vec<Option<usize>> = (0..w)
+                .map(|j| ctx.band_row(img, mask, i + pad, j))
+                .collect();
+            for (this, other) in [(&bo, &bi), (&bi, &bo)] {
+                let mut prev: Option<(usize, usize)> = None;
+                for j in 0..w {
+                    let ev = this[j].is_some() && this[j] != other[j];
+                    if ev {
+                        events += 1;
+                        if prev != Some((j - 1, this[j].unwrap())) {
+                            runs += 1;
+                        }
+                        prev = Some((j, this[j].unwrap()));
+                    }
+                }
+            }
+            for j in 0..w {
+                if bo[j] != bi[j] {
+                    cols += 1;
+                    if bo[j].is_none() || bi[j].is_none() {
+                        one_sided += 1;
+                    }
+                }
+            }
+        }
+        println!("events {events} runs {runs} changed cols {cols} one-sided {one_sided}");
+    }
+
+    #[test]
     fn quick_select_puts_top_k_first() {
         let mut v = [3.0f32, 9.0, 1.0, 7.0, 5.0, 7.0, 0.0, 2.0];
         quick_select(&mut v, 3);
@@ -1224,7 +1281,9 @@ mod checkasm {
                         // Repeats of a few values (ties at the pivot).
                         2 => [0.5, 1.0, 3.25][rng.below(3)],
                         // Exponents far apart (the exact sum needs 2^53 units or more).
-                        3 => c * [1.0, 1e-12, 1e12, 1e-40, 1.0 / 1048576.0, 67108864.0][rng.below(6)],
+                        3 => {
+                            c * [1.0, 1e-12, 1e12, 1e-40, 1.0 / 1048576.0, 67108864.0][rng.below(6)]
+                        }
                         // A few negative or non-finite values.
                         _ => [c, -c, f32::INFINITY, f32::NAN][rng.below(4)],
                     }

@@ -396,7 +396,8 @@ pub(super) struct Merge {
     touched: Vec<u32>,
     bands_out: Vec<u16>,
     bands_in: Vec<u16>,
-    bits: Vec<u32>,
+    changed: Vec<u64>,
+    same: Vec<u64>,
 }
 
 /// The constants of one c-value row, shared by the row kernels.
@@ -486,18 +487,37 @@ fn flush(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
     diff[hi] = 0;
 }
 
-/// For each 32 columns of a row (the last word partial), bit `x` set where band row `this`
-/// holds a band that `other` does not (`this[j] != other[j]` and `this[j] != NONE`).
+/// For each 64 columns of a row (the last word partial): in `changed`, bit `x` set where band
+/// row `this` holds a band that `other` does not (`this[j] != other[j]` and `this[j] !=
+/// NONE`); in `same`, bit `x` (`x > 0`) set where `this[j] == this[j - 1]` (bit 0 is 0).
 #[inline(always)]
-pub(super) fn changed_bits(this: &[u16], other: &[u16], bits: &mut [u32]) {
+pub(super) fn changed_bits(this: &[u16], other: &[u16], changed: &mut [u64], same: &mut [u64]) {
     let w = this.len();
-    for (i, word) in bits.iter_mut().enumerate() {
-        let j0 = i * 32;
-        let n = (w - j0).min(32);
+    for (i, (c, s)) in changed.iter_mut().zip(same.iter_mut()).enumerate() {
+        let j0 = i * 64;
+        let n = (w - j0).min(64);
         let (t, o) = (&this[j0..j0 + n], &other[j0..j0 + n]);
-        *word = t.iter().zip(o).enumerate().fold(0, |acc, (x, (&t, &o))| {
-            acc | u32::from((t != o) & (t != NONE)) << x
+        *c = t.iter().zip(o).enumerate().fold(0, |acc, (x, (&t, &o))| {
+            acc | u64::from((t != o) & (t != NONE)) << x
         });
+        *s = t
+            .windows(2)
+            .enumerate()
+            .fold(0, |acc, (x, p)| acc | u64::from(p[0] == p[1]) << (x + 1));
+    }
+}
+
+/// Longest run of one band within a 64-column word, and the slack after the differences that
+/// lets [`add_run`] always touch this many cells.
+const RUN: usize = 64;
+
+/// Adds `v` to `d[at..at + n]` (`n <= RUN`) through a fixed window of [`RUN`] cells (the ones
+/// past `n` get 0), so no branch depends on `n`.
+#[inline(always)]
+fn add_run(d: &mut [i16], at: usize, n: usize, v: i16) {
+    let win: &mut [i16; RUN] = (&mut d[at..at + RUN]).try_into().unwrap();
+    for (x, c) in win.iter_mut().enumerate() {
+        *c = c.wrapping_add(if x < n { v } else { 0 });
     }
 }
 
@@ -511,20 +531,38 @@ struct Pending<'a> {
 
 impl Pending<'_> {
     /// The pixels of band row `this[j]` leaving (`delta` -1) or entering (+1) at each column
-    /// `j` whose bit is set in `bits`. Each column range joins its band's pending range unless
-    /// they are more than [`GAP`] apart; then the pending range is applied first.
+    /// `j` whose bit is set in `changed`, taken as runs of neighbouring columns of one band
+    /// (`same`). A run's column range joins its band's pending range unless they are more than
+    /// [`GAP`] apart; then the pending range is applied first.
     #[inline(always)]
-    fn events(&mut self, hist: &mut [u16], g: &Geom, bits: &[u32], this: &[u16], delta: i16) {
+    fn events(
+        &mut self,
+        hist: &mut [u16],
+        g: &Geom,
+        changed: &[u64],
+        same: &[u64],
+        this: &[u16],
+        delta: i16,
+    ) {
         let (w, pad, nd) = (g.w, g.pad, g.nd);
         let mut n_touched = self.n_touched;
-        for (i, &word) in bits.iter().enumerate() {
-            let mut word = word;
-            while word != 0 {
-                let j = i * 32 + word.trailing_zeros() as usize;
-                word &= word - 1;
-                let k = usize::from(this[j]);
-                let a = j.saturating_sub(pad);
-                let b = (j + pad + 1).min(w);
+        for (i, (&ch, &sm)) in changed.iter().zip(same).enumerate() {
+            // Columns continuing the run of the column before them.
+            let cont = ch & (ch << 1) & sm;
+            let mut starts = ch & !cont;
+            while starts != 0 {
+                let x = starts.trailing_zeros();
+                starts &= starts - 1;
+                let len = if x == 63 {
+                    1
+                } else {
+                    (!(cont >> (x + 1))).trailing_zeros() + 1
+                };
+                let j0 = i * 64 + x as usize;
+                let j1 = j0 + len as usize;
+                let k = usize::from(this[j0]);
+                let a = j0.saturating_sub(pad);
+                let b = (j1 + pad).min(w);
                 let (lo, hi) = self.span[k];
                 // The band's first range in this transition: list it (branch-free).
                 self.touched[n_touched] = k as u32;
@@ -533,9 +571,10 @@ impl Pending<'_> {
                 let (a32, b32) = (a as u32, b as u32);
                 let apart = (a32 > hi + GAP) | (b32 + GAP < lo);
                 self.span[k] = if apart & (lo != IDLE.0) {
+                    let hr = &mut hist[(k + nd) * w..(k + nd + 1) * w];
                     flush(
                         &mut self.diff[row..row + w + 1],
-                        &mut hist[(k + nd) * w..(k + nd + 1) * w],
+                        hr,
                         lo as usize,
                         hi as usize,
                     );
@@ -543,8 +582,21 @@ impl Pending<'_> {
                 } else {
                     (lo.min(a32), hi.max(b32))
                 };
-                self.diff[row + a] = self.diff[row + a].wrapping_add(delta);
-                self.diff[row + b] = self.diff[row + b].wrapping_sub(delta);
+                // Column j's range is [max(j - pad, 0), min(j + pad + 1, w)): the run's starts
+                // and ends are consecutive cells apart from those clipped to 0 and to w.
+                let clip0 = j1.min(pad).saturating_sub(j0);
+                let clip_w = j1.saturating_sub(j0.max(w.saturating_sub(pad + 1)));
+                let d = &mut *self.diff;
+                d[row] = d[row].wrapping_add(clip0 as i16 * delta);
+                d[row + w] = d[row + w].wrapping_sub(clip_w as i16 * delta);
+                add_run(
+                    d,
+                    row + j0 + clip0 - pad.min(j0 + clip0),
+                    len as usize - clip0,
+                    delta,
+                );
+                let end0 = (j0 + pad + 1).min(w);
+                add_run(d, row + end0, len as usize - clip_w, delta.wrapping_neg());
             }
         }
         self.n_touched = n_touched;
@@ -577,7 +629,7 @@ impl Merge {
         g: &Geom,
         out: Option<usize>,
         inn: Option<usize>,
-        changed: &mut impl FnMut(&[u16], &[u16], &mut [u32]),
+        changed: &mut impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
     ) {
         let w = g.w;
         let Merge {
@@ -586,11 +638,13 @@ impl Merge {
             touched,
             bands_out: bo,
             bands_in: bi,
-            bits,
+            changed: ch,
+            same: sm,
         } = self;
         bo.resize(w, NONE);
         bi.resize(w, NONE);
-        bits.resize(w.div_ceil(32), 0);
+        ch.resize(w.div_ceil(64), 0);
+        sm.resize(w.div_ceil(64), 0);
         for (r, b) in [(out, &mut *bo), (inn, &mut *bi)] {
             match r {
                 Some(r) => band_row(
@@ -612,8 +666,8 @@ impl Merge {
         // Removals, then additions, each in column order, visiting only the columns that
         // change.
         for (this, other, delta) in [(&bo[..w], &bi[..w], -1), (&bi[..w], &bo[..w], 1)] {
-            changed(this, other, bits);
-            p.events(hist, g, bits, this, delta);
+            changed(this, other, ch, sm);
+            p.events(hist, g, ch, sm, this, delta);
         }
         p.flush_all(hist, g);
     }
@@ -643,7 +697,7 @@ pub(super) fn c_values(
     mask: &[u16],
     cv: &mut [f32],
     mut row: impl FnMut(&[u16], &[u16], &[u16], &mut [f32]),
-    mut changed: impl FnMut(&[u16], &[u16], &mut [u32]),
+    mut changed: impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
 ) {
     let (w, h, pad, stride) = (ctx.w, ctx.h, ctx.pad, ctx.stride);
     if w == 0 || h == 0 {
@@ -654,9 +708,9 @@ pub(super) fn c_values(
     let band = usize::from(s.band_size);
     hist[..hist_len(band, nd, w)].fill(0);
     // Every transition leaves the differences zero again: only a new buffer is filled.
-    if m.diff.len() < band * (w + 1) {
+    if m.diff.len() < band * (w + 1) + RUN {
         m.diff.clear();
-        m.diff.resize(band * (w + 1), 0);
+        m.diff.resize(band * (w + 1) + RUN, 0);
     }
     m.span.clear();
     m.span.resize(band, IDLE);

@@ -150,7 +150,7 @@ fn c_values_avx2(
         mask,
         cv,
         |hist, img, mask, cv| cv_row_avx2(&p, hist, img, mask, cv),
-        |this, other, bits| changed_bits_avx2(this, other, bits),
+        |this, other, ch, sm| changed_bits_avx2(this, other, ch, sm),
     );
 }
 
@@ -172,7 +172,7 @@ fn c_values_avx512(
         mask,
         cv,
         |hist, img, mask, cv| cv_row_avx512(&p, hist, img, mask, cv),
-        |this, other, bits| changed_bits_avx512(this, other, bits),
+        |this, other, ch, sm| changed_bits_avx512(this, other, ch, sm),
     );
 }
 
@@ -187,6 +187,15 @@ fn load8_u16(s: &[u16]) -> __m256i {
     let s = &s[..8];
     // SAFETY: `s` holds the 16 bytes read.
     _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(s.as_ptr().cast()) })
+}
+
+/// Eight u16 from the start of `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load8_u16_raw(s: &[u16]) -> __m128i {
+    let s = &s[..8];
+    // SAFETY: `s` holds the 16 bytes read.
+    unsafe { _mm_loadu_si128(s.as_ptr().cast()) }
 }
 
 /// Sixteen u16 from the start of `s`, widened to i32 lanes.
@@ -289,43 +298,92 @@ fn load32_u16x(s: &[u16]) -> __m512i {
 // Changed columns of a window transition
 // ---------------------------------------------------------------------------------------------
 
-/// `lanes::changed_bits`, 32 columns per word from two 16-lane compares.
+/// Bits of the 32 u16 compares `a[x] == b[x]` (two 16-lane halves), in column order.
+#[inline]
 #[target_feature(enable = "avx2")]
-fn changed_bits_avx2(this: &[u16], other: &[u16], bits: &mut [u32]) {
+fn eq_bits32(a0: __m256i, b0: __m256i, a1: __m256i, b1: __m256i) -> u32 {
+    let (e0, e1) = (_mm256_cmpeq_epi16(a0, b0), _mm256_cmpeq_epi16(a1, b1));
+    // Bytes in 64-bit groups e0[0..8], e1[0..8], e0[8..16], e1[8..16]; put them in order.
+    let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi16(e0, e1));
+    _mm256_movemask_epi8(packed) as u32
+}
+
+/// `lanes::changed_bits` with 16-lane compares (word 0, whose `same` bits look one column
+/// back, and a partial last word by the portable code).
+#[target_feature(enable = "avx2")]
+fn changed_bits_avx2(this: &[u16], other: &[u16], changed: &mut [u64], same: &mut [u64]) {
     let w = this.len();
     let other = &other[..w];
-    let full = w / 32;
+    let full = w / 64;
     let none = _mm256_set1_epi16(-1);
-    for (i, word) in bits[..full].iter_mut().enumerate() {
-        let j = i * 32;
-        let (t0, t1) = (load16_u16x(&this[j..]), load16_u16x(&this[j + 16..]));
-        let (o0, o1) = (load16_u16x(&other[j..]), load16_u16x(&other[j + 16..]));
-        // All-ones where a column does not change.
-        let s0 = _mm256_or_si256(_mm256_cmpeq_epi16(t0, o0), _mm256_cmpeq_epi16(t0, none));
-        let s1 = _mm256_or_si256(_mm256_cmpeq_epi16(t1, o1), _mm256_cmpeq_epi16(t1, none));
-        // Bytes in 64-bit groups s0[0..8], s1[0..8], s0[8..16], s1[8..16]; put them in order.
-        let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packs_epi16(s0, s1));
-        *word = !(_mm256_movemask_epi8(packed) as u32);
+    lanes::changed_bits(
+        &this[..w.min(64)],
+        &other[..w.min(64)],
+        &mut changed[..1],
+        &mut same[..1],
+    );
+    for i in 1..full {
+        let mut words = [0u64; 2];
+        for half in 0..2 {
+            let j = i * 64 + half * 32;
+            let t = [load16_u16x(&this[j..]), load16_u16x(&this[j + 16..])];
+            let o = [load16_u16x(&other[j..]), load16_u16x(&other[j + 16..])];
+            let p = [load16_u16x(&this[j - 1..]), load16_u16x(&this[j + 15..])];
+            let unchanged = eq_bits32(t[0], o[0], t[1], o[1]) | eq_bits32(t[0], none, t[1], none);
+            words[0] |= u64::from(!unchanged) << (32 * half);
+            words[1] |= u64::from(eq_bits32(t[0], p[0], t[1], p[1])) << (32 * half);
+        }
+        changed[i] = words[0];
+        same[i] = words[1] & !1;
     }
-    if full < bits.len() {
-        lanes::changed_bits(&this[full * 32..], &other[full * 32..], &mut bits[full..]);
+    if full >= 1 && full < changed.len() {
+        let j = full * 64;
+        lanes::changed_bits(
+            &this[j..],
+            &other[j..],
+            &mut changed[full..],
+            &mut same[full..],
+        );
     }
 }
 
-/// `lanes::changed_bits`, 32 columns per word from one 32-lane compare pair.
+/// `lanes::changed_bits` with 32-lane compares.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn changed_bits_avx512(this: &[u16], other: &[u16], bits: &mut [u32]) {
+fn changed_bits_avx512(this: &[u16], other: &[u16], changed: &mut [u64], same: &mut [u64]) {
     let w = this.len();
     let other = &other[..w];
-    let full = w / 32;
+    let full = w / 64;
     let none = _mm512_set1_epi16(-1);
-    for (i, word) in bits[..full].iter_mut().enumerate() {
-        let j = i * 32;
-        let (t, o) = (load32_u16x(&this[j..]), load32_u16x(&other[j..]));
-        *word = _mm512_cmpneq_epi16_mask(t, o) & _mm512_cmpneq_epi16_mask(t, none);
+    lanes::changed_bits(
+        &this[..w.min(64)],
+        &other[..w.min(64)],
+        &mut changed[..1],
+        &mut same[..1],
+    );
+    for i in 1..full {
+        let (mut ch, mut sm) = (0u64, 0u64);
+        for half in 0..2 {
+            let j = i * 64 + half * 32;
+            let (t, o, p) = (
+                load32_u16x(&this[j..]),
+                load32_u16x(&other[j..]),
+                load32_u16x(&this[j - 1..]),
+            );
+            let c = _mm512_cmpneq_epi16_mask(t, o) & _mm512_cmpneq_epi16_mask(t, none);
+            ch |= u64::from(c) << (32 * half);
+            sm |= u64::from(_mm512_cmpeq_epi16_mask(t, p)) << (32 * half);
+        }
+        changed[i] = ch;
+        same[i] = sm & !1;
     }
-    if full < bits.len() {
-        lanes::changed_bits(&this[full * 32..], &other[full * 32..], &mut bits[full..]);
+    if full >= 1 && full < changed.len() {
+        let j = full * 64;
+        lanes::changed_bits(
+            &this[j..],
+            &other[j..],
+            &mut changed[full..],
+            &mut same[full..],
+        );
     }
 }
 
@@ -353,8 +411,15 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32
     let low16 = _mm256_set1_epi32(0xffff);
     let mut col = 0;
     while col + 8 <= w {
-        let v = load8_u16(&img[col..]);
-        let m = load8_u16(&mask[col..]);
+        // Unmasked columns (most of a picture) are skipped on the mask alone.
+        let m = load8_u16_raw(&mask[col..col + 8]);
+        if _mm_testz_si128(m, m) != 0 {
+            store8_f32(&mut cv[col..col + 8], _mm256_setzero_ps());
+            col += 8;
+            continue;
+        }
+        let m = _mm256_cvtepu16_epi32(m);
+        let v = load8_u16(&img[col..col + 8]);
         let compact = _mm256_sub_epi32(v, base);
         // 0 <= v - base < band, and masked.
         let in_band = _mm256_andnot_si256(
@@ -398,7 +463,8 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32
                 ),
             );
             let cond = _mm256_and_si256(cond, valid);
-            if _mm256_testz_si256(cond, cond) != 0 {
+            // Gathers are worth skipping; loads are not worth a branch.
+            if !uniform && _mm256_testz_si256(cond, cond) != 0 {
                 continue;
             }
             let (p1, p2) = if uniform {
@@ -461,8 +527,15 @@ fn cv_row_avx512(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f
     let low16 = _mm512_set1_epi32(0xffff);
     let mut col = 0;
     while col + 16 <= w {
-        let v = load16_u16(&img[col..]);
-        let m = load16_u16(&mask[col..]);
+        // Unmasked columns (most of a picture) are skipped on the mask alone.
+        let m = load16_u16x(&mask[col..col + 16]);
+        if _mm256_testz_si256(m, m) != 0 {
+            store16_f32(&mut cv[col..col + 16], _mm512_setzero_ps());
+            col += 16;
+            continue;
+        }
+        let m = _mm512_cvtepu16_epi32(m);
+        let v = load16_u16(&img[col..col + 16]);
         let compact = _mm512_sub_epi32(v, base);
         let valid: __mmask16 = _mm512_cmpneq_epi32_mask(m, zero)
             & _mm512_cmpge_epi32_mask(v, base)
@@ -496,7 +569,7 @@ fn cv_row_avx512(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f
                     _mm512_add_epi32(value, _mm512_set1_epi32(step as i32)),
                     _mm512_set1_epi32(i32::from(p.vlt)),
                 );
-            if cond == 0 {
+            if !uniform && cond == 0 {
                 continue;
             }
             let (p1, p2) = if uniform {
