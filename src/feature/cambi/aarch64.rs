@@ -124,5 +124,6 @@ fn c_values_neon(
         cv,
         |hist, img, mask, cv| lanes::cv_row(&p, hist, img, mask, cv),
         lanes::changed_bits,
+        lanes::flush,
     );
 }

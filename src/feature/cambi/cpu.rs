@@ -1011,9 +1011,10 @@ mod tests {
         let mut work = Work::new(&s).unwrap();
         let (w, h, window) = s.geometry(false);
         let stride = work.stride;
+        let lv = std::env::var("AB_LEVEL").unwrap_or("avx2".into());
         let cpu = CpuLevel::available()
             .into_iter()
-            .find(|l| l.name() == "avx2")
+            .find(|l| l.name() == lv)
             .unwrap();
         preprocess(&dists[0], &mut work.image, stride, w, h, 8, cpu).unwrap();
         spatial_mask(&work.image, &mut work.mask, stride, w, h, cpu);

@@ -364,7 +364,11 @@ pub(super) fn hist_len(band_size: usize, nd: usize, w: usize) -> usize {
     (band_size + 2 * nd) * w + HIST_SLACK
 }
 
-const HIST_SLACK: usize = 16;
+const HIST_SLACK: usize = 32;
+
+/// Cells after the last row of the differences and of the histograms that a flush kernel may
+/// read and rewrite unchanged.
+pub(super) const FLUSH_SLACK: usize = 32;
 
 /// No histogram row (unmasked or out of band).
 const NONE: u16 = u16::MAX;
@@ -382,13 +386,17 @@ fn variant() -> usize {
 /// Scratch of the c-value pass at the vector levels.
 ///
 /// The reference adds or removes each changed pixel over its `2 pad + 1` columns. Here a row
-/// transition's changes are collected per band row in difference form (`+1` where a pixel's
-/// column range starts, `-1` after it ends) and applied by one running sum over the merged
-/// range, so neighbouring pixels of one band share the cells they overlap on. Counts are u16
-/// modulo 2^16 in both forms and end as the true window counts, so the cells are identical.
+/// transition's changes are collected per band row in difference form and applied by running
+/// sums over the merged range, so neighbouring pixels of one band share the cells they overlap
+/// on. A pixel adds 1 to the first differences where its column range starts and -1 after it
+/// ends; a run of neighbouring pixels of one band makes runs of such ±1, kept as second
+/// differences (4 cells per run, 2 more for ranges clipped at the picture's edges), so the
+/// flush takes two running sums. Counts are u16 modulo 2^16 in every form and end as the true
+/// window counts, so the cells are identical.
 #[derive(Default)]
 pub(super) struct Merge {
-    /// Per band row: `w + 1` differences (the last one past the row's end).
+    /// Per band row: `w + 2` second differences (two past the row's end). All zero between
+    /// transitions.
     diff: Vec<i16>,
     /// Per band row: the pending column range `[lo, hi)`, or [`IDLE`].
     span: Vec<(u32, u32)>,
@@ -475,16 +483,21 @@ fn band_row(out: &mut [u16], img: &[u16], mask: &[u16], base: u16, size: u16) {
     }
 }
 
-/// Applies band `k`'s pending differences `[lo, hi]` to its histogram row and clears them.
+/// Applies a band row's pending second differences (cells `lo..hi + 2` of `diff`) to its
+/// histogram row (cells `lo..hi` of `hist` change) and clears them. Both slices start at the
+/// row and run to the end of their buffers, which leaves [`FLUSH_SLACK`] cells after the last
+/// row for vector kernels (which must leave every other cell as it was).
 #[inline(always)]
-fn flush(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
-    let mut s = 0i16;
+pub(super) fn flush(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
+    let (mut d1, mut d0) = (0i16, 0i16);
     for (h, d) in hist[lo..hi].iter_mut().zip(&mut diff[lo..hi]) {
-        s = s.wrapping_add(*d);
+        d1 = d1.wrapping_add(*d);
+        d0 = d0.wrapping_add(d1);
         *d = 0;
-        *h = h.wrapping_add(s as u16);
+        *h = h.wrapping_add(d0 as u16);
     }
     diff[hi] = 0;
+    diff[hi + 1] = 0;
 }
 
 /// For each 64 columns of a row (the last word partial): in `changed`, bit `x` set where band
@@ -507,20 +520,6 @@ pub(super) fn changed_bits(this: &[u16], other: &[u16], changed: &mut [u64], sam
     }
 }
 
-/// Longest run of one band within a 64-column word, and the slack after the differences that
-/// lets [`add_run`] always touch this many cells.
-const RUN: usize = 64;
-
-/// Adds `v` to `d[at..at + n]` (`n <= RUN`) through a fixed window of [`RUN`] cells (the ones
-/// past `n` get 0), so no branch depends on `n`.
-#[inline(always)]
-fn add_run(d: &mut [i16], at: usize, n: usize, v: i16) {
-    let win: &mut [i16; RUN] = (&mut d[at..at + RUN]).try_into().unwrap();
-    for (x, c) in win.iter_mut().enumerate() {
-        *c = c.wrapping_add(if x < n { v } else { 0 });
-    }
-}
-
 /// The band rows' pending ranges of one transition (the borrowed parts of [`Merge`]).
 struct Pending<'a> {
     diff: &'a mut [i16],
@@ -535,10 +534,12 @@ impl Pending<'_> {
     /// (`same`). A run's column range joins its band's pending range unless they are more than
     /// [`GAP`] apart; then the pending range is applied first.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn events(
         &mut self,
         hist: &mut [u16],
         g: &Geom,
+        flush: &mut impl FnMut(&mut [i16], &mut [u16], usize, usize),
         changed: &[u64],
         same: &[u64],
         this: &[u16],
@@ -567,14 +568,13 @@ impl Pending<'_> {
                 // The band's first range in this transition: list it (branch-free).
                 self.touched[n_touched] = k as u32;
                 n_touched += usize::from(lo == IDLE.0);
-                let row = k * (w + 1);
+                let row = k * (w + 2);
                 let (a32, b32) = (a as u32, b as u32);
                 let apart = (a32 > hi + GAP) | (b32 + GAP < lo);
                 self.span[k] = if apart & (lo != IDLE.0) {
-                    let hr = &mut hist[(k + nd) * w..(k + nd + 1) * w];
                     flush(
-                        &mut self.diff[row..row + w + 1],
-                        hr,
+                        &mut self.diff[row..],
+                        &mut hist[(k + nd) * w..],
                         lo as usize,
                         hi as usize,
                     );
@@ -583,20 +583,25 @@ impl Pending<'_> {
                     (lo.min(a32), hi.max(b32))
                 };
                 // Column j's range is [max(j - pad, 0), min(j + pad + 1, w)): the run's starts
-                // and ends are consecutive cells apart from those clipped to 0 and to w.
+                // and ends are consecutive first differences, apart from those clipped to 0 and
+                // to w. A run of `n` first differences `v` from cell `x` is `v` at `x` and `-v`
+                // at `x + n` in second differences. Empty runs touch one cell twice (clamped
+                // into the row), which cancels.
                 let clip0 = j1.min(pad).saturating_sub(j0);
                 let clip_w = j1.saturating_sub(j0.max(w.saturating_sub(pad + 1)));
-                let d = &mut *self.diff;
-                d[row] = d[row].wrapping_add(clip0 as i16 * delta);
-                d[row + w] = d[row + w].wrapping_sub(clip_w as i16 * delta);
-                add_run(
-                    d,
-                    row + j0 + clip0 - pad.min(j0 + clip0),
-                    len as usize - clip0,
-                    delta,
-                );
-                let end0 = (j0 + pad + 1).min(w);
-                add_run(d, row + end0, len as usize - clip_w, delta.wrapping_neg());
+                let d = &mut self.diff[row..row + w + 2];
+                let mut add = |x: usize, v: i16| d[x] = d[x].wrapping_add(v);
+                let (c0, cw) = (clip0 as i16 * delta, clip_w as i16 * delta);
+                add(0, c0);
+                add(1, -c0);
+                add(w, -cw);
+                add(w + 1, cw);
+                let starts = (j0 + clip0).saturating_sub(pad);
+                add(starts, delta);
+                add(j1.saturating_sub(pad), -delta);
+                let ends = (j0 + pad + 1).min(w + 1);
+                add(ends, -delta);
+                add((j1 - clip_w + pad + 1).min(w + 1), delta);
             }
         }
         self.n_touched = n_touched;
@@ -604,13 +609,18 @@ impl Pending<'_> {
 
     /// Applies every pending range.
     #[inline(always)]
-    fn flush_all(&mut self, hist: &mut [u16], g: &Geom) {
+    fn flush_all(
+        &mut self,
+        hist: &mut [u16],
+        g: &Geom,
+        flush: &mut impl FnMut(&mut [i16], &mut [u16], usize, usize),
+    ) {
         let w = g.w;
         for &k in &self.touched[..self.n_touched] {
             let k = k as usize;
             let (lo, hi) = self.span[k];
-            let dr = &mut self.diff[k * (w + 1)..(k + 1) * (w + 1)];
-            let hr = &mut hist[(k + g.nd) * w..(k + g.nd + 1) * w];
+            let dr = &mut self.diff[k * (w + 2)..];
+            let hr = &mut hist[(k + g.nd) * w..];
             flush(dr, hr, lo as usize, hi as usize);
             self.span[k] = IDLE;
         }
@@ -630,6 +640,7 @@ impl Merge {
         out: Option<usize>,
         inn: Option<usize>,
         changed: &mut impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
+        flush: &mut impl FnMut(&mut [i16], &mut [u16], usize, usize),
     ) {
         let w = g.w;
         let Merge {
@@ -667,9 +678,9 @@ impl Merge {
         // change.
         for (this, other, delta) in [(&bo[..w], &bi[..w], -1), (&bi[..w], &bo[..w], 1)] {
             changed(this, other, ch, sm);
-            p.events(hist, g, ch, sm, this, delta);
+            p.events(hist, g, flush, ch, sm, this, delta);
         }
-        p.flush_all(hist, g);
+        p.flush_all(hist, g, flush);
     }
 }
 
@@ -698,6 +709,7 @@ pub(super) fn c_values(
     cv: &mut [f32],
     mut row: impl FnMut(&[u16], &[u16], &[u16], &mut [f32]),
     mut changed: impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
+    mut flush: impl FnMut(&mut [i16], &mut [u16], usize, usize),
 ) {
     let (w, h, pad, stride) = (ctx.w, ctx.h, ctx.pad, ctx.stride);
     if w == 0 || h == 0 {
@@ -708,9 +720,9 @@ pub(super) fn c_values(
     let band = usize::from(s.band_size);
     hist[..hist_len(band, nd, w)].fill(0);
     // Every transition leaves the differences zero again: only a new buffer is filled.
-    if m.diff.len() < band * (w + 1) + RUN {
+    if m.diff.len() < band * (w + 2) + FLUSH_SLACK {
         m.diff.clear();
-        m.diff.resize(band * (w + 1) + RUN, 0);
+        m.diff.resize(band * (w + 2) + FLUSH_SLACK, 0);
     }
     m.span.clear();
     m.span.resize(band, IDLE);
@@ -727,14 +739,14 @@ pub(super) fn c_values(
         band_size: s.band_size,
     };
     for r in 0..=pad.min(h - 1) {
-        m.transition(hist, &g, None, Some(r), &mut changed);
+        m.transition(hist, &g, None, Some(r), &mut changed, &mut flush);
     }
     for i in 0..h {
         if i > 0 {
             let out = i.checked_sub(pad + 1);
             let inn = (i + pad < h).then_some(i + pad);
             if out.is_some() || inn.is_some() {
-                m.transition(hist, &g, out, inn, &mut changed);
+                m.transition(hist, &g, out, inn, &mut changed, &mut flush);
             }
         }
         row(

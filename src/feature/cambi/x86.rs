@@ -151,6 +151,7 @@ fn c_values_avx2(
         cv,
         |hist, img, mask, cv| cv_row_avx2(&p, hist, img, mask, cv),
         |this, other, ch, sm| changed_bits_avx2(this, other, ch, sm),
+        |diff, hist, lo, hi| flush_avx2(diff, hist, lo, hi),
     );
 }
 
@@ -173,6 +174,7 @@ fn c_values_avx512(
         cv,
         |hist, img, mask, cv| cv_row_avx512(&p, hist, img, mask, cv),
         |this, other, ch, sm| changed_bits_avx512(this, other, ch, sm),
+        |diff, hist, lo, hi| flush_avx2(diff, hist, lo, hi),
     );
 }
 
@@ -385,6 +387,82 @@ fn changed_bits_avx512(this: &[u16], other: &[u16], changed: &mut [u64], same: &
             &mut same[full..],
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pending histogram updates
+// ---------------------------------------------------------------------------------------------
+
+/// Inclusive prefix sums of 16 i16 lanes (wrapping).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn prefix16(x: __m256i) -> __m256i {
+    let x = _mm256_add_epi16(x, _mm256_slli_si256::<2>(x));
+    let x = _mm256_add_epi16(x, _mm256_slli_si256::<4>(x));
+    let x = _mm256_add_epi16(x, _mm256_slli_si256::<8>(x));
+    // Each 128-bit half holds its own sums: add the low half's total to the high half.
+    let total = _mm256_shuffle_epi32::<0xff>(_mm256_shufflehi_epi16::<0xff>(x));
+    _mm256_add_epi16(x, _mm256_permute2x128_si256::<0x08>(total, total))
+}
+
+/// Lane 15 of `x` in every lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn last16(x: __m256i) -> __m256i {
+    let t = _mm256_shuffle_epi32::<0xff>(_mm256_shufflehi_epi16::<0xff>(x));
+    _mm256_permute2x128_si256::<0x11>(t, t)
+}
+
+/// `lanes::flush`, 16 cells at a time: the two running sums as vector prefix sums carried
+/// from one vector to the next. Lanes past the range are read and stored back unchanged
+/// (the slices run to the end of their buffers, with `lanes::FLUSH_SLACK` cells to spare).
+#[target_feature(enable = "avx2")]
+fn flush_avx2(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
+    let lane = _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let (mut d1, mut d0) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+    let mut x = lo;
+    while x < hi {
+        // Lanes of the range: [x, hi).
+        let inside = _mm256_cmpgt_epi16(_mm256_set1_epi16((hi - x).min(16) as i16), lane);
+        let d = load16_u16x_i16(&diff[x..x + 16]);
+        let s1 = _mm256_add_epi16(prefix16(_mm256_and_si256(d, inside)), d1);
+        let s0 = _mm256_add_epi16(prefix16(s1), d0);
+        let h = load16_u16x(&hist[x..x + 16]);
+        let h = _mm256_blendv_epi8(h, _mm256_add_epi16(h, s0), inside);
+        store16_u16(&mut hist[x..x + 16], h);
+        store16_i16(&mut diff[x..x + 16], _mm256_andnot_si256(inside, d));
+        (d1, d0) = (last16(s1), last16(s0));
+        x += 16;
+    }
+    diff[hi] = 0;
+    diff[hi + 1] = 0;
+}
+
+/// Sixteen i16 from the start of `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load16_u16x_i16(s: &[i16]) -> __m256i {
+    let s = &s[..16];
+    // SAFETY: `s` holds the 32 bytes read.
+    unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
+}
+
+/// Sixteen u16 to the start of `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn store16_u16(s: &mut [u16], v: __m256i) {
+    let s = &mut s[..16];
+    // SAFETY: `s` holds the 32 bytes written.
+    unsafe { _mm256_storeu_si256(s.as_mut_ptr().cast(), v) }
+}
+
+/// Sixteen i16 to the start of `s`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn store16_i16(s: &mut [i16], v: __m256i) {
+    let s = &mut s[..16];
+    // SAFETY: `s` holds the 32 bytes written.
+    unsafe { _mm256_storeu_si256(s.as_mut_ptr().cast(), v) }
 }
 
 // ---------------------------------------------------------------------------------------------
