@@ -883,13 +883,23 @@ mod tests {
     }
 
     /// Time per 1080p 8-bit frame (one thread) of each stage and of the whole score at every
-    /// level: `cargo test --release --lib cambi_timing -- --ignored --nocapture`. Each stage
-    /// time is the best of a few repetitions (the machine may be shared), averaged over frames.
+    /// level: `cargo test --release --lib cambi_timing -- --ignored --nocapture`. Levels take
+    /// turns within each repetition (so a shared machine's load hits them alike); each time is
+    /// the best of the repetitions, averaged over the frames. `CAMBI_TIMING_REPS` (default 5)
+    /// and `CAMBI_TIMING_LEVELS` (comma-separated names) narrow a run.
     #[test]
     #[ignore]
     fn cambi_timing_1080p() {
         use std::time::{Duration, Instant};
-        // CAMBI_TIMING_REPS and CAMBI_TIMING_LEVELS (names, comma-separated) narrow a run.
+        const STAGES: [&str; 7] = [
+            "preprocess",
+            "spatial_mask",
+            "decimate",
+            "filter_mode",
+            "c_values",
+            "pooling",
+            "whole score",
+        ];
         let reps: usize = std::env::var("CAMBI_TIMING_REPS")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -901,28 +911,18 @@ mod tests {
                     .map_or(true, |v| v.split(',').any(|n| n == l.name()))
             })
             .collect();
-        const STAGES: [&str; 7] = [
-            "preprocess",
-            "spatial_mask",
-            "decimate",
-            "filter_mode",
-            "c_values",
-            "pooling",
-            "whole score",
-        ];
         let cambi = super::super::Cambi::new(&crate::feature::Dict::new()).unwrap();
         let (_, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
         let frames = &dists[..dists.len().min(4)];
         let s = cambi.build_setup(1920, 1080, 8).unwrap();
         let lut = reciprocal_lut();
-        let mut scores = Vec::new();
-        for &cpu in &levels {
-            let mut work = Work::new(&s).unwrap();
-            let mut total = [0f64; STAGES.len()];
-            let mut frame_scores = Vec::new();
-            for pic in frames {
-                let mut best = [Duration::MAX; STAGES.len()];
-                for _ in 0..reps {
+        let mut works: Vec<Work> = levels.iter().map(|_| Work::new(&s).unwrap()).collect();
+        // best[level][frame][stage]
+        let mut best = vec![vec![[Duration::MAX; STAGES.len()]; frames.len()]; levels.len()];
+        let mut scores = vec![vec![0.0; frames.len()]; levels.len()];
+        for _ in 0..reps {
+            for (f, pic) in frames.iter().enumerate() {
+                for (l, (&cpu, work)) in levels.iter().zip(&mut works).enumerate() {
                     let mut t = [Duration::ZERO; STAGES.len()];
                     let (w, h, window) = s.geometry(false);
                     let stride = work.stride;
@@ -972,28 +972,34 @@ mod tests {
                         t[5] += t0.elapsed();
                     }
                     let t0 = Instant::now();
-                    let score = work.score(&s, pic, false, cpu).unwrap();
+                    scores[l][f] = work.score(&s, pic, false, cpu).unwrap();
                     t[6] += t0.elapsed();
-                    for (b, t) in best.iter_mut().zip(t) {
+                    for (b, t) in best[l][f].iter_mut().zip(t) {
                         *b = (*b).min(t);
                     }
-                    frame_scores.push(score);
-                }
-                for (tot, b) in total.iter_mut().zip(best) {
-                    *tot += b.as_secs_f64() * 1e3 / frames.len() as f64;
                 }
             }
-            for (name, ms) in STAGES.iter().zip(total) {
-                println!(
-                    "cambi 1080p8 {:>6} {name:>12}: {ms:8.3} ms/frame",
-                    cpu.name()
-                );
-            }
-            scores.push((cpu, frame_scores));
+        }
+        let ms = |l: usize, st: usize| {
+            best[l].iter().map(|b| b[st].as_secs_f64()).sum::<f64>() * 1e3 / frames.len() as f64
+        };
+        let names: Vec<String> = levels.iter().map(|l| format!("{:>9}", l.name())).collect();
+        println!(
+            "cambi 1080p 8-bit, ms per frame, one thread: {}",
+            names.join("")
+        );
+        for (st, name) in STAGES.iter().enumerate() {
+            let cols: Vec<String> = (0..levels.len())
+                .map(|l| format!("{:9.3}", ms(l, st)))
+                .collect();
+            let speedups: Vec<String> = (1..levels.len())
+                .map(|l| format!("{:5.2}x", ms(0, st) / ms(l, st)))
+                .collect();
+            println!("  {name:>12}: {}   {}", cols.join(""), speedups.join(" "));
         }
         // Every level scored every frame alike.
-        for (cpu, v) in &scores {
-            assert_eq!(v, &scores[0].1, "{cpu}");
+        for (l, v) in scores.iter().enumerate() {
+            assert_eq!(v, &scores[0], "{}", levels[l]);
         }
     }
 
@@ -1019,6 +1025,18 @@ mod tests {
         preprocess(&dists[0], &mut work.image, stride, w, h, 8, cpu).unwrap();
         spatial_mask(&work.image, &mut work.mask, stride, w, h, cpu);
         filter_mode(&mut work.image, stride, w, h, &mut work.ring, cpu);
+        let (mut w, mut h) = (w, h);
+        for _ in 0..std::env::var("AB_SCALE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+        {
+            w = (w + 1) >> 1;
+            h = (h + 1) >> 1;
+            decimate(&mut work.image, stride, w, h, cpu);
+            decimate(&mut work.mask, stride, w, h, cpu);
+            filter_mode(&mut work.image, stride, w, h, &mut work.ring, cpu);
+        }
         let ctx = CValueCtx {
             setup: &s,
             lut: reciprocal_lut(),
