@@ -299,13 +299,17 @@ pub(super) fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring
 /// unit in the last place of the smallest one (`2^(e - 150)` for biased exponent `e`); if the
 /// total is below 2^53 such units, every partial sum, in any order, is an exact `f64`, so the
 /// reference's sum is the exact total, computed here in integers.
+///
+/// One pass: each chunk (in cache) is scanned for its count and exponents, then summed in
+/// its own units, and the chunk sums are brought to the smallest unit seen so far.
 #[inline(always)]
 pub(super) fn pooled_exact(cv: &[f32], k: usize) -> Option<f64> {
     const CHUNK: usize = 1024;
-    // Pass 1: non-zero count, smallest and largest exponent among them, anything else.
-    let (mut nonzero, mut low, mut high, mut bad) = (0usize, 255u32, 0u32, 0u32);
+    const LIMIT: u64 = 1 << 53;
+    let (mut nonzero, mut low, mut total) = (0usize, 255u32, 0u64);
     for c in cv.chunks(CHUNK) {
-        let (mut nz, mut lo, mut hi, mut b) = (0u32, 255u32, 0u32, 0u32);
+        // Non-zero count, smallest and largest exponent among them, anything else.
+        let (mut nz, mut lo, mut hi, mut bad) = (0u32, 255u32, 0u32, 0u32);
         for &v in c {
             let bits = v.to_bits();
             let mag = bits & 0x7fff_ffff;
@@ -316,37 +320,44 @@ pub(super) fn pooled_exact(cv: &[f32], k: usize) -> Option<f64> {
             lo = lo.min(if mag != 0 { e } else { 255 });
             hi = hi.max(e * is_nz);
             // Negative non-zero, infinite or NaN.
-            b |= u32::from(bits > 0x8000_0000) | u32::from(mag >= 0x7f80_0000);
+            bad |= u32::from(bits > 0x8000_0000) | u32::from(mag >= 0x7f80_0000);
         }
         nonzero += nz as usize;
-        (low, high, bad) = (low.min(lo), high.max(hi), bad | b);
-    }
-    if bad != 0 || nonzero > k {
-        return None;
-    }
-    if nonzero == 0 {
-        return Some(0.0 / k as f64);
-    }
-    // A value of exponent `low + 30` is at least 2^53 units on its own.
-    if high - low >= 30 {
-        return None;
-    }
-    // Pass 2: the total in units; each term is below 2^53, a chunk's sum below 2^63.
-    let mut total = 0u64;
-    for c in cv.chunks(CHUNK) {
+        // A value of exponent `lo + 30` is at least 2^53 units of `lo` on its own.
+        if bad != 0 || nonzero > k || (nz != 0 && hi - lo >= 30) {
+            return None;
+        }
+        if nz == 0 {
+            continue;
+        }
+        // The chunk in units of 2^(lo - 150): terms below 2^53, their sum below 2^63.
         let mut sum = 0u64;
         for &v in c {
             let mag = v.to_bits() & 0x7fff_ffff;
             let e = mag >> 23;
             let significand = (mag & 0x7f_ffff) | (u32::from(e != 0) << 23);
             // Zeros add nothing (their significand is 0); their shift is kept in range.
-            let shift = e.max(1).saturating_sub(low).min(31);
+            let shift = e.max(1).saturating_sub(lo).min(31);
             sum += u64::from(significand) << shift;
         }
-        total += sum;
-        if total >= 1 << 53 {
-            return None;
-        }
+        // Both in the smaller unit; every shift below keeps a value under 2^53 or gives up.
+        let (small, up_total, up_sum) = if lo < low {
+            (lo, low - lo, 0)
+        } else {
+            (low, 0, lo - low)
+        };
+        let scale = |v: u64, by: u32| match v {
+            0 => Some(0),
+            _ => (by < 53 && v < LIMIT >> by).then(|| v << by),
+        };
+        total = match (scale(total, up_total), scale(sum, up_sum)) {
+            (Some(t), Some(s)) if t + s < LIMIT => t + s,
+            _ => return None,
+        };
+        low = small;
+    }
+    if nonzero == 0 {
+        return Some(0.0 / k as f64);
     }
     // 2^(low - 150) is a normal f64; total is exact in f64.
     let unit = f64::from_bits(((i64::from(low) - 150 + 1023) as u64) << 52);
