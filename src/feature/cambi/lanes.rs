@@ -602,11 +602,15 @@ impl Pending<'_> {
                 let clip_w = j1.saturating_sub(j0.max(w.saturating_sub(pad + 1)));
                 let d = &mut self.diff[row..row + w + 2];
                 let mut add = |x: usize, v: i16| d[x] = d[x].wrapping_add(v);
-                let (c0, cw) = (clip0 as i16 * delta, clip_w as i16 * delta);
-                add(0, c0);
-                add(1, -c0);
-                add(w, -cw);
-                add(w + 1, cw);
+                // Clipped runs are rare (picture edges): a branch spares two cache lines.
+                if clip0 != 0 {
+                    add(0, clip0 as i16 * delta);
+                    add(1, -(clip0 as i16) * delta);
+                }
+                if clip_w != 0 {
+                    add(w, -(clip_w as i16) * delta);
+                    add(w + 1, clip_w as i16 * delta);
+                }
                 let starts = (j0 + clip0).saturating_sub(pad);
                 add(starts, delta);
                 add(j1.saturating_sub(pad), -delta);
