@@ -122,7 +122,7 @@ fn c_values_neon(
         img,
         mask,
         cv,
-        |hist, img, mask, cv| lanes::cv_row(&p, hist, img, mask, cv),
+        |hist, bands, cv| lanes::cv_row(&p, hist, bands, cv),
         lanes::changed_bits,
         lanes::flush,
     );

@@ -413,8 +413,11 @@ pub(super) struct Merge {
     span: Vec<(u32, u32)>,
     /// Bands with a pending range, in the order they got one (room for every band).
     touched: Vec<u32>,
-    bands_out: Vec<u16>,
-    bands_in: Vec<u16>,
+    /// Histogram rows of the picture rows in the window and the one leaving it (`2 pad + 2`
+    /// rows, row `r` at `r % (2 pad + 2)`), each computed once from the sample and mask rows.
+    ring: Vec<u16>,
+    /// A row of [`NONE`].
+    none: Vec<u16>,
     changed: Vec<u64>,
     same: Vec<u64>,
 }
@@ -431,15 +434,15 @@ pub(super) struct CvRow<'a> {
     pub(super) lut: &'a [f32],
 }
 
-/// The c-value of one pixel (`v`, mask `m`, column `col`) from the guarded histograms: the
-/// reference's per-pixel loop without its range tests.
+/// The c-value of the pixel at column `col` whose histogram row is `compact` (or [`NONE`])
+/// from the guarded histograms: the reference's per-pixel loop without its range tests.
 #[inline(always)]
-pub(super) fn cv_pixel(p: &CvRow, hist: &[u16], v: u16, m: u16, col: usize) -> f32 {
-    let compact = v.wrapping_sub(p.band_base);
-    if m == 0 || compact >= p.band_size {
+pub(super) fn cv_pixel(p: &CvRow, hist: &[u16], compact: u16, col: usize) -> f32 {
+    if compact >= p.band_size {
         return 0.0;
     }
-    let value = v.wrapping_add(p.nd as u16);
+    // The sample is `band_base + compact`.
+    let value = compact.wrapping_add(p.band_base).wrapping_add(p.nd as u16);
     let w = p.w;
     let at = (usize::from(compact) + p.nd) * w + col;
     let p0 = hist[at];
@@ -463,9 +466,9 @@ pub(super) fn cv_pixel(p: &CvRow, hist: &[u16], v: u16, m: u16, col: usize) -> f
 /// A row of [`cv_pixel`]s (the NEON row; x86 has gather kernels).
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
-pub(super) fn cv_row(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
-    for (col, ((o, &v), &m)) in cv[..p.w].iter_mut().zip(img).zip(mask).enumerate() {
-        *o = cv_pixel(p, hist, v, m, col);
+pub(super) fn cv_row(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
+    for (col, (o, &k)) in cv[..p.w].iter_mut().zip(bands).enumerate() {
+        *o = cv_pixel(p, hist, k, col);
     }
 }
 
@@ -644,9 +647,31 @@ impl Pending<'_> {
 }
 
 impl Merge {
-    /// Moves the window: removes row `out` and adds row `inn` (either may be absent); a
-    /// column whose two pixels fall in the same band (or in none) changes nothing.
-    /// `changed` is [`changed_bits`] (or a kernel equal to it).
+    /// The histogram rows of picture row `r` (in the ring), or of no row.
+    fn bands(&self, r: Option<usize>, g: &Geom) -> &[u16] {
+        match r {
+            Some(r) => &self.ring[(r % (2 * g.pad + 2)) * g.w..][..g.w],
+            None => &self.none[..g.w],
+        }
+    }
+
+    /// Computes picture row `r`'s histogram rows into the ring.
+    #[inline(always)]
+    fn enter(&mut self, r: usize, g: &Geom) {
+        let (w, stride) = (g.w, g.stride);
+        band_row(
+            &mut self.ring[(r % (2 * g.pad + 2)) * w..][..w],
+            &g.img[r * stride..r * stride + w],
+            &g.mask[r * stride..r * stride + w],
+            g.band_base,
+            g.band_size,
+        );
+    }
+
+    /// Moves the window: removes row `out` and adds row `inn` (either may be absent, `inn`
+    /// already in the ring); a column whose two pixels fall in the same band (or in none)
+    /// changes nothing. `changed` is [`changed_bits`] and `flush` [`flush`] (or kernels equal
+    /// to them).
     #[inline(always)]
     fn transition(
         &mut self,
@@ -658,44 +683,33 @@ impl Merge {
         flush: &mut impl FnMut(&mut [i16], &mut [u16], usize, usize),
     ) {
         let w = g.w;
-        let Merge {
-            diff,
-            span,
-            touched,
-            bands_out: bo,
-            bands_in: bi,
-            changed: ch,
-            same: sm,
-        } = self;
-        bo.resize(w, NONE);
-        bi.resize(w, NONE);
+        let mut ch = std::mem::take(&mut self.changed);
+        let mut sm = std::mem::take(&mut self.same);
         ch.resize(w.div_ceil(64), 0);
         sm.resize(w.div_ceil(64), 0);
-        for (r, b) in [(out, &mut *bo), (inn, &mut *bi)] {
-            match r {
-                Some(r) => band_row(
-                    b,
-                    &g.img[r * g.stride..r * g.stride + w],
-                    &g.mask[r * g.stride..r * g.stride + w],
-                    g.band_base,
-                    g.band_size,
-                ),
-                None => b.fill(NONE),
-            }
-        }
+        let mut diff = std::mem::take(&mut self.diff);
+        let mut span = std::mem::take(&mut self.span);
+        let mut touched = std::mem::take(&mut self.touched);
         let mut p = Pending {
-            diff,
-            span,
-            touched,
+            diff: &mut diff,
+            span: &mut span,
+            touched: &mut touched,
             n_touched: 0,
         };
+        let (bo, bi) = (self.bands(out, g), self.bands(inn, g));
         // Removals, then additions, each in column order, visiting only the columns that
         // change.
-        for (this, other, delta) in [(&bo[..w], &bi[..w], -1), (&bi[..w], &bo[..w], 1)] {
-            changed(this, other, ch, sm);
-            p.events(hist, g, flush, ch, sm, this, delta);
+        for (this, other, delta, present) in
+            [(bo, bi, -1, out.is_some()), (bi, bo, 1, inn.is_some())]
+        {
+            if present {
+                changed(this, other, &mut ch, &mut sm);
+                p.events(hist, g, flush, &ch, &sm, this, delta);
+            }
         }
         p.flush_all(hist, g, flush);
+        (self.changed, self.same) = (ch, sm);
+        (self.diff, self.span, self.touched) = (diff, span, touched);
     }
 }
 
@@ -722,7 +736,7 @@ pub(super) fn c_values(
     img: &[u16],
     mask: &[u16],
     cv: &mut [f32],
-    mut row: impl FnMut(&[u16], &[u16], &[u16], &mut [f32]),
+    mut row: impl FnMut(&[u16], &[u16], &mut [f32]),
     mut changed: impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
     mut flush: impl FnMut(&mut [i16], &mut [u16], usize, usize),
 ) {
@@ -753,22 +767,24 @@ pub(super) fn c_values(
         band_base: s.band_base,
         band_size: s.band_size,
     };
+    m.ring.resize((2 * pad + 2) * w, NONE);
+    m.none.clear();
+    m.none.resize(w, NONE);
     for r in 0..=pad.min(h - 1) {
+        m.enter(r, &g);
         m.transition(hist, &g, None, Some(r), &mut changed, &mut flush);
     }
     for i in 0..h {
         if i > 0 {
             let out = i.checked_sub(pad + 1);
             let inn = (i + pad < h).then_some(i + pad);
+            if let Some(r) = inn {
+                m.enter(r, &g);
+            }
             if out.is_some() || inn.is_some() {
                 m.transition(hist, &g, out, inn, &mut changed, &mut flush);
             }
         }
-        row(
-            hist,
-            &img[i * stride..i * stride + w],
-            &mask[i * stride..i * stride + w],
-            &mut cv[i * w..(i + 1) * w],
-        );
+        row(hist, m.bands(Some(i), &g), &mut cv[i * w..(i + 1) * w]);
     }
 }

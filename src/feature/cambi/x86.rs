@@ -149,7 +149,7 @@ fn c_values_avx2(
         img,
         mask,
         cv,
-        |hist, img, mask, cv| cv_row_avx2(&p, hist, img, mask, cv),
+        |hist, bands, cv| cv_row_avx2(&p, hist, bands, cv),
         |this, other, ch, sm| changed_bits_avx2(this, other, ch, sm),
         |diff, hist, lo, hi| flush_avx2(diff, hist, lo, hi),
     );
@@ -172,7 +172,7 @@ fn c_values_avx512(
         img,
         mask,
         cv,
-        |hist, img, mask, cv| cv_row_avx512(&p, hist, img, mask, cv),
+        |hist, bands, cv| cv_row_avx512(&p, hist, bands, cv),
         |this, other, ch, sm| changed_bits_avx512(this, other, ch, sm),
         |diff, hist, lo, hi| flush_avx2(diff, hist, lo, hi),
     );
@@ -473,46 +473,40 @@ fn store16_i16(s: &mut [i16], v: __m256i) {
 /// conversion and multiplication, and the same strict `>` running maximum over the diffs.
 /// Where all active lanes share one band row, the cells are plain loads instead of gathers.
 #[target_feature(enable = "avx2")]
-fn cv_row_avx2(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
     let w = p.w;
-    let (img, mask, cv) = (&img[..w], &mask[..w], &mut cv[..w]);
+    let (bands, cv) = (&bands[..w], &mut cv[..w]);
     let nd = p.nd;
     let hist = &hist[..lanes::hist_len(usize::from(p.band_size), nd, w)];
     let cells = Cells::new(hist);
     let table = Table::new(p.lut);
-    let base = _mm256_set1_epi32(i32::from(p.band_base));
     let band = _mm256_set1_epi32(i32::from(p.band_size));
     let ndv = _mm256_set1_epi32(nd as i32);
+    // The adjusted value of histogram row k is `band_base + k + nd` (u16).
+    let to_value = _mm256_set1_epi32(i32::from(p.band_base) + nd as i32);
     let wv = _mm256_set1_epi32(w as i32);
     let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    let zero = _mm256_setzero_si256();
     let low16 = _mm256_set1_epi32(0xffff);
     let mut col = 0;
     while col + 8 <= w {
-        // Unmasked columns (most of a picture) are skipped on the mask alone.
-        let m = load8_u16_raw(&mask[col..col + 8]);
-        if _mm_testz_si128(m, m) != 0 {
+        // Pixels without a histogram row (most of a picture: `NONE`, sign bit set) are
+        // skipped eight at a time.
+        let b = load8_u16_raw(&bands[col..col + 8]);
+        if _mm_movemask_epi8(b) == 0xffff {
             store8_f32(&mut cv[col..col + 8], _mm256_setzero_ps());
             col += 8;
             continue;
         }
-        let m = _mm256_cvtepu16_epi32(m);
-        let v = load8_u16(&img[col..col + 8]);
-        let compact = _mm256_sub_epi32(v, base);
-        // 0 <= v - base < band, and masked.
-        let in_band = _mm256_andnot_si256(
-            _mm256_cmpgt_epi32(base, v),
-            _mm256_cmpgt_epi32(band, compact),
-        );
-        let valid = _mm256_andnot_si256(_mm256_cmpeq_epi32(m, zero), in_band);
+        let compact = _mm256_cvtepu16_epi32(b);
+        let valid = _mm256_cmpgt_epi32(band, compact);
         let valid_bits = _mm256_movemask_ps(_mm256_castsi256_ps(valid)) as u32;
         if valid_bits == 0 {
-            store8_f32(&mut cv[col..], _mm256_setzero_ps());
+            store8_f32(&mut cv[col..col + 8], _mm256_setzero_ps());
             col += 8;
             continue;
         }
         let kk = _mm256_and_si256(valid, compact);
-        let value = _mm256_and_si256(_mm256_add_epi32(v, ndv), low16);
+        let value = _mm256_and_si256(_mm256_add_epi32(compact, to_value), low16);
         // One band row for every active lane: contiguous cells.
         let first =
             _mm256_permutevar8x32_epi32(kk, _mm256_set1_epi32(valid_bits.trailing_zeros() as i32));
@@ -574,7 +568,7 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32
         col += 8;
     }
     for col in col..w {
-        cv[col] = lanes::cv_pixel(p, hist, img[col], mask[col], col);
+        cv[col] = lanes::cv_pixel(p, hist, bands[col], col);
     }
 }
 
@@ -589,42 +583,37 @@ fn store8_f32(s: &mut [f32], v: __m256) {
 
 /// [`cv_row_avx2`] 16 columns at a time with mask registers.
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn cv_row_avx512(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+fn cv_row_avx512(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
     let w = p.w;
-    let (img, mask, cv) = (&img[..w], &mask[..w], &mut cv[..w]);
+    let (bands, cv) = (&bands[..w], &mut cv[..w]);
     let nd = p.nd;
     let hist = &hist[..lanes::hist_len(usize::from(p.band_size), nd, w)];
     let cells = Cells::new(hist);
     let table = Table::new(p.lut);
-    let base = _mm512_set1_epi32(i32::from(p.band_base));
     let band = _mm512_set1_epi32(i32::from(p.band_size));
     let ndv = _mm512_set1_epi32(nd as i32);
+    let to_value = _mm512_set1_epi32(i32::from(p.band_base) + nd as i32);
     let wv = _mm512_set1_epi32(w as i32);
     let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let zero = _mm512_setzero_si512();
     let low16 = _mm512_set1_epi32(0xffff);
     let mut col = 0;
     while col + 16 <= w {
-        // Unmasked columns (most of a picture) are skipped on the mask alone.
-        let m = load16_u16x(&mask[col..col + 16]);
-        if _mm256_testz_si256(m, m) != 0 {
+        // Pixels without a histogram row are skipped sixteen at a time.
+        let b = load16_u16x(&bands[col..col + 16]);
+        if _mm256_movemask_epi8(b) as u32 == u32::MAX {
             store16_f32(&mut cv[col..col + 16], _mm512_setzero_ps());
             col += 16;
             continue;
         }
-        let m = _mm512_cvtepu16_epi32(m);
-        let v = load16_u16(&img[col..col + 16]);
-        let compact = _mm512_sub_epi32(v, base);
-        let valid: __mmask16 = _mm512_cmpneq_epi32_mask(m, zero)
-            & _mm512_cmpge_epi32_mask(v, base)
-            & _mm512_cmplt_epi32_mask(compact, band);
+        let compact = _mm512_cvtepu16_epi32(b);
+        let valid: __mmask16 = _mm512_cmplt_epi32_mask(compact, band);
         if valid == 0 {
-            store16_f32(&mut cv[col..], _mm512_setzero_ps());
+            store16_f32(&mut cv[col..col + 16], _mm512_setzero_ps());
             col += 16;
             continue;
         }
         let kk = _mm512_maskz_mov_epi32(valid, compact);
-        let value = _mm512_and_si512(_mm512_add_epi32(v, ndv), low16);
+        let value = _mm512_and_si512(_mm512_add_epi32(compact, to_value), low16);
         let first = _mm512_permutexvar_epi32(_mm512_set1_epi32(valid.trailing_zeros() as i32), kk);
         let same = _mm512_cmpeq_epi32_mask(kk, first);
         let uniform = (same | !valid) == 0xffff;
@@ -676,7 +665,7 @@ fn cv_row_avx512(p: &CvRow, hist: &[u16], img: &[u16], mask: &[u16], cv: &mut [f
         col += 16;
     }
     for col in col..w {
-        cv[col] = lanes::cv_pixel(p, hist, img[col], mask[col], col);
+        cv[col] = lanes::cv_pixel(p, hist, bands[col], col);
     }
 }
 
