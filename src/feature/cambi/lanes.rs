@@ -501,6 +501,7 @@ fn band_row(out: &mut [u16], img: &[u16], mask: &[u16], base: u16, size: u16) {
 /// histogram row (cells `lo..hi` of `hist` change) and clears them. Both slices start at the
 /// row and run to the end of their buffers, which leaves [`FLUSH_SLACK`] cells after the last
 /// row for vector kernels (which must leave every other cell as it was).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
 pub(super) fn flush(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
     let (mut d1, mut d0) = (0i16, 0i16);

@@ -1,6 +1,9 @@
-//! cambi at the x86-64 SIMD levels: the vector forms of `lanes.rs` compiled with AVX2 or
-//! AVX-512 enabled, and the c-value row as explicit 8- or 16-lane code (histogram cells and
-//! reciprocals are gathers). Every result equals the scalar reference in `cpu.rs` bit for bit.
+//! cambi at the x86-64 SIMD levels: the vector forms of `lanes.rs` compiled with AVX2 (or
+//! AVX-512 where that measured faster: preprocessing and pooling), and explicit AVX2 kernels
+//! for the c-value pass (its rows, whose histogram cells and reciprocals are gathers; the
+//! changed columns of a window move; the pending histogram updates). The AVX-512 level runs
+//! the AVX2 code elsewhere: 512-bit forms measured no faster. Every result equals the scalar
+//! reference in `cpu.rs` bit for bit.
 
 #![allow(unsafe_code)]
 
@@ -10,6 +13,27 @@ use super::cpu::CValueCtx;
 use super::lanes::{self, CvRow, Merge};
 use crate::picture::PictureData;
 use crate::simd::CpuLevel;
+
+/// Expands to a dispatcher `$name(cpu, args..) -> bool` that runs `lanes::$name` compiled for
+/// AVX2 (at the AVX2 and AVX-512 levels), or returns false when `cpu` allows neither.
+macro_rules! dispatch_avx2 {
+    ($name:ident, $avx2:ident, ($($arg:ident: $ty:ty),*)) => {
+        pub(super) fn $name(cpu: CpuLevel, $($arg: $ty),*) -> bool {
+            if cpu.has_avx2() {
+                // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
+                unsafe { $avx2($($arg),*) };
+                true
+            } else {
+                false
+            }
+        }
+
+        #[target_feature(enable = "avx2")]
+        fn $avx2($($arg: $ty),*) {
+            lanes::$name($($arg),*)
+        }
+    };
+}
 
 /// Expands to a dispatcher `$name(cpu, args..) -> bool` that runs `lanes::$name` compiled for
 /// AVX-512 or AVX2, or returns false when `cpu` allows neither.
@@ -54,10 +78,9 @@ dispatch!(
         enc_bitdepth: u32
     )
 );
-dispatch!(
+dispatch_avx2!(
     spatial_mask,
     spatial_mask_avx2,
-    spatial_mask_avx512,
     (
         img: &[u16],
         mask: &mut [u16],
@@ -67,16 +90,14 @@ dispatch!(
         threshold: u32
     )
 );
-dispatch!(
+dispatch_avx2!(
     decimate,
     decimate_avx2,
-    decimate_avx512,
     (d: &mut [u16], stride: usize, w: usize, h: usize)
 );
-dispatch!(
+dispatch_avx2!(
     filter_mode,
     filter_mode_avx2,
-    filter_mode_avx512,
     (
         d: &mut [u16],
         stride: usize,
@@ -110,7 +131,8 @@ fn pooled_exact_avx512(cv: &[f32], k: usize) -> Option<f64> {
     lanes::pooled_exact(cv, k)
 }
 
-/// `CValueCtx::c_values` at the best x86 level `ctx.cpu` allows; false when it allows none.
+/// `CValueCtx::c_values` with the AVX2 kernels when `ctx.cpu` allows them (AVX2 and AVX-512
+/// levels); false otherwise.
 pub(super) fn c_values(
     ctx: &CValueCtx,
     m: &mut Merge,
@@ -119,11 +141,7 @@ pub(super) fn c_values(
     mask: &[u16],
     cv: &mut [f32],
 ) -> bool {
-    if ctx.cpu.has_avx512() {
-        // SAFETY: a CpuLevel reports AVX-512 only when this CPU has it (crate::simd).
-        unsafe { c_values_avx512(ctx, m, hist, img, mask, cv) };
-        true
-    } else if ctx.cpu.has_avx2() {
+    if ctx.cpu.has_avx2() {
         // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
         unsafe { c_values_avx2(ctx, m, hist, img, mask, cv) };
         true
@@ -155,29 +173,6 @@ fn c_values_avx2(
     );
 }
 
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn c_values_avx512(
-    ctx: &CValueCtx,
-    m: &mut Merge,
-    hist: &mut [u16],
-    img: &[u16],
-    mask: &[u16],
-    cv: &mut [f32],
-) {
-    let p = ctx.cv_row_params();
-    lanes::c_values(
-        ctx,
-        m,
-        hist,
-        img,
-        mask,
-        cv,
-        |hist, bands, cv| cv_row_avx512(&p, hist, bands, cv),
-        |this, other, ch, sm| changed_bits_avx512(this, other, ch, sm),
-        |diff, hist, lo, hi| flush_avx2(diff, hist, lo, hi),
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // Loads and gathers: the only memory accesses of the kernels, each checked against its slice.
 // ---------------------------------------------------------------------------------------------
@@ -185,7 +180,7 @@ fn c_values_avx512(
 /// Eight u16 from the start of `s`, widened to i32 lanes.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load8_u16(s: &[u16]) -> __m256i {
+fn load8_wide(s: &[u16]) -> __m256i {
     let s = &s[..8];
     // SAFETY: `s` holds the 16 bytes read.
     _mm256_cvtepu16_epi32(unsafe { _mm_loadu_si128(s.as_ptr().cast()) })
@@ -194,19 +189,10 @@ fn load8_u16(s: &[u16]) -> __m256i {
 /// Eight u16 from the start of `s`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load8_u16_raw(s: &[u16]) -> __m128i {
+fn load8(s: &[u16]) -> __m128i {
     let s = &s[..8];
     // SAFETY: `s` holds the 16 bytes read.
     unsafe { _mm_loadu_si128(s.as_ptr().cast()) }
-}
-
-/// Sixteen u16 from the start of `s`, widened to i32 lanes.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn load16_u16(s: &[u16]) -> __m512i {
-    let s = &s[..16];
-    // SAFETY: `s` holds the 32 bytes read.
-    _mm512_cvtepu16_epi32(unsafe { _mm256_loadu_si256(s.as_ptr().cast()) })
 }
 
 /// u16 cells of a slice fetched by per-lane index. Indices are clamped into the slice first,
@@ -235,15 +221,6 @@ impl<'a> Cells<'a> {
         let v = unsafe { _mm256_i32gather_epi32::<2>(self.s.as_ptr().cast(), idx) };
         _mm256_and_si256(v, _mm256_set1_epi32(0xffff))
     }
-
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    fn gather16(&self, idx: __m512i) -> __m512i {
-        let idx = _mm512_min_epu32(idx, _mm512_set1_epi32(self.last));
-        // SAFETY: as in `gather8`.
-        let v = unsafe { _mm512_i32gather_epi32::<2>(idx, self.s.as_ptr().cast()) };
-        _mm512_and_si512(v, _mm512_set1_epi32(0xffff))
-    }
 }
 
 /// f32 table entries fetched by per-lane index, clamped into the table like [`Cells`].
@@ -268,32 +245,15 @@ impl<'a> Table<'a> {
         // SAFETY: every lane reads entry i with 0 <= i <= len - 1.
         unsafe { _mm256_i32gather_ps::<4>(self.s.as_ptr(), idx) }
     }
-
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-    fn gather16(&self, idx: __m512i) -> __m512 {
-        let idx = _mm512_min_epu32(idx, _mm512_set1_epi32(self.last));
-        // SAFETY: every lane reads entry i with 0 <= i <= len - 1.
-        unsafe { _mm512_i32gather_ps::<4>(idx, self.s.as_ptr().cast()) }
-    }
 }
 
 /// Sixteen u16 from the start of `s`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load16_u16x(s: &[u16]) -> __m256i {
+fn load16(s: &[u16]) -> __m256i {
     let s = &s[..16];
     // SAFETY: `s` holds the 32 bytes read.
     unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
-}
-
-/// Thirty-two u16 from the start of `s`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn load32_u16x(s: &[u16]) -> __m512i {
-    let s = &s[..32];
-    // SAFETY: `s` holds the 64 bytes read.
-    unsafe { _mm512_loadu_si512(s.as_ptr().cast()) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,55 +288,15 @@ fn changed_bits_avx2(this: &[u16], other: &[u16], changed: &mut [u64], same: &mu
         let mut words = [0u64; 2];
         for half in 0..2 {
             let j = i * 64 + half * 32;
-            let t = [load16_u16x(&this[j..]), load16_u16x(&this[j + 16..])];
-            let o = [load16_u16x(&other[j..]), load16_u16x(&other[j + 16..])];
-            let p = [load16_u16x(&this[j - 1..]), load16_u16x(&this[j + 15..])];
+            let t = [load16(&this[j..]), load16(&this[j + 16..])];
+            let o = [load16(&other[j..]), load16(&other[j + 16..])];
+            let p = [load16(&this[j - 1..]), load16(&this[j + 15..])];
             let unchanged = eq_bits32(t[0], o[0], t[1], o[1]) | eq_bits32(t[0], none, t[1], none);
             words[0] |= u64::from(!unchanged) << (32 * half);
             words[1] |= u64::from(eq_bits32(t[0], p[0], t[1], p[1])) << (32 * half);
         }
         changed[i] = words[0];
         same[i] = words[1] & !1;
-    }
-    if full >= 1 && full < changed.len() {
-        let j = full * 64;
-        lanes::changed_bits(
-            &this[j..],
-            &other[j..],
-            &mut changed[full..],
-            &mut same[full..],
-        );
-    }
-}
-
-/// `lanes::changed_bits` with 32-lane compares.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn changed_bits_avx512(this: &[u16], other: &[u16], changed: &mut [u64], same: &mut [u64]) {
-    let w = this.len();
-    let other = &other[..w];
-    let full = w / 64;
-    let none = _mm512_set1_epi16(-1);
-    lanes::changed_bits(
-        &this[..w.min(64)],
-        &other[..w.min(64)],
-        &mut changed[..1],
-        &mut same[..1],
-    );
-    for i in 1..full {
-        let (mut ch, mut sm) = (0u64, 0u64);
-        for half in 0..2 {
-            let j = i * 64 + half * 32;
-            let (t, o, p) = (
-                load32_u16x(&this[j..]),
-                load32_u16x(&other[j..]),
-                load32_u16x(&this[j - 1..]),
-            );
-            let c = _mm512_cmpneq_epi16_mask(t, o) & _mm512_cmpneq_epi16_mask(t, none);
-            ch |= u64::from(c) << (32 * half);
-            sm |= u64::from(_mm512_cmpeq_epi16_mask(t, p)) << (32 * half);
-        }
-        changed[i] = ch;
-        same[i] = sm & !1;
     }
     if full >= 1 && full < changed.len() {
         let j = full * 64;
@@ -424,12 +344,12 @@ fn flush_avx2(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
     while x < hi {
         // Lanes of the range: [x, hi).
         let inside = _mm256_cmpgt_epi16(_mm256_set1_epi16((hi - x).min(16) as i16), lane);
-        let d = load16_u16x_i16(&diff[x..x + 16]);
+        let d = load16_i16(&diff[x..x + 16]);
         let s1 = _mm256_add_epi16(prefix16(_mm256_and_si256(d, inside)), d1);
         let s0 = _mm256_add_epi16(prefix16(s1), d0);
-        let h = load16_u16x(&hist[x..x + 16]);
+        let h = load16(&hist[x..x + 16]);
         let h = _mm256_blendv_epi8(h, _mm256_add_epi16(h, s0), inside);
-        store16_u16(&mut hist[x..x + 16], h);
+        store16(&mut hist[x..x + 16], h);
         store16_i16(&mut diff[x..x + 16], _mm256_andnot_si256(inside, d));
         (d1, d0) = (last16(s1), last16(s0));
         x += 16;
@@ -441,7 +361,7 @@ fn flush_avx2(diff: &mut [i16], hist: &mut [u16], lo: usize, hi: usize) {
 /// Sixteen i16 from the start of `s`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load16_u16x_i16(s: &[i16]) -> __m256i {
+fn load16_i16(s: &[i16]) -> __m256i {
     let s = &s[..16];
     // SAFETY: `s` holds the 32 bytes read.
     unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
@@ -450,7 +370,7 @@ fn load16_u16x_i16(s: &[i16]) -> __m256i {
 /// Sixteen u16 to the start of `s`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn store16_u16(s: &mut [u16], v: __m256i) {
+fn store16(s: &mut [u16], v: __m256i) {
     let s = &mut s[..16];
     // SAFETY: `s` holds the 32 bytes written.
     unsafe { _mm256_storeu_si256(s.as_mut_ptr().cast(), v) }
@@ -491,7 +411,7 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
     while col + 8 <= w {
         // Pixels without a histogram row (most of a picture: `NONE`, sign bit set) are
         // skipped eight at a time.
-        let b = load8_u16_raw(&bands[col..col + 8]);
+        let b = load8(&bands[col..col + 8]);
         if _mm_movemask_epi8(b) == 0xffff {
             store8_f32(&mut cv[col..col + 8], _mm256_setzero_ps());
             col += 8;
@@ -519,7 +439,7 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
             _mm256_add_epi32(_mm256_set1_epi32(col as i32), lane),
         );
         let p0 = if uniform {
-            load8_u16(&hist[row0..])
+            load8_wide(&hist[row0..])
         } else {
             cells.gather8(at)
         };
@@ -541,8 +461,8 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
             }
             let (p1, p2) = if uniform {
                 (
-                    load8_u16(&hist[row0 + step * w..]),
-                    load8_u16(&hist[row0 - step * w..]),
+                    load8_wide(&hist[row0 + step * w..]),
+                    load8_wide(&hist[row0 - step * w..]),
                 )
             } else {
                 let off = _mm256_set1_epi32((step * w) as i32);
@@ -579,101 +499,4 @@ fn store8_f32(s: &mut [f32], v: __m256) {
     let s = &mut s[..8];
     // SAFETY: `s` holds the 32 bytes written.
     unsafe { _mm256_storeu_ps(s.as_mut_ptr(), v) }
-}
-
-/// [`cv_row_avx2`] 16 columns at a time with mask registers.
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn cv_row_avx512(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
-    let w = p.w;
-    let (bands, cv) = (&bands[..w], &mut cv[..w]);
-    let nd = p.nd;
-    let hist = &hist[..lanes::hist_len(usize::from(p.band_size), nd, w)];
-    let cells = Cells::new(hist);
-    let table = Table::new(p.lut);
-    let band = _mm512_set1_epi32(i32::from(p.band_size));
-    let ndv = _mm512_set1_epi32(nd as i32);
-    let to_value = _mm512_set1_epi32(i32::from(p.band_base) + nd as i32);
-    let wv = _mm512_set1_epi32(w as i32);
-    let lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    let low16 = _mm512_set1_epi32(0xffff);
-    let mut col = 0;
-    while col + 16 <= w {
-        // Pixels without a histogram row are skipped sixteen at a time.
-        let b = load16_u16x(&bands[col..col + 16]);
-        if _mm256_movemask_epi8(b) as u32 == u32::MAX {
-            store16_f32(&mut cv[col..col + 16], _mm512_setzero_ps());
-            col += 16;
-            continue;
-        }
-        let compact = _mm512_cvtepu16_epi32(b);
-        let valid: __mmask16 = _mm512_cmplt_epi32_mask(compact, band);
-        if valid == 0 {
-            store16_f32(&mut cv[col..col + 16], _mm512_setzero_ps());
-            col += 16;
-            continue;
-        }
-        let kk = _mm512_maskz_mov_epi32(valid, compact);
-        let value = _mm512_and_si512(_mm512_add_epi32(compact, to_value), low16);
-        let first = _mm512_permutexvar_epi32(_mm512_set1_epi32(valid.trailing_zeros() as i32), kk);
-        let same = _mm512_cmpeq_epi32_mask(kk, first);
-        let uniform = (same | !valid) == 0xffff;
-        let row0 = (_mm_cvtsi128_si32(_mm512_castsi512_si128(first)) as usize + nd) * w + col;
-        let at = _mm512_add_epi32(
-            _mm512_mullo_epi32(_mm512_add_epi32(kk, ndv), wv),
-            _mm512_add_epi32(_mm512_set1_epi32(col as i32), lane),
-        );
-        let p0 = if uniform {
-            load16_u16(&hist[row0..])
-        } else {
-            cells.gather16(at)
-        };
-        let mut c = _mm512_setzero_ps();
-        for d in 0..nd {
-            let step = d + 1;
-            let cond = valid
-                & _mm512_cmple_epi32_mask(value, _mm512_set1_epi32(i32::from(p.tvi[d])))
-                & _mm512_cmpgt_epi32_mask(
-                    _mm512_add_epi32(value, _mm512_set1_epi32(step as i32)),
-                    _mm512_set1_epi32(i32::from(p.vlt)),
-                );
-            if !uniform && cond == 0 {
-                continue;
-            }
-            let (p1, p2) = if uniform {
-                (
-                    load16_u16(&hist[row0 + step * w..]),
-                    load16_u16(&hist[row0 - step * w..]),
-                )
-            } else {
-                let off = _mm512_set1_epi32((step * w) as i32);
-                (
-                    cells.gather16(_mm512_add_epi32(at, off)),
-                    cells.gather16(_mm512_sub_epi32(at, off)),
-                )
-            };
-            let pm = _mm512_max_epi32(p1, p2);
-            let num = _mm512_mullo_epi32(
-                _mm512_mullo_epi32(_mm512_set1_epi32(p.diff_weights[d]), p0),
-                pm,
-            );
-            let recip = table.gather16(_mm512_add_epi32(pm, p0));
-            let val = _mm512_mul_ps(_mm512_cvtepi32_ps(num), recip);
-            let gt = cond & _mm512_cmp_ps_mask::<_CMP_GT_OQ>(val, c);
-            c = _mm512_mask_blend_ps(gt, c, val);
-        }
-        store16_f32(&mut cv[col..], c);
-        col += 16;
-    }
-    for col in col..w {
-        cv[col] = lanes::cv_pixel(p, hist, bands[col], col);
-    }
-}
-
-/// Sixteen f32 to the start of `s`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
-fn store16_f32(s: &mut [f32], v: __m512) {
-    let s = &mut s[..16];
-    // SAFETY: `s` holds the 64 bytes written.
-    unsafe { _mm512_storeu_ps(s.as_mut_ptr(), v) }
 }
