@@ -196,7 +196,8 @@ pub(super) fn spatial_mask(
 // Decimation and mode filter
 // ---------------------------------------------------------------------------------------------
 
-/// `cpu::decimate` in place, 16 outputs at a time.
+/// `cpu::decimate` in place, 16 outputs at a time (the NEON form; x86 has its own).
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline(always)]
 pub(super) fn decimate(d: &mut [u16], stride: usize, w: usize, h: usize) {
     const N: usize = 16;

@@ -90,11 +90,39 @@ dispatch_avx2!(
         threshold: u32
     )
 );
-dispatch_avx2!(
-    decimate,
-    decimate_avx2,
-    (d: &mut [u16], stride: usize, w: usize, h: usize)
-);
+/// `cpu::decimate` with AVX2 when `cpu` allows it (false otherwise).
+pub(super) fn decimate(cpu: CpuLevel, d: &mut [u16], stride: usize, w: usize, h: usize) -> bool {
+    if cpu.has_avx2() {
+        // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
+        unsafe { decimate_avx2(d, stride, w, h) };
+        true
+    } else {
+        false
+    }
+}
+
+/// `cpu::decimate`, 16 outputs from 32 loaded samples (the even ones, packed). Row 0 maps
+/// onto itself: each step loads before it stores, and stores only where it has read. Row
+/// `i > 0` reads row `2 i`, which no output row has reached.
+#[target_feature(enable = "avx2")]
+fn decimate_avx2(d: &mut [u16], stride: usize, w: usize, h: usize) {
+    let low = _mm256_set1_epi32(0xffff);
+    for i in 0..h {
+        let (src, dst) = (2 * i * stride, i * stride);
+        let mut j = 0;
+        while j + 16 <= w && src + 2 * j + 32 <= d.len() {
+            let a = _mm256_and_si256(load16(&d[src + 2 * j..]), low);
+            let b = _mm256_and_si256(load16(&d[src + 2 * j + 16..]), low);
+            // Packing interleaves 128-bit halves: a[0..4] b[0..4] a[4..8] b[4..8].
+            let even = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(a, b));
+            store16(&mut d[dst + j..], even);
+            j += 16;
+        }
+        for j in j..w {
+            d[dst + j] = d[src + 2 * j];
+        }
+    }
+}
 dispatch_avx2!(
     filter_mode,
     filter_mode_avx2,
