@@ -137,7 +137,10 @@ pub(super) fn spatial_mask(
     const PAD: usize = 3;
     // Sums are at most 49: u16 lanes, and a threshold beyond them never passes.
     let threshold = u16::try_from(threshold).unwrap_or(u16::MAX);
-    let flat_row = |r: usize, out: &mut [u16]| {
+    // Plain functions, not closures: a closure would not inherit the caller's instruction
+    // sets.
+    #[inline(always)]
+    fn flat_row(img: &[u16], stride: usize, w: usize, h: usize, r: usize, out: &mut [u16]) {
         let row = &img[r * stride..r * stride + w];
         let out = &mut out[..w];
         if r + 1 < h {
@@ -152,35 +155,31 @@ pub(super) fn spatial_mask(
             }
             out[w - 1] = 1;
         }
-    };
+    }
+    #[inline(always)]
+    fn add(sum: &mut [u16], flat: &[u16]) {
+        sum.iter_mut().zip(flat).for_each(|(s, &f)| *s += f)
+    }
+    #[inline(always)]
+    fn sub(sum: &mut [u16], flat: &[u16]) {
+        sum.iter_mut().zip(flat).for_each(|(s, &f)| *s -= f)
+    }
     // Column sums with PAD zero columns on both sides.
     let mut col_sum = vec![0u16; w + 2 * PAD];
     let mut flat = vec![0u16; w];
-    let add = |sum: &mut [u16], flat: &[u16]| {
-        sum[PAD..PAD + w]
-            .iter_mut()
-            .zip(flat)
-            .for_each(|(s, &f)| *s += f)
-    };
-    let sub = |sum: &mut [u16], flat: &[u16]| {
-        sum[PAD..PAD + w]
-            .iter_mut()
-            .zip(flat)
-            .for_each(|(s, &f)| *s -= f)
-    };
     for r in 0..h.min(PAD + 1) {
-        flat_row(r, &mut flat);
-        add(&mut col_sum, &flat);
+        flat_row(img, stride, w, h, r, &mut flat);
+        add(&mut col_sum[PAD..PAD + w], &flat);
     }
     for r in 0..h {
         if r > 0 {
             if r + PAD < h {
-                flat_row(r + PAD, &mut flat);
-                add(&mut col_sum, &flat);
+                flat_row(img, stride, w, h, r + PAD, &mut flat);
+                add(&mut col_sum[PAD..PAD + w], &flat);
             }
             if r > PAD {
-                flat_row(r - PAD - 1, &mut flat);
-                sub(&mut col_sum, &flat);
+                flat_row(img, stride, w, h, r - PAD - 1, &mut flat);
+                sub(&mut col_sum[PAD..PAD + w], &flat);
             }
         }
         let out = &mut mask[r * stride..r * stride + w];
