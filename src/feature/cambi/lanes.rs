@@ -432,6 +432,9 @@ pub(super) struct CvRow<'a> {
     pub(super) tvi: &'a [u16],
     pub(super) diff_weights: &'a [i32],
     pub(super) lut: &'a [f32],
+    /// Per histogram row: bit `d` set when the reference's threshold test for difference `d`
+    /// passes for that row's value (it depends on nothing else).
+    pub(super) cond: Vec<u32>,
 }
 
 /// The c-value of the pixel at column `col` whose histogram row is `compact` (or [`NONE`])
@@ -442,22 +445,23 @@ pub(super) fn cv_pixel(p: &CvRow, hist: &[u16], compact: u16, col: usize) -> f32
         return 0.0;
     }
     // The sample is `band_base + compact`.
-    let value = compact.wrapping_add(p.band_base).wrapping_add(p.nd as u16);
     let w = p.w;
     let at = (usize::from(compact) + p.nd) * w + col;
     let p0 = hist[at];
     let mut c_value = 0.0f32;
-    for d in 0..p.nd {
+    // The differences whose threshold test passes, in order.
+    let mut bits = p.cond[usize::from(compact)];
+    while bits != 0 {
+        let d = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
         let step = d + 1;
-        if value <= p.tvi[d] && i32::from(value) + step as i32 > i32::from(p.vlt) {
-            let p1 = hist[at + step * w];
-            let p2 = hist[at - step * w];
-            let pm = if p1 > p2 { p1 } else { p2 };
-            let num = p.diff_weights[d] * i32::from(p0) * i32::from(pm);
-            let val = num as f32 * p.lut[usize::from(pm) + usize::from(p0)];
-            if val > c_value {
-                c_value = val;
-            }
+        let p1 = hist[at + step * w];
+        let p2 = hist[at - step * w];
+        let pm = if p1 > p2 { p1 } else { p2 };
+        let num = p.diff_weights[d] * i32::from(p0) * i32::from(pm);
+        let val = num as f32 * p.lut[usize::from(pm) + usize::from(p0)];
+        if val > c_value {
+            c_value = val;
         }
     }
     c_value
@@ -475,6 +479,18 @@ pub(super) fn cv_row(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
 impl CValueCtx<'_> {
     pub(super) fn cv_row_params(&self) -> CvRow<'_> {
         let s = self.setup;
+        let nd = s.tvi.len();
+        let cond = (0..s.band_size)
+            .map(|k| {
+                // The reference's adjusted value: sample + nd, as u16.
+                let value = k.wrapping_add(s.band_base).wrapping_add(nd as u16);
+                (0..nd).fold(0u32, |bits, d| {
+                    let pass = value <= s.tvi[d]
+                        && i32::from(value) + d as i32 + 1 > i32::from(s.vlt_luma);
+                    bits | u32::from(pass) << d
+                })
+            })
+            .collect();
         CvRow {
             w: self.w,
             nd: s.tvi.len(),
@@ -484,6 +500,7 @@ impl CValueCtx<'_> {
             tvi: &s.tvi,
             diff_weights: &s.diff_weights,
             lut: self.lut,
+            cond,
         }
     }
 }

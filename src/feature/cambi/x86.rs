@@ -454,70 +454,83 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
             continue;
         }
         let kk = _mm256_and_si256(valid, compact);
-        let value = _mm256_and_si256(_mm256_add_epi32(compact, to_value), low16);
-        // One band row for every active lane: contiguous cells.
         let first =
             _mm256_permutevar8x32_epi32(kk, _mm256_set1_epi32(valid_bits.trailing_zeros() as i32));
         let same_bits =
             _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(kk, first))) as u32;
-        let uniform = (same_bits | !valid_bits) & 0xff == 0xff;
-        let row0 = (_mm256_cvtsi256_si32(first) as usize + nd) * w + col;
-        let at = _mm256_add_epi32(
-            _mm256_mullo_epi32(_mm256_add_epi32(kk, ndv), wv),
-            _mm256_add_epi32(_mm256_set1_epi32(col as i32), lane),
-        );
-        let p0 = if uniform {
-            load8_wide(&hist[row0..])
-        } else {
-            cells.gather8(at)
-        };
-        let mut c = _mm256_setzero_ps();
-        for d in 0..nd {
-            let step = d + 1;
-            // value <= tvi[d] && value + step > vlt
-            let cond = _mm256_andnot_si256(
-                _mm256_cmpgt_epi32(value, _mm256_set1_epi32(i32::from(p.tvi[d]))),
-                _mm256_cmpgt_epi32(
-                    _mm256_add_epi32(value, _mm256_set1_epi32(step as i32)),
-                    _mm256_set1_epi32(i32::from(p.vlt)),
-                ),
-            );
-            let cond = _mm256_and_si256(cond, valid);
-            // Gathers are worth skipping; loads are not worth a branch.
-            if !uniform && _mm256_testz_si256(cond, cond) != 0 {
-                continue;
+        let c = if (same_bits | !valid_bits) & 0xff == 0xff {
+            // One histogram row for every active lane (the common case: flat areas): its
+            // cells are contiguous, and the threshold tests are the same for all lanes.
+            let k = _mm256_cvtsi256_si32(first) as usize;
+            let row0 = (k + nd) * w + col;
+            let p0 = load8_wide(&hist[row0..]);
+            let mut c = _mm256_setzero_ps();
+            let mut bits = p.cond[k];
+            while bits != 0 {
+                let d = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let step = d + 1;
+                let p1 = load8_wide(&hist[row0 + step * w..]);
+                let p2 = load8_wide(&hist[row0 - step * w..]);
+                let val = c_term(&table, p.diff_weights[d], p0, _mm256_max_epi32(p1, p2));
+                let gt = _mm256_and_ps(
+                    _mm256_cmp_ps::<_CMP_GT_OQ>(val, c),
+                    _mm256_castsi256_ps(valid),
+                );
+                c = _mm256_blendv_ps(c, val, gt);
             }
-            let (p1, p2) = if uniform {
-                (
-                    load8_wide(&hist[row0 + step * w..]),
-                    load8_wide(&hist[row0 - step * w..]),
-                )
-            } else {
+            c
+        } else {
+            // Cells by gather, threshold tests per lane.
+            let value = _mm256_and_si256(_mm256_add_epi32(compact, to_value), low16);
+            let at = _mm256_add_epi32(
+                _mm256_mullo_epi32(_mm256_add_epi32(kk, ndv), wv),
+                _mm256_add_epi32(_mm256_set1_epi32(col as i32), lane),
+            );
+            let p0 = cells.gather8(at);
+            let mut c = _mm256_setzero_ps();
+            for d in 0..nd {
+                let step = d + 1;
+                // value <= tvi[d] && value + step > vlt
+                let cond = _mm256_andnot_si256(
+                    _mm256_cmpgt_epi32(value, _mm256_set1_epi32(i32::from(p.tvi[d]))),
+                    _mm256_cmpgt_epi32(
+                        _mm256_add_epi32(value, _mm256_set1_epi32(step as i32)),
+                        _mm256_set1_epi32(i32::from(p.vlt)),
+                    ),
+                );
+                let cond = _mm256_and_si256(cond, valid);
+                if _mm256_testz_si256(cond, cond) != 0 {
+                    continue;
+                }
                 let off = _mm256_set1_epi32((step * w) as i32);
-                (
-                    cells.gather8(_mm256_add_epi32(at, off)),
-                    cells.gather8(_mm256_sub_epi32(at, off)),
-                )
-            };
-            let pm = _mm256_max_epi32(p1, p2);
-            let num = _mm256_mullo_epi32(
-                _mm256_mullo_epi32(_mm256_set1_epi32(p.diff_weights[d]), p0),
-                pm,
-            );
-            let recip = table.gather8(_mm256_add_epi32(pm, p0));
-            let val = _mm256_mul_ps(_mm256_cvtepi32_ps(num), recip);
-            let gt = _mm256_and_ps(
-                _mm256_cmp_ps::<_CMP_GT_OQ>(val, c),
-                _mm256_castsi256_ps(cond),
-            );
-            c = _mm256_blendv_ps(c, val, gt);
-        }
+                let p1 = cells.gather8(_mm256_add_epi32(at, off));
+                let p2 = cells.gather8(_mm256_sub_epi32(at, off));
+                let val = c_term(&table, p.diff_weights[d], p0, _mm256_max_epi32(p1, p2));
+                let gt = _mm256_and_ps(
+                    _mm256_cmp_ps::<_CMP_GT_OQ>(val, c),
+                    _mm256_castsi256_ps(cond),
+                );
+                c = _mm256_blendv_ps(c, val, gt);
+            }
+            c
+        };
         store8_f32(&mut cv[col..], c);
         col += 8;
     }
     for col in col..w {
         cv[col] = lanes::cv_pixel(p, hist, bands[col], col);
     }
+}
+
+/// One difference's candidate c-values: `weight * p0 * p` (i32, exact) as f32, times the
+/// reciprocal table's entry for `p + p0`, per lane as the reference computes them.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn c_term(table: &Table, weight: i32, p0: __m256i, p: __m256i) -> __m256 {
+    let num = _mm256_mullo_epi32(_mm256_mullo_epi32(_mm256_set1_epi32(weight), p0), p);
+    let recip = table.gather8(_mm256_add_epi32(p, p0));
+    _mm256_mul_ps(_mm256_cvtepi32_ps(num), recip)
 }
 
 /// Eight f32 to the start of `s`.
