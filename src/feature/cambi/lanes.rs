@@ -12,7 +12,9 @@ use crate::picture::{PictureData, PlaneRef};
 // ---------------------------------------------------------------------------------------------
 
 /// `cpu::preprocess` after validation: samples to 10 bits at `out_w`x`out_h`, then the
-/// anti-dithering average below 10-bit encodes.
+/// anti-dithering average below 10-bit encodes. Each row is averaged as soon as the row below
+/// it is converted (the average reads a row and the unaveraged row below), while both are in
+/// cache.
 #[inline(always)]
 pub(super) fn preprocess(
     pic: &PictureData,
@@ -22,8 +24,7 @@ pub(super) fn preprocess(
     out_h: usize,
     enc_bitdepth: u32,
 ) {
-    let (in_w, in_h, in_stride) = (pic.w[0], pic.h[0], pic.stride[0]);
-    let bpc = pic.bpc;
+    let (in_w, in_h) = (pic.w[0], pic.h[0]);
     let same = in_w == out_w && in_h == out_h;
     let taps = (!same).then(|| {
         (
@@ -31,85 +32,107 @@ pub(super) fn preprocess(
             super::cpu::decimation_taps(in_h, out_h),
         )
     });
+    let dither = enc_bitdepth < 10;
     for i in 0..out_h {
         let sy = taps.as_ref().map_or(i, |(_, ys)| ys[i]);
-        let out = &mut dst[i * stride..i * stride + out_w];
-        match pic.plane(0) {
-            PlaneRef::U8(p) => {
-                let row = &p[sy * in_stride..sy * in_stride + in_w];
-                // Byte planes hold at most 8 bits: always a shift up.
-                let shift = 10 - bpc.min(10);
-                match &taps {
-                    None => out
-                        .iter_mut()
-                        .zip(row)
-                        .for_each(|(o, &v)| *o = u16::from(v) << shift),
-                    Some((xs, _)) => out
-                        .iter_mut()
-                        .zip(xs)
-                        .for_each(|(o, &sx)| *o = u16::from(row[sx]) << shift),
-                }
+        let xs = taps.as_ref().map(|(xs, _)| &xs[..]);
+        convert_row(pic, sy, xs, &mut dst[i * stride..i * stride + out_w]);
+        if dither && i > 0 {
+            average_rows(dst, stride, out_w, i - 1);
+        }
+    }
+    if dither {
+        average_last_row(&mut dst[(out_h - 1) * stride..(out_h - 1) * stride + out_w]);
+    }
+}
+
+/// Row `sy` of the picture's luma at 10 bits, at the columns `xs` (all when None).
+#[inline(always)]
+fn convert_row(pic: &PictureData, sy: usize, xs: Option<&[usize]>, out: &mut [u16]) {
+    let (in_w, in_stride, bpc) = (pic.w[0], pic.stride[0], pic.bpc);
+    match pic.plane(0) {
+        PlaneRef::U8(p) => {
+            let row = &p[sy * in_stride..sy * in_stride + in_w];
+            // Byte planes hold at most 8 bits: always a shift up.
+            let shift = 10 - bpc.min(10);
+            match xs {
+                None => out
+                    .iter_mut()
+                    .zip(row)
+                    .for_each(|(o, &v)| *o = u16::from(v) << shift),
+                Some(xs) => out
+                    .iter_mut()
+                    .zip(xs)
+                    .for_each(|(o, &sx)| *o = u16::from(row[sx]) << shift),
             }
-            PlaneRef::U16(p) => {
-                let row = &p[sy * in_stride..sy * in_stride + in_w];
-                let to10 = to10_u16(bpc);
-                match &taps {
-                    None => out.iter_mut().zip(row).for_each(|(o, &v)| *o = to10(v)),
-                    Some((xs, _)) => out
-                        .iter_mut()
-                        .zip(xs)
-                        .for_each(|(o, &sx)| *o = to10(row[sx])),
-                }
+        }
+        PlaneRef::U16(p) => {
+            let row = &p[sy * in_stride..sy * in_stride + in_w];
+            // The reference's rescale: shift up, or round-half-up shift down.
+            let (up, down) = if bpc >= 10 {
+                (0, bpc - 10)
+            } else {
+                (10 - bpc, 0)
+            };
+            let round = if down == 0 { 0 } else { 1u32 << (down - 1) };
+            let to10 = |v: u16| (((u32::from(v) + round) >> down) << up) as u16;
+            match xs {
+                None => out.iter_mut().zip(row).for_each(|(o, &v)| *o = to10(v)),
+                Some(xs) => out
+                    .iter_mut()
+                    .zip(xs)
+                    .for_each(|(o, &sx)| *o = to10(row[sx])),
             }
         }
     }
-    if enc_bitdepth < 10 {
-        anti_dither(dst, stride, out_w, out_h);
-    }
 }
 
-/// The reference's rescale of one deeper sample: shift up, or round-half-up shift down.
 #[inline(always)]
-fn to10_u16(bpc: u32) -> impl Fn(u16) -> u16 {
-    let (up, down) = if bpc >= 10 {
-        (0, bpc - 10)
-    } else {
-        (10 - bpc, 0)
-    };
-    let round = if down == 0 { 0 } else { 1u32 << (down - 1) };
-    move |v: u16| (((u32::from(v) + round) >> down) << up) as u16
+fn avg4(a: u16, b: u16, c: u16, e: u16) -> u16 {
+    ((u32::from(a) + u32::from(b) + u32::from(c) + u32::from(e)) >> 2) as u16
 }
 
-/// `cpu::anti_dither` in place, 16 outputs at a time: a chunk reads its inputs (including
-/// the next chunk's first column, not yet overwritten) before storing.
 #[inline(always)]
-fn anti_dither(d: &mut [u16], stride: usize, w: usize, h: usize) {
+fn avg2(a: u16, b: u16) -> u16 {
+    ((u32::from(a) + u32::from(b)) >> 1) as u16
+}
+
+/// `cpu::anti_dither` of row `i` (not the last) in place, 16 outputs at a time: a chunk reads
+/// its inputs (including the next chunk's first column, not yet overwritten) before storing.
+#[inline(always)]
+fn average_rows(d: &mut [u16], stride: usize, w: usize, i: usize) {
     const N: usize = 16;
-    let avg4 = |a: u16, b: u16, c: u16, e: u16| {
-        ((u32::from(a) + u32::from(b) + u32::from(c) + u32::from(e)) >> 2) as u16
-    };
-    let avg2 = |a: u16, b: u16| ((u32::from(a) + u32::from(b)) >> 1) as u16;
-    for i in 0..h - 1 {
-        let (top, bottom) = d[i * stride..].split_at_mut(stride);
-        let (top, bottom) = (&mut top[..w], &bottom[..w]);
-        let mut j = 0;
-        while j + N < w {
-            let t: [u16; N + 1] = top[j..j + N + 1].try_into().unwrap();
-            let b: [u16; N + 1] = bottom[j..j + N + 1].try_into().unwrap();
-            let o: [u16; N] = std::array::from_fn(|x| avg4(t[x], t[x + 1], b[x], b[x + 1]));
-            top[j..j + N].copy_from_slice(&o);
-            j += N;
+    let (top, bottom) = d[i * stride..].split_at_mut(stride);
+    let (top, bottom) = (&mut top[..w], &bottom[..w]);
+    let mut j = 0;
+    while j + N < w {
+        let t: [u16; N + 1] = top[j..j + N + 1].try_into().unwrap();
+        let b: &[u16; N + 1] = bottom[j..j + N + 1].try_into().unwrap();
+        let mut o = [0u16; N];
+        for x in 0..N {
+            o[x] = avg4(t[x], t[x + 1], b[x], b[x + 1]);
         }
-        for j in j..w - 1 {
-            top[j] = avg4(top[j], top[j + 1], bottom[j], bottom[j + 1]);
-        }
-        top[w - 1] = avg2(top[w - 1], bottom[w - 1]);
+        top[j..j + N].copy_from_slice(&o);
+        j += N;
     }
-    let last = &mut d[(h - 1) * stride..(h - 1) * stride + w];
+    for j in j..w - 1 {
+        top[j] = avg4(top[j], top[j + 1], bottom[j], bottom[j + 1]);
+    }
+    top[w - 1] = avg2(top[w - 1], bottom[w - 1]);
+}
+
+/// `cpu::anti_dither` of the last row in place.
+#[inline(always)]
+fn average_last_row(last: &mut [u16]) {
+    const N: usize = 16;
+    let w = last.len();
     let mut j = 0;
     while j + N < w {
         let t: [u16; N + 1] = last[j..j + N + 1].try_into().unwrap();
-        let o: [u16; N] = std::array::from_fn(|x| avg2(t[x], t[x + 1]));
+        let mut o = [0u16; N];
+        for x in 0..N {
+            o[x] = avg2(t[x], t[x + 1]);
+        }
         last[j..j + N].copy_from_slice(&o);
         j += N;
     }
@@ -422,7 +445,9 @@ pub(super) struct Merge {
     same: Vec<u64>,
 }
 
-/// The constants of one c-value row, shared by the row kernels.
+/// The constants of one c-value row, shared by the row kernels (the per-lane threshold test
+/// of x86's gather path reads the raw thresholds).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) struct CvRow<'a> {
     pub(super) w: usize,
     pub(super) nd: usize,
