@@ -472,7 +472,13 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
                 let step = d + 1;
                 let p1 = load8_wide(&hist[row0 + step * w..]);
                 let p2 = load8_wide(&hist[row0 - step * w..]);
-                let val = c_term(&table, p.diff_weights[d], p0, _mm256_max_epi32(p1, p2));
+                let pm = _mm256_max_epi32(p1, p2);
+                // No count `step` away (a flat window): every candidate is 0, which never
+                // raises the maximum. Skips the gather.
+                if _mm256_testz_si256(pm, pm) != 0 {
+                    continue;
+                }
+                let val = c_term(&table, p.diff_weights[d], p0, pm);
                 let gt = _mm256_and_ps(
                     _mm256_cmp_ps::<_CMP_GT_OQ>(val, c),
                     _mm256_castsi256_ps(valid),
@@ -506,7 +512,11 @@ fn cv_row_avx2(p: &CvRow, hist: &[u16], bands: &[u16], cv: &mut [f32]) {
                 let off = _mm256_set1_epi32((step * w) as i32);
                 let p1 = cells.gather8(_mm256_add_epi32(at, off));
                 let p2 = cells.gather8(_mm256_sub_epi32(at, off));
-                let val = c_term(&table, p.diff_weights[d], p0, _mm256_max_epi32(p1, p2));
+                let pm = _mm256_max_epi32(p1, p2);
+                if _mm256_testz_si256(pm, pm) != 0 {
+                    continue;
+                }
+                let val = c_term(&table, p.diff_weights[d], p0, pm);
                 let gt = _mm256_and_ps(
                     _mm256_cmp_ps::<_CMP_GT_OQ>(val, c),
                     _mm256_castsi256_ps(cond),
