@@ -122,8 +122,10 @@ fn c_values_neon(
         img,
         mask,
         cv,
-        |hist, bands, cv| lanes::cv_row(&p, hist, bands, cv),
-        lanes::changed_bits,
-        lanes::flush,
+        lanes::CvKernels {
+            row: |hist: &[u16], bands: &[u16], cv: &mut [f32]| lanes::cv_row(&p, hist, bands, cv),
+            changed: lanes::changed_bits,
+            flush: lanes::flush,
+        },
     );
 }

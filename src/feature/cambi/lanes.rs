@@ -412,11 +412,6 @@ const IDLE: (u32, u32) = (u32::MAX, 0);
 /// (walking a few unchanged cells is cheaper than a separate flush).
 const GAP: u32 = 8;
 
-pub(super) static VARIANT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-fn variant() -> usize {
-    VARIANT.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Scratch of the c-value pass at the vector levels.
 ///
 /// The reference adds or removes each changed pixel over its `2 pad + 1` columns. Here a row
@@ -756,6 +751,15 @@ impl Merge {
     }
 }
 
+/// A level's kernels for [`c_values`]: `row` computes a row of c-values from the histograms
+/// and the row's histogram rows (as [`cv_row`]), `changed` is [`changed_bits`] and `flush`
+/// is [`flush`] (or kernels equal to them).
+pub(super) struct CvKernels<R, C, F> {
+    pub(super) row: R,
+    pub(super) changed: C,
+    pub(super) flush: F,
+}
+
 /// The picture and geometry of one scale's c-value pass.
 struct Geom<'a> {
     img: &'a [u16],
@@ -779,10 +783,17 @@ pub(super) fn c_values(
     img: &[u16],
     mask: &[u16],
     cv: &mut [f32],
-    mut row: impl FnMut(&[u16], &[u16], &mut [f32]),
-    mut changed: impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
-    mut flush: impl FnMut(&mut [i16], &mut [u16], usize, usize),
+    kernels: CvKernels<
+        impl FnMut(&[u16], &[u16], &mut [f32]),
+        impl FnMut(&[u16], &[u16], &mut [u64], &mut [u64]),
+        impl FnMut(&mut [i16], &mut [u16], usize, usize),
+    >,
 ) {
+    let CvKernels {
+        mut row,
+        mut changed,
+        mut flush,
+    } = kernels;
     let (w, h, pad, stride) = (ctx.w, ctx.h, ctx.pad, ctx.stride);
     if w == 0 || h == 0 {
         return;

@@ -195,9 +195,13 @@ fn c_values_avx2(
         img,
         mask,
         cv,
-        |hist, bands, cv| cv_row_avx2(&p, hist, bands, cv),
-        |this, other, ch, sm| changed_bits_avx2(this, other, ch, sm),
-        |diff, hist, lo, hi| flush_avx2(diff, hist, lo, hi),
+        lanes::CvKernels {
+            row: |hist: &[u16], bands: &[u16], cv: &mut [f32]| cv_row_avx2(&p, hist, bands, cv),
+            changed: |this: &[u16], other: &[u16], ch: &mut [u64], sm: &mut [u64]| {
+                changed_bits_avx2(this, other, ch, sm)
+            },
+            flush: |diff: &mut [i16], hist: &mut [u16], lo, hi| flush_avx2(diff, hist, lo, hi),
+        },
     );
 }
 
