@@ -11,8 +11,12 @@
 //! quickselect, which is therefore reproduced exactly.
 //!
 //! Layout: `cpu.rs` is the CPU reference (tables, thresholds, [`Setup`], every per-frame stage
-//! and the pooling), `gpu.rs` the same stages on the device (kernels/cambi.hip); this file holds
-//! the extractor, its options, the setup from options and first picture, and the dispatch.
+//! and the pooling), with each stage dispatching to its SIMD form at the context's CPU level:
+//! `lanes.rs` holds the vector forms (and the c-value pass reorganised around merged histogram
+//! updates), `x86.rs` and `aarch64.rs` compile them per instruction set and add the explicit
+//! kernels, all bit-exact with the reference. `gpu.rs` runs the same stages on the device
+//! (kernels/cambi.hip); this file holds the extractor, its options, the setup from options and
+//! first picture, and the dispatch.
 
 use std::sync::OnceLock;
 
