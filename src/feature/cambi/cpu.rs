@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 use crate::feature::c_max;
 use crate::picture::{PictureData, PlaneRef};
+use crate::simd::CpuLevel;
 
 pub(super) const NUM_SCALES: usize = 5;
 const SCALE_WEIGHTS: [u32; NUM_SCALES] = [16, 8, 4, 2, 1];
@@ -271,8 +272,17 @@ fn preprocess(
     out_w: usize,
     out_h: usize,
     enc_bitdepth: u32,
+    cpu: CpuLevel,
 ) -> Result<()> {
     validate(pic)?;
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::preprocess(cpu, pic, dst, stride, out_w, out_h, enc_bitdepth) {
+        return Ok(());
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::preprocess(cpu, pic, dst, stride, out_w, out_h, enc_bitdepth) {
+        return Ok(());
+    }
     let (in_w, in_h, in_stride) = (pic.w[0], pic.h[0], pic.stride[0]);
     let bpc = pic.bpc;
     // Rescale a sample to 10 bits: shift up, or round-half-up shift down.
@@ -356,9 +366,17 @@ pub(super) fn mask_index(w: usize, h: usize) -> u32 {
 /// Flat-area mask: a pixel is set when more than `mask_index` pixels of the 7x7 square around
 /// it (outside counts as zero) equal both their right and lower neighbours (picture edges
 /// count as equal).
-fn spatial_mask(img: &[u16], mask: &mut [u16], stride: usize, w: usize, h: usize) {
+fn spatial_mask(img: &[u16], mask: &mut [u16], stride: usize, w: usize, h: usize, cpu: CpuLevel) {
     let pad = MASK_FILTER_SIZE / 2;
     let threshold = mask_index(w, h);
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::spatial_mask(cpu, img, mask, stride, w, h, threshold) {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::spatial_mask(cpu, img, mask, stride, w, h, threshold) {
+        return;
+    }
     let flat_row = |r: usize, out: &mut [u32]| {
         let row = &img[r * stride..r * stride + w];
         let below = (r + 1 < h).then(|| &img[(r + 1) * stride..(r + 1) * stride + w]);
@@ -399,7 +417,15 @@ fn spatial_mask(img: &[u16], mask: &mut [u16], stride: usize, w: usize, h: usize
 }
 
 /// In-place 2:1 subsampling in both directions (keeps even rows and columns).
-fn decimate(d: &mut [u16], stride: usize, w: usize, h: usize) {
+fn decimate(d: &mut [u16], stride: usize, w: usize, h: usize, cpu: CpuLevel) {
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::decimate(cpu, d, stride, w, h) {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::decimate(cpu, d, stride, w, h) {
+        return;
+    }
     for i in 0..h {
         for j in 0..w {
             d[i * stride + j] = d[2 * i * stride + 2 * j];
@@ -421,7 +447,15 @@ fn mode3(a: u16, b: u16, c: u16) -> u16 {
 /// Separable 3x3 mode filter in place: a horizontal pass (edge columns kept), then a vertical
 /// pass over the horizontal results for the interior rows; the first and last rows keep their
 /// unfiltered values. `ring` holds three filtered rows.
-fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16]) {
+fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16], cpu: CpuLevel) {
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::filter_mode(cpu, d, stride, w, h, ring) {
+        return;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if super::aarch64::filter_mode(cpu, d, stride, w, h, ring) {
+        return;
+    }
     let mut cur = 0;
     for i in 0..h {
         {
@@ -444,13 +478,14 @@ fn filter_mode(d: &mut [u16], stride: usize, w: usize, h: usize, ring: &mut [u16
 }
 
 /// Per-scale buffers and constants for the c-value pass.
-struct CValueCtx<'a> {
-    setup: &'a Setup,
-    lut: &'a [f32],
-    stride: usize,
-    w: usize,
-    h: usize,
-    pad: usize,
+pub(super) struct CValueCtx<'a> {
+    pub(super) setup: &'a Setup,
+    pub(super) lut: &'a [f32],
+    pub(super) stride: usize,
+    pub(super) w: usize,
+    pub(super) h: usize,
+    pub(super) pad: usize,
+    pub(super) cpu: CpuLevel,
 }
 
 impl CValueCtx<'_> {
@@ -555,8 +590,24 @@ impl CValueCtx<'_> {
     }
 
     /// All c-values of the scale, in upstream's row order: the window starts with rows
-    /// `0..pad`, grows to full height, slides, then shrinks at the bottom.
-    fn c_values(&self, hist: &mut [u16], img: &[u16], mask: &[u16], cv: &mut [f32]) {
+    /// `0..pad`, grows to full height, slides, then shrinks at the bottom. `merge` is scratch
+    /// of the vector levels.
+    fn c_values(
+        &self,
+        hist: &mut [u16],
+        merge: &mut super::lanes::Merge,
+        img: &[u16],
+        mask: &[u16],
+        cv: &mut [f32],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if super::x86::c_values(self, merge, hist, img, mask, cv) {
+            return;
+        }
+        #[cfg(target_arch = "aarch64")]
+        if super::aarch64::c_values(self, merge, hist, img, mask, cv) {
+            return;
+        }
         let (w, h, pad) = (self.w, self.h, self.pad);
         cv[..w * h].fill(0.0);
         hist[..w * usize::from(self.setup.band_size)].fill(0);
@@ -625,8 +676,22 @@ fn quick_select(a: &mut [f32], k: usize) {
 
 /// Mean of the top `topk` fraction of the c-values (at least one).
 pub(super) fn spatial_pooling(cv: &mut [f32], topk: f64) -> f64 {
+    spatial_pooling_at(cv, topk, CpuLevel::SCALAR)
+}
+
+/// [`spatial_pooling`] at level `cpu` (the order of `cv` afterwards is unspecified).
+pub(super) fn spatial_pooling_at(cv: &mut [f32], topk: f64, cpu: CpuLevel) -> f64 {
     let n = cv.len() as i32;
     let k = ((topk * f64::from(n)) as i32).clamp(1, n);
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v) = super::x86::pooled_exact(cpu, cv, k as usize) {
+        return v;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if let Some(v) = super::aarch64::pooled_exact(cpu, cv, k as usize) {
+        return v;
+    }
+    let _ = cpu;
     quick_select(cv, k as usize);
     let sum: f64 = cv[..k as usize]
         .iter()
@@ -641,6 +706,7 @@ pub(super) struct Work {
     mask: Vec<u16>,
     c_values: Vec<f32>,
     hist: Vec<u16>,
+    merge: super::lanes::Merge,
     ring: Vec<u16>,
 }
 
@@ -653,14 +719,22 @@ impl Work {
             image: crate::limits::try_filled(n, 0, what)?,
             mask: crate::limits::try_filled(n, 0, what)?,
             c_values: crate::limits::try_filled(n, 0.0, what)?,
-            hist: vec![0; s.alloc_w * usize::from(s.band_size)],
+            // Room for the guarded layout of the vector levels too.
+            hist: vec![0; super::lanes::hist_len(usize::from(s.band_size), s.tvi.len(), s.alloc_w)],
+            merge: super::lanes::Merge::default(),
             ring: vec![0; 3 * s.alloc_w],
         })
     }
 
     /// cambi score of `pic` at the encoding (or, for the source, the source) resolution.
-    pub(super) fn score(&mut self, s: &Setup, pic: &PictureData, is_src: bool) -> Result<f64> {
-        self.score_with(s, pic, is_src, &mut |_, _| {})
+    pub(super) fn score(
+        &mut self,
+        s: &Setup,
+        pic: &PictureData,
+        is_src: bool,
+        cpu: CpuLevel,
+    ) -> Result<f64> {
+        self.score_with(s, pic, is_src, cpu, &mut |_, _| {})
     }
 
     /// [`Work::score`], showing each scale's c-value map to `peek` before it is pooled.
@@ -669,12 +743,13 @@ impl Work {
         s: &Setup,
         pic: &PictureData,
         is_src: bool,
+        cpu: CpuLevel,
         peek: &mut dyn FnMut(usize, &[f32]),
     ) -> Result<f64> {
         let (w, h, window) = s.geometry(is_src);
         let stride = self.stride;
-        preprocess(pic, &mut self.image, stride, w, h, s.enc_bitdepth)?;
-        spatial_mask(&self.image, &mut self.mask, stride, w, h);
+        preprocess(pic, &mut self.image, stride, w, h, s.enc_bitdepth, cpu)?;
+        spatial_mask(&self.image, &mut self.mask, stride, w, h, cpu);
 
         let lut = reciprocal_lut();
         let (mut sw, mut sh) = (w, h);
@@ -683,10 +758,10 @@ impl Work {
             if scale > 0 || s.speedup {
                 sw = (sw + 1) >> 1;
                 sh = (sh + 1) >> 1;
-                decimate(&mut self.image, stride, sw, sh);
-                decimate(&mut self.mask, stride, sw, sh);
+                decimate(&mut self.image, stride, sw, sh, cpu);
+                decimate(&mut self.mask, stride, sw, sh, cpu);
             }
-            filter_mode(&mut self.image, stride, sw, sh, &mut self.ring);
+            filter_mode(&mut self.image, stride, sw, sh, &mut self.ring, cpu);
             let ctx = CValueCtx {
                 setup: s,
                 lut,
@@ -694,10 +769,17 @@ impl Work {
                 w: sw,
                 h: sh,
                 pad: window >> 1,
+                cpu,
             };
-            ctx.c_values(&mut self.hist, &self.image, &self.mask, &mut self.c_values);
+            ctx.c_values(
+                &mut self.hist,
+                &mut self.merge,
+                &self.image,
+                &self.mask,
+                &mut self.c_values,
+            );
             peek(scale, &self.c_values[..sw * sh]);
-            *score = spatial_pooling(&mut self.c_values[..sw * sh], s.topk);
+            *score = spatial_pooling_at(&mut self.c_values[..sw * sh], s.topk, cpu);
         }
         Ok(weighted_score(&per_scale, window))
     }
@@ -706,10 +788,21 @@ impl Work {
 /// Each scale's c-value map of `pic` computed on the CPU (to compare the GPU's maps).
 #[cfg(test)]
 pub(super) fn cpu_c_value_maps(s: &Setup, pic: &PictureData, is_src: bool) -> Vec<Vec<f32>> {
+    cpu_c_value_maps_at(s, pic, is_src, CpuLevel::default())
+}
+
+/// [`cpu_c_value_maps`] with the CPU code at level `cpu`.
+#[cfg(test)]
+pub(super) fn cpu_c_value_maps_at(
+    s: &Setup,
+    pic: &PictureData,
+    is_src: bool,
+    cpu: CpuLevel,
+) -> Vec<Vec<f32>> {
     let mut maps = Vec::new();
     Work::new(s)
         .unwrap()
-        .score_with(s, pic, is_src, &mut |_, cv| maps.push(cv.to_vec()))
+        .score_with(s, pic, is_src, cpu, &mut |_, cv| maps.push(cv.to_vec()))
         .unwrap();
     maps
 }
@@ -789,6 +882,127 @@ mod tests {
         assert_eq!(vlt_luma(0.0, Eotf::Bt1886).unwrap(), 0);
     }
 
+    /// Time per 1080p 8-bit frame (one thread) of each stage and of the whole score at every
+    /// level: `cargo test --release --lib cambi_timing -- --ignored --nocapture`. Levels take
+    /// turns within each repetition (so a shared machine's load hits them alike); each time is
+    /// the best of the repetitions, averaged over the frames. `CAMBI_TIMING_REPS` (default 5)
+    /// and `CAMBI_TIMING_LEVELS` (comma-separated names) narrow a run.
+    #[test]
+    #[ignore]
+    fn cambi_timing_1080p() {
+        use std::time::{Duration, Instant};
+        const STAGES: [&str; 7] = [
+            "preprocess",
+            "spatial_mask",
+            "decimate",
+            "filter_mode",
+            "c_values",
+            "pooling",
+            "whole score",
+        ];
+        let reps: usize = std::env::var("CAMBI_TIMING_REPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5);
+        let levels: Vec<CpuLevel> = CpuLevel::available()
+            .into_iter()
+            .filter(|l| {
+                std::env::var("CAMBI_TIMING_LEVELS")
+                    .map_or(true, |v| v.split(',').any(|n| n == l.name()))
+            })
+            .collect();
+        let cambi = super::super::Cambi::new(&crate::feature::Dict::new()).unwrap();
+        let (_, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
+        let frames = &dists[..dists.len().min(4)];
+        let s = cambi.build_setup(1920, 1080, 8).unwrap();
+        let lut = reciprocal_lut();
+        let mut works: Vec<Work> = levels.iter().map(|_| Work::new(&s).unwrap()).collect();
+        // best[level][frame][stage]
+        let mut best = vec![vec![[Duration::MAX; STAGES.len()]; frames.len()]; levels.len()];
+        let mut scores = vec![vec![0.0; frames.len()]; levels.len()];
+        for _ in 0..reps {
+            for (f, pic) in frames.iter().enumerate() {
+                for (l, (&cpu, work)) in levels.iter().zip(&mut works).enumerate() {
+                    let mut t = [Duration::ZERO; STAGES.len()];
+                    let (w, h, window) = s.geometry(false);
+                    let stride = work.stride;
+                    let t0 = Instant::now();
+                    preprocess(pic, &mut work.image, stride, w, h, s.enc_bitdepth, cpu).unwrap();
+                    t[0] += t0.elapsed();
+                    let t0 = Instant::now();
+                    spatial_mask(&work.image, &mut work.mask, stride, w, h, cpu);
+                    t[1] += t0.elapsed();
+                    let (mut sw, mut sh) = (w, h);
+                    for scale in 0..NUM_SCALES {
+                        if scale > 0 || s.speedup {
+                            sw = (sw + 1) >> 1;
+                            sh = (sh + 1) >> 1;
+                            let t0 = Instant::now();
+                            decimate(&mut work.image, stride, sw, sh, cpu);
+                            decimate(&mut work.mask, stride, sw, sh, cpu);
+                            t[2] += t0.elapsed();
+                        }
+                        let t0 = Instant::now();
+                        filter_mode(&mut work.image, stride, sw, sh, &mut work.ring, cpu);
+                        t[3] += t0.elapsed();
+                        let ctx = CValueCtx {
+                            setup: &s,
+                            lut,
+                            stride,
+                            w: sw,
+                            h: sh,
+                            pad: window >> 1,
+                            cpu,
+                        };
+                        let t0 = Instant::now();
+                        ctx.c_values(
+                            &mut work.hist,
+                            &mut work.merge,
+                            &work.image,
+                            &work.mask,
+                            &mut work.c_values,
+                        );
+                        t[4] += t0.elapsed();
+                        let t0 = Instant::now();
+                        std::hint::black_box(spatial_pooling_at(
+                            &mut work.c_values[..sw * sh],
+                            s.topk,
+                            cpu,
+                        ));
+                        t[5] += t0.elapsed();
+                    }
+                    let t0 = Instant::now();
+                    scores[l][f] = work.score(&s, pic, false, cpu).unwrap();
+                    t[6] += t0.elapsed();
+                    for (b, t) in best[l][f].iter_mut().zip(t) {
+                        *b = (*b).min(t);
+                    }
+                }
+            }
+        }
+        let ms = |l: usize, st: usize| {
+            best[l].iter().map(|b| b[st].as_secs_f64()).sum::<f64>() * 1e3 / frames.len() as f64
+        };
+        let names: Vec<String> = levels.iter().map(|l| format!("{:>9}", l.name())).collect();
+        println!(
+            "cambi 1080p 8-bit, ms per frame, one thread: {}",
+            names.join("")
+        );
+        for (st, name) in STAGES.iter().enumerate() {
+            let cols: Vec<String> = (0..levels.len())
+                .map(|l| format!("{:9.3}", ms(l, st)))
+                .collect();
+            let speedups: Vec<String> = (1..levels.len())
+                .map(|l| format!("{:5.2}x", ms(0, st) / ms(l, st)))
+                .collect();
+            println!("  {name:>12}: {}   {}", cols.join(""), speedups.join(" "));
+        }
+        // Every level scored every frame alike.
+        for (l, v) in scores.iter().enumerate() {
+            assert_eq!(v, &scores[0], "{}", levels[l]);
+        }
+    }
+
     #[test]
     fn quick_select_puts_top_k_first() {
         let mut v = [3.0f32, 9.0, 1.0, 7.0, 5.0, 7.0, 0.0, 2.0];
@@ -797,5 +1011,275 @@ mod tests {
         top.sort_by(|a, b| b.partial_cmp(a).unwrap());
         assert_eq!(top, vec![9.0, 7.0, 7.0]);
         assert!(v[3..].iter().all(|&x| x <= 7.0));
+    }
+}
+
+/// checkasm: every stage at every available level against the scalar reference, compared
+/// exactly (c-values as `f32` bit patterns), on random sizes, strides and contents. Buffers
+/// start with noise outside the written area, which must survive.
+#[cfg(test)]
+mod checkasm {
+    use super::*;
+    use crate::picture::PixelFormat;
+    use crate::testutil::checkasm::{plane, sizes, Content, Rng, CONTENTS};
+
+    fn simd_levels() -> Vec<CpuLevel> {
+        CpuLevel::available()
+            .into_iter()
+            .filter(|&l| l != CpuLevel::SCALAR)
+            .collect()
+    }
+
+    /// A 10-bit plane of `content`, or (`dense`) one squeezed into 8 neighbouring code values
+    /// so that the histograms hold many counts.
+    fn plane10(rng: &mut Rng, w: usize, h: usize, stride: usize, content: Content) -> Vec<u16> {
+        let mut p = plane(rng, w, h, stride, 10, content);
+        if rng.below(2) == 0 {
+            let base = rng.range(0, 1015) as u16;
+            p.iter_mut().for_each(|v| *v = base + *v % 8);
+        }
+        p
+    }
+
+    #[test]
+    fn checkasm_cambi_preprocess() {
+        let mut rng = Rng::new(0xca_0001);
+        for (w, h) in sizes(&mut rng, 10) {
+            for bpc in [8, 9, 10, 12, 16] {
+                let content = CONTENTS[rng.below(CONTENTS.len())];
+                let mut pic = PictureData::new(PixelFormat::Yuv400p, bpc, w, h).unwrap();
+                let stride = pic.stride[0];
+                let src = plane(&mut rng, w, h, stride, bpc, content);
+                if bpc == 8 {
+                    let p = pic.plane_u8_mut(0);
+                    p.iter_mut().zip(&src).for_each(|(d, &s)| *d = s as u8);
+                } else {
+                    pic.plane_u16_mut(0).copy_from_slice(&src[..stride * h]);
+                }
+                // Same size, or nearest-neighbour decimation to a smaller one.
+                let (out_w, out_h) = if rng.below(2) == 0 {
+                    (w, h)
+                } else {
+                    (rng.range(1, w), rng.range(1, h))
+                };
+                let dst_stride = out_w + rng.below(9);
+                let enc_bitdepth = [6, 8, 9, 10, 12][rng.below(5)];
+                let noise = plane(&mut rng, dst_stride, out_h, dst_stride, 16, Content::Noise);
+                let mut want = noise.clone();
+                preprocess(
+                    &pic,
+                    &mut want,
+                    dst_stride,
+                    out_w,
+                    out_h,
+                    enc_bitdepth,
+                    CpuLevel::SCALAR,
+                )
+                .unwrap();
+                for cpu in simd_levels() {
+                    let mut got = noise.clone();
+                    preprocess(&pic, &mut got, dst_stride, out_w, out_h, enc_bitdepth, cpu)
+                        .unwrap();
+                    assert!(
+                        got == want,
+                        "preprocess {cpu} {w}x{h} -> {out_w}x{out_h} {content:?} bpc {bpc} \
+                         enc {enc_bitdepth}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_spatial_mask() {
+        let mut rng = Rng::new(0xca_0002);
+        for (w, h) in sizes(&mut rng, 24) {
+            for content in CONTENTS {
+                let stride = w + rng.below(9);
+                let img = plane10(&mut rng, w, h, stride, content);
+                let noise = plane(&mut rng, w, h, stride, 16, Content::Noise);
+                let mut want = noise.clone();
+                spatial_mask(&img, &mut want, stride, w, h, CpuLevel::SCALAR);
+                for cpu in simd_levels() {
+                    let mut got = noise.clone();
+                    spatial_mask(&img, &mut got, stride, w, h, cpu);
+                    assert!(got == want, "spatial_mask {cpu} {w}x{h} {content:?} bpc 10");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_decimate_and_filter_mode() {
+        let mut rng = Rng::new(0xca_0003);
+        for (w, h) in sizes(&mut rng, 24) {
+            for content in CONTENTS {
+                let stride = w + rng.below(9);
+                let img = plane10(&mut rng, w, h, stride, content);
+                let (sw, sh) = ((w + 1) >> 1, (h + 1) >> 1);
+                let mut want = img.clone();
+                decimate(&mut want, stride, sw, sh, CpuLevel::SCALAR);
+                for cpu in simd_levels() {
+                    let mut got = img.clone();
+                    decimate(&mut got, stride, sw, sh, cpu);
+                    assert!(got == want, "decimate {cpu} {w}x{h} {content:?} bpc 10");
+                }
+                let ring_noise: Vec<u16> = (0..3 * w).map(|_| rng.next_u32() as u16).collect();
+                let mut want = img.clone();
+                filter_mode(
+                    &mut want,
+                    stride,
+                    w,
+                    h,
+                    &mut ring_noise.clone(),
+                    CpuLevel::SCALAR,
+                );
+                for cpu in simd_levels() {
+                    let mut got = img.clone();
+                    filter_mode(&mut got, stride, w, h, &mut ring_noise.clone(), cpu);
+                    assert!(got == want, "filter_mode {cpu} {w}x{h} {content:?} bpc 10");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_pooling() {
+        let mut rng = Rng::new(0xca_0005);
+        let lut = reciprocal_lut();
+        for (w, h) in sizes(&mut rng, 40) {
+            let n = w * h;
+            // How the map looks: share of non-zero values, and their kind.
+            let nonzero = [0, 1, 5, 20, 50, 90, 100][rng.below(7)];
+            let kind = rng.below(5);
+            let topk = [0.0001, 0.01, 0.3, 0.6, 0.9, 1.0][rng.below(6)];
+            let mut cv: Vec<f32> = (0..n)
+                .map(|_| {
+                    if rng.below(100) >= nonzero {
+                        return if rng.below(8) == 0 { -0.0 } else { 0.0 };
+                    }
+                    let (p0, p) = (rng.range(1, 500) as i32, rng.range(1, 500) as i32);
+                    let c = (rng.range(1, 9) as i32 * p0 * p) as f32 * lut[(p0 + p) as usize];
+                    match kind {
+                        // c-value-like products.
+                        0 | 1 => c,
+                        // Repeats of a few values (ties at the pivot).
+                        2 => [0.5, 1.0, 3.25][rng.below(3)],
+                        // Exponents far apart (the exact sum needs 2^53 units or more).
+                        3 => {
+                            c * [1.0, 1e-12, 1e12, 1e-40, 1.0 / 1048576.0, 67108864.0][rng.below(6)]
+                        }
+                        // A few negative or non-finite values.
+                        _ => [c, -c, f32::INFINITY, f32::NAN][rng.below(4)],
+                    }
+                })
+                .collect();
+            if kind == 4 && rng.below(2) == 0 {
+                cv.iter_mut().for_each(|v| *v = v.abs());
+            }
+            let want = spatial_pooling(&mut cv.clone(), topk);
+            for cpu in simd_levels() {
+                let got = spatial_pooling_at(&mut cv.clone(), topk, cpu);
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "spatial_pooling {cpu} {w}x{h} {nonzero}% kind {kind} topk {topk}: \
+                     {got} != {want}"
+                );
+            }
+        }
+    }
+
+    /// The setup fields the c-value pass reads, as `Cambi::build_setup` derives them.
+    fn cv_setup(nd: usize, eotf: Eotf, tvi_threshold: f64, vlt: f64, w: usize) -> Setup {
+        let tvi: Vec<u16> = (0..nd)
+            .map(|d| {
+                let t = tvi_for_diff(d as i32 + 1, tvi_threshold, eotf).unwrap();
+                (t as u16).wrapping_add(nd as u16)
+            })
+            .collect();
+        let vlt_luma = vlt_luma(vlt, eotf).unwrap();
+        let lo = i32::from(vlt_luma) - 3 * nd as i32 + 1;
+        let band_base = if lo > 0 { lo as u16 } else { 0 };
+        let band_size = tvi[nd - 1].wrapping_add(1).wrapping_sub(band_base);
+        Setup {
+            enc_w: w,
+            enc_h: 1,
+            src_w: w,
+            src_h: 1,
+            enc_bitdepth: 10,
+            window: 1,
+            src_window: 1,
+            speedup: false,
+            topk: 0.6,
+            diff_weights: CONTRAST_WEIGHTS[..nd].to_vec(),
+            tvi,
+            vlt_luma,
+            band_base,
+            band_size,
+            alloc_w: w,
+            alloc_h: 1,
+        }
+    }
+
+    #[test]
+    fn checkasm_cambi_c_values() {
+        let mut rng = Rng::new(0xca_0004);
+        let lut = reciprocal_lut();
+        for (i, (w, h)) in sizes(&mut rng, 16).into_iter().enumerate() {
+            // One setup per size at the largest ones, several elsewhere (time).
+            let runs = if w * h > 200_000 { 1 } else { 4 };
+            for _ in 0..runs {
+                let content = CONTENTS[rng.below(CONTENTS.len())];
+                let nd = [1, 2, 4, 8, 32][rng.below(5)];
+                let eotf = [Eotf::Bt1886, Eotf::Pq][rng.below(2)];
+                let tvi_threshold = [0.019, 0.001, 0.1][rng.below(3)];
+                let vlt = [0.0, 0.06, 1.0, 10.0][rng.below(4)];
+                // Windows up to 65 wide: larger ones are rejected (reciprocal table size).
+                let pad = [0, 1, 2, 7, 16, 32][rng.below(6)];
+                let s = cv_setup(nd, eotf, tvi_threshold, vlt, w);
+                let stride = w + rng.below(9);
+                let img = plane10(&mut rng, w, h, stride, content);
+                let mut mask = vec![0u16; stride * h];
+                match i % 3 {
+                    0 => mask.fill(1),
+                    1 => mask
+                        .iter_mut()
+                        .for_each(|m| *m = (rng.next_u32() & 1) as u16),
+                    _ => spatial_mask(&img, &mut mask, stride, w, h, CpuLevel::SCALAR),
+                }
+                let hist_len = super::super::lanes::hist_len(usize::from(s.band_size), nd, w);
+                let run = |cpu: CpuLevel| {
+                    let ctx = CValueCtx {
+                        setup: &s,
+                        lut,
+                        stride,
+                        w,
+                        h,
+                        pad,
+                        cpu,
+                    };
+                    let mut hist = vec![7u16; hist_len];
+                    let mut cv = vec![-1.0f32; w * h];
+                    let mut merge = super::super::lanes::Merge::default();
+                    ctx.c_values(&mut hist, &mut merge, &img, &mask, &mut cv);
+                    // A second pass on the same scratch (pooled work buffers are reused).
+                    let first: Vec<u32> = cv.iter().map(|v| v.to_bits()).collect();
+                    ctx.c_values(&mut hist, &mut merge, &img, &mask, &mut cv);
+                    let second: Vec<u32> = cv.iter().map(|v| v.to_bits()).collect();
+                    assert!(first == second, "c_values {cpu} differs when run again");
+                    first
+                };
+                let want = run(CpuLevel::SCALAR);
+                for cpu in simd_levels() {
+                    assert!(
+                        run(cpu) == want,
+                        "c_values {cpu} {w}x{h} {content:?} bpc 10 nd {nd} {eotf:?} \
+                         tvi {tvi_threshold} vlt {vlt} pad {pad} mask {}",
+                        i % 3
+                    );
+                }
+            }
+        }
     }
 }

@@ -11,15 +11,24 @@
 //! quickselect, which is therefore reproduced exactly.
 //!
 //! Layout: `cpu.rs` is the CPU reference (tables, thresholds, [`Setup`], every per-frame stage
-//! and the pooling), `gpu.rs` the same stages on the device (kernels/cambi.hip); this file holds
-//! the extractor, its options, the setup from options and first picture, and the dispatch.
+//! and the pooling), with each stage dispatching to its SIMD form at the context's CPU level:
+//! `lanes.rs` holds the vector forms (and the c-value pass reorganised around merged histogram
+//! updates), `x86.rs` and `aarch64.rs` compile them per instruction set and add the explicit
+//! kernels, all bit-exact with the reference. `gpu.rs` runs the same stages on the device
+//! (kernels/cambi.hip); this file holds the extractor, its options, the setup from options and
+//! first picture, and the dispatch.
 
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::feature::alias::alias;
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 mod cpu;
 pub mod gpu;
+mod lanes;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 use crate::feature::options::{fmt_g, normalize_value};
 use crate::feature::{c_min, Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
 use crate::gpu::GpuSet;
@@ -309,7 +318,7 @@ impl Extractor for Cambi {
                     Some(w) => w,
                     None => Work::new(setup)?,
                 };
-                let r = w.score(setup, pic, is_src);
+                let r = w.score(setup, pic, is_src, input.cpu);
                 work = Some(w);
                 r
             }
@@ -371,6 +380,63 @@ mod tests {
             check_clip(clip, &format!("{clip}.json"), &cambi_clip, "cambi");
         }
         assert_eq!(cambi.score_name, "Cambi_feature_cambi_score");
+    }
+
+    /// The parity clips at every CPU level: scores equal the scalar level's exactly (and so
+    /// upstream's), with the default options and with the v1.0.16 model's.
+    #[test]
+    fn parity_clips_match_at_every_level() {
+        use crate::simd::CpuLevel;
+        use crate::testutil::extract_clip_at;
+        let mut hrs = Dict::new();
+        hrs.set("cambi_high_res_speedup", "1080");
+        hrs.set("cambi_vis_lum_threshold", "0.06");
+        for clip in PARITY_CLIPS {
+            let log = expected_json(&format!("{clip}.json"));
+            let scalar =
+                extract_clip_at(clip, &Cambi::new(&Dict::new()).unwrap(), CpuLevel::SCALAR);
+            let scalar_hrs = extract_clip_at(clip, &Cambi::new(&hrs).unwrap(), CpuLevel::SCALAR);
+            for cpu in CpuLevel::available() {
+                let got = extract_clip_at(clip, &Cambi::new(&Dict::new()).unwrap(), cpu);
+                assert_eq!(got, scalar, "{clip} at {cpu}");
+                for (i, s) in got.iter().enumerate() {
+                    let want = expected_metric(&log, i, "cambi").unwrap();
+                    assert_eq!(
+                        format!("{:.6}", s[0].1),
+                        format!("{want:.6}"),
+                        "{clip} frame {i} at {cpu}"
+                    );
+                }
+                let got = extract_clip_at(clip, &Cambi::new(&hrs).unwrap(), cpu);
+                assert_eq!(got, scalar_hrs, "{clip} (v1.0.16 options) at {cpu}");
+            }
+        }
+    }
+
+    /// Every option case at every CPU level equals the scalar level exactly (first frame).
+    #[test]
+    fn options_equal_scalar_at_every_level() {
+        use crate::simd::CpuLevel;
+        for (clip, opts, _, _) in OPTION_CASES {
+            let mut d = Dict::new();
+            for kv in opts.split(':') {
+                let (k, v) = kv.split_once('=').unwrap();
+                d.set(k, v);
+            }
+            let (refs, dists) = load_parity_clip(clip);
+            let run = |cpu| {
+                let cambi = Cambi::new(&d).unwrap();
+                let mut input = FrameInput::pair(0, &refs[0], &dists[0]);
+                input.cpu = cpu;
+                let mut out = Scores::new();
+                cambi.extract(&input, &mut out).unwrap();
+                out
+            };
+            let want = run(CpuLevel::SCALAR);
+            for cpu in CpuLevel::available() {
+                assert_eq!(run(cpu), want, "{clip} {opts} at {cpu}");
+            }
+        }
     }
 
     #[test]
