@@ -555,3 +555,80 @@ fn store8_f32(s: &mut [f32], v: __m256) {
     // SAFETY: `s` holds the 32 bytes written.
     unsafe { _mm256_storeu_ps(s.as_mut_ptr(), v) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::checkasm::{sizes, Rng};
+
+    fn avx2() -> bool {
+        CpuLevel::available().iter().any(|l| l.has_avx2())
+    }
+
+    /// checkasm: `changed_bits_avx2` equals the portable `lanes::changed_bits` on random band
+    /// rows (few distinct bands, runs, and rows without a band).
+    #[test]
+    fn checkasm_cambi_changed_bits() {
+        if !avx2() {
+            return;
+        }
+        let mut rng = Rng::new(0xca_0101);
+        for (w, _) in sizes(&mut rng, 40) {
+            let row = |rng: &mut Rng| -> Vec<u16> {
+                let mut v = 0u16;
+                (0..w)
+                    .map(|_| {
+                        if rng.below(4) == 0 {
+                            v = [u16::MAX, 0, 1, 2, 500][rng.below(5)];
+                        }
+                        v
+                    })
+                    .collect()
+            };
+            let (this, other) = (row(&mut rng), row(&mut rng));
+            let words = w.div_ceil(64);
+            let (mut ch, mut sm) = (vec![0u64; words], vec![0u64; words]);
+            lanes::changed_bits(&this, &other, &mut ch, &mut sm);
+            let (mut ch2, mut sm2) = (vec![!0u64; words], vec![!0u64; words]);
+            // SAFETY: some available level has AVX2, so this CPU has it.
+            unsafe { changed_bits_avx2(&this, &other, &mut ch2, &mut sm2) };
+            assert_eq!((ch2, sm2), (ch, sm), "changed_bits avx2 w {w}");
+        }
+    }
+
+    /// checkasm: `flush_avx2` equals the portable `lanes::flush` on random pending ranges
+    /// (anywhere in a row, up to the buffers' ends), leaving every other cell alone.
+    #[test]
+    fn checkasm_cambi_flush() {
+        if !avx2() {
+            return;
+        }
+        let mut rng = Rng::new(0xca_0102);
+        for (w, rows) in sizes(&mut rng, 40) {
+            let rows = rows.min(8);
+            for _ in 0..8 {
+                let k = rng.below(rows);
+                let lo = rng.below(w);
+                let hi = rng.range(lo + 1, w);
+                // Differences: zero outside the pending range, noise in other rows.
+                let mut diff: Vec<i16> = (0..rows * (w + 2) + lanes::FLUSH_SLACK)
+                    .map(|_| rng.next_u32() as i16)
+                    .collect();
+                let row = k * (w + 2);
+                diff[row..row + w + 2].fill(0);
+                for x in lo..hi + 2 {
+                    diff[row + x] = (rng.below(9) as i16 - 4) * [1, 1, 33][rng.below(3)];
+                }
+                let hist: Vec<u16> = (0..rows * w + lanes::FLUSH_SLACK)
+                    .map(|_| rng.next_u32() as u16)
+                    .collect();
+                let (mut d1, mut h1) = (diff.clone(), hist.clone());
+                lanes::flush(&mut d1[row..], &mut h1[k * w..], lo, hi);
+                let (mut d2, mut h2) = (diff.clone(), hist.clone());
+                // SAFETY: some available level has AVX2, so this CPU has it.
+                unsafe { flush_avx2(&mut d2[row..], &mut h2[k * w..], lo, hi) };
+                assert!(d2 == d1 && h2 == h1, "flush avx2 w {w} [{lo}, {hi})");
+            }
+        }
+    }
+}
