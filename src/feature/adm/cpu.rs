@@ -388,30 +388,38 @@ fn dwt_scale0<T: Sample>(
             }
             (acc.wrapping_add(32768) >> 16) as i16
         };
-        let l = lo_even[n..bw]
-            .iter()
-            .zip(&lo_odd[n..bw])
-            .zip(&lo_even[n + 1..=bw])
-            .zip(&lo_odd[n + 1..=bw]);
-        let hh = hi_even[n..bw]
-            .iter()
-            .zip(&hi_odd[n..bw])
-            .zip(&hi_even[n + 1..=bw])
-            .zip(&hi_odd[n + 1..=bw]);
-        let outs = approx[n..]
-            .iter_mut()
-            .zip(&mut band_v[n..])
-            .zip(&mut band_h[n..])
-            .zip(&mut band_d[n..]);
-        for (((((&l0, &l1), &l2), &l3), (((&h0, &h1), &h2), &h3)), (((a, v), bh_), d)) in
-            l.zip(hh).zip(outs)
-        {
-            let (l, hh) = ([l0, l1, l2, l3], [h0, h1, h2, h3]);
-            *a = dot(&DWT_LO, l) as i32;
-            *v = dot(&DWT_HI, l);
-            *bh_ = dot(&DWT_LO, hh);
-            *d = dot(&DWT_HI, hh);
-        }
+        horiz_outputs(
+            n,
+            [&lo_even[..=bw], &lo_odd[..=bw]],
+            [&hi_even[..=bw], &hi_odd[..=bw]],
+            (approx, band_v, band_h, band_d),
+            dot,
+            |x| x as i32,
+        );
+    }
+}
+
+/// Horizontal DWT outputs `n..` of one row from its even/odd-split low and high rows (output
+/// `j` reads samples `j` and `j + 1` of each): approximation, v, h and d bands, in that order.
+/// `to_approx` widens scale 0's 16-bit approximation to the band type used downstream.
+#[inline(always)]
+fn horiz_outputs<T: Copy, B>(
+    n: usize,
+    lo: [&[T]; 2],
+    hi: [&[T]; 2],
+    out: (&mut [i32], &mut [B], &mut [B], &mut [B]),
+    dot: impl Fn(&[i32; 4], [T; 4]) -> B,
+    to_approx: impl Fn(B) -> i32,
+) {
+    let (approx, band_v, band_h, band_d) = out;
+    let bw = approx.len();
+    for j in n..bw {
+        let l = [lo[0][j], lo[1][j], lo[0][j + 1], lo[1][j + 1]];
+        let hh = [hi[0][j], hi[1][j], hi[0][j + 1], hi[1][j + 1]];
+        approx[j] = to_approx(dot(&DWT_LO, l));
+        band_v[j] = dot(&DWT_HI, l);
+        band_h[j] = dot(&DWT_LO, hh);
+        band_d[j] = dot(&DWT_HI, hh);
     }
 }
 
@@ -494,30 +502,14 @@ fn dwt_scale123(
             }
             ((acc + rh) >> sh) as i32
         };
-        let l = lo_even[n..bw]
-            .iter()
-            .zip(&lo_odd[n..bw])
-            .zip(&lo_even[n + 1..=bw])
-            .zip(&lo_odd[n + 1..=bw]);
-        let hh = hi_even[n..bw]
-            .iter()
-            .zip(&hi_odd[n..bw])
-            .zip(&hi_even[n + 1..=bw])
-            .zip(&hi_odd[n + 1..=bw]);
-        let outs = approx[n..]
-            .iter_mut()
-            .zip(&mut band_v[n..])
-            .zip(&mut band_h[n..])
-            .zip(&mut band_d[n..]);
-        for (((((&l0, &l1), &l2), &l3), (((&h0, &h1), &h2), &h3)), (((a, v), bh_), d)) in
-            l.zip(hh).zip(outs)
-        {
-            let (l, hh) = ([l0, l1, l2, l3], [h0, h1, h2, h3]);
-            *a = dot(&DWT_LO, l);
-            *v = dot(&DWT_HI, l);
-            *bh_ = dot(&DWT_LO, hh);
-            *d = dot(&DWT_HI, hh);
-        }
+        horiz_outputs(
+            n,
+            [&lo_even[..=bw], &lo_odd[..=bw]],
+            [&hi_even[..=bw], &hi_odd[..=bw]],
+            (approx, band_v, band_h, band_d),
+            dot,
+            |x| x,
+        );
     }
 }
 
