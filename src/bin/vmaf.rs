@@ -528,20 +528,26 @@ const READ_AHEAD: usize = 3;
 
 impl ReadAhead {
     /// Reads `reader` until its end, an error, `limit` frames, or until the receiver is gone.
-    fn start(mut reader: Box<dyn io::VideoReader>, limit: Option<usize>) -> ReadAhead {
+    fn start(
+        mut reader: Box<dyn io::VideoReader>,
+        limit: Option<usize>,
+    ) -> std::io::Result<ReadAhead> {
         let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
-        std::thread::spawn(move || {
-            let mut n = 0usize;
-            while limit.is_none_or(|l| n < l) {
-                let frame = reader.read_frame();
-                let more = matches!(frame, Ok(Some(_)));
-                if tx.send(frame).is_err() || !more {
-                    break;
+        // `Builder::spawn` reports a thread that cannot start instead of panicking.
+        std::thread::Builder::new()
+            .name("vmaf-reader".into())
+            .spawn(move || {
+                let mut n = 0usize;
+                while limit.is_none_or(|l| n < l) {
+                    let frame = reader.read_frame();
+                    let more = matches!(frame, Ok(Some(_)));
+                    if tx.send(frame).is_err() || !more {
+                        break;
+                    }
+                    n += 1;
                 }
-                n += 1;
-            }
-        });
-        ReadAhead { rx }
+            })?;
+        Ok(ReadAhead { rx })
     }
 
     /// The next frame; `None` after the last one.
@@ -692,8 +698,16 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     // Reference and distorted are read ahead on their own threads, so reading overlaps
     // scoring and the two files are read at once.
     let limit = (cli.frame_cnt > 0).then_some(cli.frame_cnt as usize);
-    let ref_frames = ReadAhead::start(vref, limit);
-    let dist_frames = ReadAhead::start(vdist, limit);
+    let start = |r, path: &Path| {
+        ReadAhead::start(r, limit).map_err(|e| {
+            CliError(format!(
+                "out of memory: cannot start a reader thread for {}: {e}",
+                path.display()
+            ))
+        })
+    };
+    let ref_frames = start(vref, &ref_path)?;
+    let dist_frames = start(vdist, &dist_path)?;
     let mut n = 0usize;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
         let r = ref_frames.next().map_err(reading(&ref_path))?;
