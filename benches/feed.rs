@@ -9,10 +9,21 @@
 //! * `pinned`: the HIP extension's page-locked pool (`vmaf_hip_preallocate_pictures` with
 //!   HOST_PINNED), GPU only; floor as for `pool`.
 //!
-//! Scores go to the GPU when one is present (else the CPU on all cores); every path must give
-//! the same pooled VMAF, bit for bit (asserted).
+//! * `cli`: the `vmaf` tool end to end on y4m files in the page cache (`--vmaf PATH`); floor:
+//!   reading both files to memory, on two threads as the tool does.
+//! * `ffmpeg`: FFmpeg's `libvmaf` filter with our patch on the same files (`--ffmpeg PATH`, the
+//!   binary from `ffmpeg-patches/test.sh`); floor: FFmpeg decoding both inputs, no filter.
 //!
-//! `cargo bench --bench feed [-- --frames N --threads 0,4,16 --only NAME]`
+//! For the C API paths the best thread count's feeding-thread time per frame is split into
+//! getting pictures (`get`), filling them (`fill`) and `vmaf_read_pictures` (`read`, which
+//! includes waiting while too many frames are in flight), so a missed floor shows its cause.
+//!
+//! Scores go to the GPU when one is present (else the CPU on all cores); every path must give
+//! the same pooled VMAF, bit for bit for the C API paths and to the printed digits for the
+//! tools (asserted).
+//!
+//! `cargo bench --bench feed [-- --frames N --threads 0,4,16 --only NAME --paths alloc,pool,..
+//!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR]`
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -94,6 +105,17 @@ fn fill(pic: &VmafPicture, planes: &[Vec<u8>]) {
     let bps = if pic.bpc == 8 { 1 } else { 2 };
     for (p, src) in planes.iter().enumerate() {
         let row = pic.w[p] as usize * bps;
+        if pic.stride[p] == row as isize {
+            // SAFETY: as below, with rows back to back on both sides.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr(),
+                    pic.data[p].cast::<u8>(),
+                    row * pic.h[p] as usize,
+                );
+            }
+            continue;
+        }
         for y in 0..pic.h[p] as usize {
             // SAFETY: `pic` came from the library with `h[p]` rows of `stride[p]` bytes at
             // `data[p]`; `src` holds `h[p]` rows of `row` bytes.
@@ -185,8 +207,35 @@ fn session(input: &Input, path: Path, threads: u32, gpu: *mut HipStateHandle) ->
     Session { ctx, model }
 }
 
+/// Feeding-thread seconds spent getting, filling and reading pictures.
+#[derive(Default, Clone, Copy)]
+struct Split {
+    get: f64,
+    fill: f64,
+    read: f64,
+}
+
+impl Split {
+    fn per_frame_us(&self, frames: usize) -> String {
+        let us = |t: f64| 1e6 * t / frames as f64;
+        format!(
+            "get {:.0} fill {:.0} read {:.0} us",
+            us(self.get),
+            us(self.fill),
+            us(self.read)
+        )
+    }
+}
+
 /// One picture for `path`, filled from `planes`.
-fn picture(s: &Session, input: &Input, path: Path, planes: &[Vec<u8>]) -> VmafPicture {
+fn picture(
+    s: &Session,
+    input: &Input,
+    path: Path,
+    planes: &[Vec<u8>],
+    split: &mut Split,
+) -> VmafPicture {
+    let t = Instant::now();
     // SAFETY: all-zero is the empty VmafPicture; the calls get valid pointers.
     let mut pic: VmafPicture = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
@@ -198,18 +247,22 @@ fn picture(s: &Session, input: &Input, path: Path, planes: &[Vec<u8>]) -> VmafPi
         }
     };
     assert_eq!(rc, 0);
+    let t2 = Instant::now();
     fill(&pic, planes);
+    split.get += (t2 - t).as_secs_f64();
+    split.fill += t2.elapsed().as_secs_f64();
     pic
 }
 
 /// Frames per second of the feeding thread alone: get, fill and release the pictures.
-fn floor(input: &Input, path: Path, frames: usize, gpu: *mut HipStateHandle) -> f64 {
+fn floor(input: &Input, path: Path, frames: usize, gpu: *mut HipStateHandle) -> (f64, Split) {
     let s = session(input, path, 0, gpu);
+    let mut split = Split::default();
     let t = Instant::now();
     for i in 0..frames {
         let f = &input.frames[i % input.frames.len()];
-        let mut r = picture(&s, input, path, &f[0]);
-        let mut d = picture(&s, input, path, &f[1]);
+        let mut r = picture(&s, input, path, &f[0], &mut split);
+        let mut d = picture(&s, input, path, &f[1], &mut split);
         // SAFETY: pictures from the library, released once.
         unsafe {
             vmaf_picture_unref(&mut r);
@@ -218,28 +271,31 @@ fn floor(input: &Input, path: Path, frames: usize, gpu: *mut HipStateHandle) -> 
     }
     let fps = frames as f64 / t.elapsed().as_secs_f64();
     close(s);
-    fps
+    (fps, split)
 }
 
-/// Frames per second scoring through `path`, and the pooled VMAF.
+/// Frames per second scoring through `path`, the pooled VMAF and the feeding thread's split.
 fn scored(
     input: &Input,
     path: Path,
     frames: usize,
     threads: u32,
     gpu: *mut HipStateHandle,
-) -> (f64, f64) {
+) -> (f64, f64, Split) {
     let s = session(input, path, threads, gpu);
+    let mut split = Split::default();
     let t = Instant::now();
     for i in 0..frames {
         let f = &input.frames[i % input.frames.len()];
-        let mut r = picture(&s, input, path, &f[0]);
-        let mut d = picture(&s, input, path, &f[1]);
+        let mut r = picture(&s, input, path, &f[0], &mut split);
+        let mut d = picture(&s, input, path, &f[1], &mut split);
+        let t0 = Instant::now();
         // SAFETY: live context, pictures from the library (taken over by the call).
         assert_eq!(
             unsafe { vmaf_read_pictures(s.ctx, &mut r, &mut d, i as c_uint) },
             0
         );
+        split.read += t0.elapsed().as_secs_f64();
     }
     // SAFETY: NULL pictures flush.
     let rc = unsafe { vmaf_read_pictures(s.ctx, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
@@ -250,7 +306,7 @@ fn scored(
     let rc = unsafe { vmaf_score_pooled(s.ctx, s.model, 3, &mut score, 0, frames as c_uint - 1) };
     assert_eq!(rc, 0);
     close(s);
-    (fps, score)
+    (fps, score, split)
 }
 
 fn close(s: Session) {
@@ -259,6 +315,189 @@ fn close(s: Session) {
         assert_eq!(vmaf_close(s.ctx), 0);
         vmaf_model_destroy(s.model);
     }
+}
+
+/// Writes `frames` frames of `input` (cycled) as y4m files `ref`/`dist` under `dir`.
+fn write_y4m(input: &Input, frames: usize, dir: &std::path::Path) -> [std::path::PathBuf; 2] {
+    use std::io::Write;
+    let tag = input.name.replace([' ', '-'], "_");
+    let colour = if input.bpc == 8 {
+        "420jpeg".to_string()
+    } else {
+        format!("420p{}", input.bpc)
+    };
+    [0, 1].map(|side| {
+        let path = dir.join(format!("{}_{tag}.y4m", ["ref", "dist"][side]));
+        let file = std::fs::File::create(&path).expect("create y4m");
+        let mut w = std::io::BufWriter::with_capacity(1 << 22, file);
+        writeln!(
+            w,
+            "YUV4MPEG2 W{} H{} F25:1 Ip A1:1 C{colour}",
+            input.w, input.h
+        )
+        .expect("write y4m");
+        for i in 0..frames {
+            w.write_all(b"FRAME\n").expect("write y4m");
+            for plane in &input.frames[i % input.frames.len()][side] {
+                // Deeper samples are already native-endian u16, i.e. y4m's little endian here.
+                w.write_all(plane).expect("write y4m");
+            }
+        }
+        w.flush().expect("write y4m");
+        path
+    })
+}
+
+/// Frames per second of reading both files to memory on two threads (the CLI's floor).
+fn read_floor(files: &[std::path::PathBuf; 2], frames: usize) -> f64 {
+    use std::io::Read;
+    let t = Instant::now();
+    std::thread::scope(|sc| {
+        for f in files {
+            sc.spawn(move || {
+                let mut file = std::fs::File::open(f).expect("open y4m");
+                let mut buf = vec![0u8; 4 << 20];
+                while file.read(&mut buf).expect("read y4m") > 0 {}
+            });
+        }
+    });
+    frames as f64 / t.elapsed().as_secs_f64()
+}
+
+/// Runs `cmd`, returning frames per second and its output; panics with its stderr on failure.
+fn timed(cmd: &mut std::process::Command, frames: usize) -> (f64, String) {
+    let t = Instant::now();
+    let out = cmd.output().expect("run tool");
+    let fps = frames as f64 / t.elapsed().as_secs_f64();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    (fps, text)
+}
+
+/// The pooled VMAF the `vmaf` tool wrote to its JSON log.
+fn cli_score(json: &std::path::Path) -> f64 {
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(json).expect("read json")).expect("parse json");
+    v["pooled_metrics"]["vmaf"]["mean"]
+        .as_f64()
+        .expect("pooled vmaf in the json")
+}
+
+/// Options of the tool paths.
+struct Tools {
+    vmaf: Option<String>,
+    ffmpeg: Option<String>,
+    dir: std::path::PathBuf,
+    frames_1080: usize,
+    gpu: bool,
+    threads: Vec<u32>,
+}
+
+/// Frames in the tools' files: a third at 2160p.
+fn tool_frames(tools: &Tools, scale: usize) -> usize {
+    if scale == 2 {
+        tools.frames_1080 / 3
+    } else {
+        tools.frames_1080
+    }
+}
+
+/// The `cli` and `ffmpeg` rows of one input; returns each path's pooled score (6 decimals).
+fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, String)> {
+    if tools.vmaf.is_none() && tools.ffmpeg.is_none() {
+        return Vec::new();
+    }
+    let frames = tool_frames(tools, scale);
+    std::fs::create_dir_all(&tools.dir).expect("create --dir");
+    let files = write_y4m(input, frames, &tools.dir);
+    // Twice: the first read brings the files into the page cache.
+    read_floor(&files, frames);
+    let mut scores = Vec::new();
+    if let Some(vmaf) = &tools.vmaf {
+        let fl = read_floor(&files, frames);
+        let json = tools.dir.join("feed.json");
+        let mut cells = Vec::new();
+        let mut best = 0.0f64;
+        for &t in &tools.threads {
+            let mut cmd = std::process::Command::new(vmaf);
+            cmd.arg("--reference")
+                .arg(&files[0])
+                .arg("--distorted")
+                .arg(&files[1])
+                .args(["--threads", &t.to_string(), "--json", "--output"])
+                .arg(&json)
+                .arg("--quiet");
+            if tools.gpu {
+                cmd.args(["--backend", "hip"]);
+            }
+            let (fps, _) = timed(&mut cmd, frames);
+            scores.push(("cli", format!("{:.6}", cli_score(&json))));
+            cells.push(format!("{t}t: {fps:.0}"));
+            best = best.max(fps);
+        }
+        println!(
+            "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({}; floor: reading both files)",
+            input.name,
+            "cli",
+            fl,
+            best,
+            100.0 * best / fl,
+            cells.join(", ")
+        );
+    }
+    if let Some(ffmpeg) = &tools.ffmpeg {
+        let base = |cmd: &mut std::process::Command| {
+            cmd.args(["-nostdin", "-hide_banner", "-loglevel", "info", "-i"])
+                .arg(&files[1])
+                .arg("-i")
+                .arg(&files[0]);
+        };
+        let mut decode = std::process::Command::new(ffmpeg);
+        base(&mut decode);
+        decode.args(["-map", "0:v", "-map", "1:v", "-f", "null", "-"]);
+        let (fl, _) = timed(&mut decode, frames);
+        let mut cells = Vec::new();
+        let mut best = 0.0f64;
+        for &t in &tools.threads {
+            let dev = if tools.gpu { ":hip_device=0" } else { "" };
+            let mut cmd = std::process::Command::new(ffmpeg);
+            base(&mut cmd);
+            cmd.args([
+                "-lavfi",
+                &format!("[0:v][1:v]libvmaf=n_threads={t}{dev}"),
+                "-f",
+                "null",
+                "-",
+            ]);
+            let (fps, log) = timed(&mut cmd, frames);
+            let score = log
+                .lines()
+                .find_map(|l| l.split("VMAF score: ").nth(1))
+                .expect("VMAF score in FFmpeg's log")
+                .trim()
+                .to_string();
+            scores.push(("ffmpeg", score));
+            cells.push(format!("{t}t: {fps:.0}"));
+            best = best.max(fps);
+        }
+        println!(
+            "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({}; floor: decoding both, no filter)",
+            input.name,
+            "ffmpeg",
+            fl,
+            best,
+            100.0 * best / fl,
+            cells.join(", ")
+        );
+    }
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+    scores
 }
 
 fn main() {
@@ -275,6 +514,11 @@ fn main() {
             .collect()
     });
     let only = opt("--only");
+    let paths: Vec<String> = opt("--paths")
+        .map_or("alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
+        .split(',')
+        .map(str::to_string)
+        .collect();
 
     let mut gpu: *mut HipStateHandle = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
@@ -289,6 +533,14 @@ fn main() {
     };
     let on = if rc == 0 { "GPU" } else { "CPU" };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let tools = Tools {
+        vmaf: opt("--vmaf").filter(|_| paths.iter().any(|p| p == "cli")),
+        ffmpeg: opt("--ffmpeg").filter(|_| paths.iter().any(|p| p == "ffmpeg")),
+        dir: opt("--dir").map_or_else(std::env::temp_dir, Into::into),
+        frames_1080: opt("--file-frames").map_or(1200, |v| v.parse().expect("--file-frames N")),
+        gpu: rc == 0,
+        threads: threads.clone(),
+    };
     println!(
         "vmaf-hip feed benchmark: C API, vmaf_v0.6.1, scoring on the {on}, {cores} CPU cores, \
          one feeding thread, {frames} frames a run"
@@ -308,14 +560,14 @@ fn main() {
         let n = if scale == 2 { frames / 3 } else { frames };
         let mut reference = None;
         for path in [Path::Alloc, Path::Pool, Path::Pinned] {
-            if path == Path::Pinned && gpu.is_null() {
+            if (path == Path::Pinned && gpu.is_null()) || !paths.iter().any(|p| p == path.name()) {
                 continue;
             }
-            let fl = floor(&input, path, n, gpu);
-            let mut best = (0.0, 0);
+            let (fl, fl_split) = floor(&input, path, n, gpu);
+            let mut best = (0.0, 0, Split::default());
             let mut cells = Vec::new();
             for &t in &threads {
-                let (fps, score) = scored(&input, path, n, t, gpu);
+                let (fps, score, split) = scored(&input, path, n, t, gpu);
                 match reference {
                     None => reference = Some(score),
                     Some(r) => assert_eq!(
@@ -328,7 +580,7 @@ fn main() {
                 }
                 cells.push(format!("{t}t: {fps:.0}"));
                 if fps > best.0 {
-                    best = (fps, t);
+                    best = (fps, t, split);
                 }
             }
             println!(
@@ -340,6 +592,28 @@ fn main() {
                 100.0 * best.0 / fl,
                 cells.join(", ")
             );
+            println!(
+                "{:<18} {:<7} feeding thread per frame: floor {}; scored at {}t {}",
+                "",
+                "",
+                fl_split.per_frame_us(n),
+                best.1,
+                best.2.per_frame_us(n)
+            );
+        }
+        let tool_scores = tool_rows(&input, &tools, scale);
+        if !tool_scores.is_empty() {
+            // The tools score their own frame count: compare with a C API run of that length.
+            let m = tool_frames(&tools, scale);
+            let (_, api, _) = scored(&input, Path::Alloc, m, threads[threads.len() - 1], gpu);
+            for (tool, score) in tool_scores {
+                assert_eq!(
+                    score,
+                    format!("{api:.6}"),
+                    "{} {tool}: pooled score differs from the C API's",
+                    input.name
+                );
+            }
         }
         println!(
             "{:<18} pooled vmaf {:.6} (identical on every path and thread count)",

@@ -238,10 +238,12 @@ static void *blocked_fetch(void *p)
 static void phase_close_while_waiting(void)
 {
     struct waiter w = { NULL, 1 };
-    VmafPicture held;
+    VmafPicture held[3];
     EXPECT(vmaf_init(&w.vmaf, config(0)), 0);
     EXPECT(vmaf_preallocate_pictures(w.vmaf, pool_config(1)), 0);
-    EXPECT(vmaf_fetch_preallocated_picture(w.vmaf, &held), 0);
+    /* A dry pool lends two pictures more (for the references a context keeps) before a
+     * fetch blocks. */
+    for (int i = 0; i < 3; i++) EXPECT(vmaf_fetch_preallocated_picture(w.vmaf, &held[i]), 0);
 
     pthread_t t;
     pthread_create(&t, NULL, blocked_fetch, &w);
@@ -250,9 +252,11 @@ static void phase_close_while_waiting(void)
     EXPECT(vmaf_close(w.vmaf), 0);
     pthread_join(t, NULL);
     EXPECT(w.rc, -EINVAL);
-    /* The picture outlives its context and is freed on release. */
-    memset(held.data[0], 1, (size_t)held.stride[0] * held.h[0]);
-    EXPECT(vmaf_picture_unref(&held), 0);
+    /* The pictures outlive their context and are freed on release. */
+    for (int i = 0; i < 3; i++) {
+        memset(held[i].data[0], 1, (size_t)held[i].stride[0] * held[i].h[0]);
+        EXPECT(vmaf_picture_unref(&held[i]), 0);
+    }
 }
 
 int main(void)

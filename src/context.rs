@@ -43,6 +43,28 @@ impl Default for Config {
     }
 }
 
+/// Worker threads a GPU context with `n_threads = 0` starts for itself, so the caller's thread
+/// only queues frames (several in flight) instead of waiting for each on the GPU.
+const GPU_PIPELINE_THREADS: usize = 4;
+
+/// A pool of `n` worker threads whose ids go to `ids` (their GPU buffers are released by id).
+fn start_workers(
+    n: usize,
+    ids: &Arc<Mutex<Vec<std::thread::ThreadId>>>,
+) -> Result<rayon::ThreadPool> {
+    let ids = ids.clone();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .thread_name(|i| format!("vmaf-worker-{i}"))
+        .start_handler(move |_| {
+            ids.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(std::thread::current().id())
+        })
+        .build()
+        .map_err(|e| Error::NoMem(format!("cannot start {n} worker threads: {e}")))
+}
+
 /// Frames queued to the worker pool and the first error any of them hit.
 #[derive(Default)]
 struct InFlight {
@@ -169,27 +191,9 @@ impl Context {
             )));
         }
         let workers: Arc<Mutex<Vec<std::thread::ThreadId>>> = Arc::default();
-        let pool = if cfg.n_threads > 0 {
-            let ids = workers.clone();
-            Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(cfg.n_threads as usize)
-                    .thread_name(|i| format!("vmaf-worker-{i}"))
-                    .start_handler(move |_| {
-                        ids.lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(std::thread::current().id())
-                    })
-                    .build()
-                    .map_err(|e| {
-                        Error::NoMem(format!(
-                            "cannot start {} worker threads: {e}",
-                            cfg.n_threads
-                        ))
-                    })?,
-            )
-        } else {
-            None
+        let pool = match cfg.n_threads {
+            0 => None,
+            n => Some(start_workers(n as usize, &workers)?),
         };
         let cpu = crate::simd::CpuLevel::for_cpumask(cfg.cpumask);
         crate::log_debug!(
@@ -214,6 +218,12 @@ impl Context {
             workers,
             stored_names: Mutex::default(),
         })
+    }
+
+    /// Worker threads scoring frames: `n_threads`, or the pipeline threads a GPU context
+    /// starts when `n_threads` is 0; 0 for a synchronous context.
+    pub fn worker_count(&self) -> usize {
+        self.pool.as_ref().map_or(0, |p| p.current_num_threads())
     }
 
     /// The instruction-set level of this context's CPU code.
@@ -265,6 +275,21 @@ impl Context {
             states.push(state);
         }
         self.gpu = crate::gpu::GpuSet::new(states);
+        if self.pool.is_none() && self.gpu.is_some() {
+            // A synchronous GPU context would wait for every frame's kernels before taking the
+            // next one: pipeline frames on a few threads of its own instead.
+            let n = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(2, GPU_PIPELINE_THREADS);
+            match start_workers(n, &self.workers) {
+                Ok(pool) => {
+                    crate::log_debug!("n_threads 0 on a GPU: {n} pipeline threads");
+                    self.pool = Some(pool);
+                }
+                // Still correct without them, only slower.
+                Err(e) => crate::log_warn!("GPU frames not pipelined: {e}"),
+            }
+        }
         // Extractors registered before the import move to the GPU too.
         let mut rebuilt = Vec::with_capacity(self.specs.len());
         for (name, opts) in &self.specs {
@@ -367,18 +392,14 @@ impl Context {
     }
 
     /// What the next frames keep of this frame's reference: nothing when no extractor looks
-    /// back; a private luma copy when the picture belongs to a caller's pool, which would
-    /// otherwise run dry (a pool of two pictures must serve a caller with no worker threads).
-    fn keep_as_prev_ref(&self, reference: Picture) -> Result<Option<Picture>> {
-        let wanted = self
-            .extractors
+    /// back, else the picture itself. A pooled picture is kept as it is too (no copy on the
+    /// feeding thread): pools lend up to two pictures beyond their size for exactly these
+    /// (see `ffi::pool`), so a pool of two still serves a caller with no worker threads.
+    fn keep_as_prev_ref(&self, reference: Picture) -> Option<Picture> {
+        self.extractors
             .iter()
-            .any(|e| e.flags().contains(ExtractorFlags::PREV_REF));
-        Ok(match (wanted, reference.is_pooled()) {
-            (false, _) => None,
-            (true, false) => Some(reference),
-            (true, true) => Some(Arc::new(reference.luma_only()?)),
-        })
+            .any(|e| e.flags().contains(ExtractorFlags::PREV_REF))
+            .then_some(reference)
     }
 
     /// Submits one reference/distorted pair (`vmaf_read_pictures`).
@@ -444,7 +465,7 @@ impl Context {
                 run_extractors(&temporal, &input, &self.collector)?;
                 if !parallel.is_empty() {
                     // Bound the queue so pictures do not pile up in memory.
-                    self.in_flight.wait_below(2 * self.cfg.n_threads as usize)?;
+                    self.in_flight.wait_below(2 * pool.current_num_threads())?;
                     self.in_flight.lock().0 += 1;
                     let (r, d) = (reference.clone(), distorted.clone());
                     let (pr, ppr) = (self.prev_ref.clone(), self.prev_prev_ref.clone());
@@ -474,7 +495,7 @@ impl Context {
             }
         }
         self.prev_prev_ref = self.prev_ref.take();
-        self.prev_ref = self.keep_as_prev_ref(reference)?;
+        self.prev_ref = self.keep_as_prev_ref(reference);
         Ok(())
     }
 

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+pub mod pool;
+
 /// Pixel layouts, numbered as libvmaf's `enum VmafPixelFormat`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -129,40 +131,6 @@ impl PictureData {
         }
     }
 
-    /// A copy of the luma plane alone (4:0:0, same size, depth and [`Self::id`]): what the
-    /// next frames' motion needs of this reference, without keeping a pooled buffer.
-    pub fn luma_only(&self) -> Result<PictureData> {
-        fn copy<T: Copy>(src: &[T]) -> Result<Vec<T>> {
-            let mut v = Vec::new();
-            v.try_reserve_exact(src.len()).map_err(|_| {
-                Error::NoMem(format!(
-                    "{} bytes for a luma copy",
-                    std::mem::size_of_val(src)
-                ))
-            })?;
-            v.extend_from_slice(src);
-            Ok(v)
-        }
-        let (w, h, s) = (self.w[0], self.h[0], self.stride[0]);
-        let rows = self.range(0);
-        let samples = match &self.samples {
-            Samples::U8(v) => Samples::U8(copy(&v[rows])?),
-            Samples::U16(v) => Samples::U16(copy(&v[rows])?),
-        };
-        Ok(PictureData {
-            pix_fmt: PixelFormat::Yuv400p,
-            bpc: self.bpc,
-            w: [w, 0, 0],
-            h: [h, 0, 0],
-            stride: [s, 0, 0],
-            offset: [0; 3],
-            id: self.id,
-            pinned: None,
-            samples,
-            release: None,
-        })
-    }
-
     /// Identity of the content (see the field): equal ids mean equal samples.
     pub fn id(&self) -> u64 {
         self.id
@@ -271,8 +239,8 @@ mod recycled {
         FREE.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A kept buffer of `n` samples of that kind, zeroed, if there is one.
-    pub(super) fn take(u8_samples: bool, n: usize) -> Option<Samples> {
+    /// A kept buffer of `n` samples of that kind (zeroed when `zero`), if there is one.
+    pub(super) fn take(u8_samples: bool, n: usize, zero: bool) -> Option<Samples> {
         let mut s = {
             let mut f = free();
             let i = f
@@ -280,9 +248,11 @@ mod recycled {
                 .rposition(|b| matches!(b, Samples::U8(_)) == u8_samples && b.len() == n)?;
             f.remove(i)
         };
-        match &mut s {
-            Samples::U8(v) => v.fill(0),
-            Samples::U16(v) => v.fill(0),
+        if zero {
+            match &mut s {
+                Samples::U8(v) => v.fill(0),
+                Samples::U16(v) => v.fill(0),
+            }
         }
         Some(s)
     }
@@ -327,6 +297,18 @@ const ROW_ALIGN: usize = 32;
 impl PictureData {
     /// A zeroed picture. `bpc` must be 8..=16 and the format known.
     pub fn new(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Result<Self> {
+        Self::alloc(pix_fmt, bpc, w, h, true)
+    }
+
+    /// A picture whose samples the caller is about to write: like [`Self::new`], but a recycled
+    /// buffer keeps what its last picture held instead of being cleared (as upstream's
+    /// `vmaf_picture_alloc` gives uninitialised memory), which saves a pass over the buffer on
+    /// every per-frame allocation.
+    pub fn for_writing(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Result<Self> {
+        Self::alloc(pix_fmt, bpc, w, h, false)
+    }
+
+    fn alloc(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize, zero: bool) -> Result<Self> {
         if pix_fmt == PixelFormat::Unknown {
             return Err(Error::inval("unknown pixel format"));
         }
@@ -355,7 +337,7 @@ impl PictureData {
                 .ok_or_else(|| Error::inval("picture too large"))?;
         }
         let what = format!("{w}x{h} {pix_fmt:?} {bpc}-bit picture");
-        let samples = match recycled::take(bpc == 8, total) {
+        let samples = match recycled::take(bpc == 8, total, zero) {
             Some(s) => s,
             None => Samples::zeroed(bpc == 8, total, &what)?,
         };
@@ -513,5 +495,21 @@ mod tests {
         assert_eq!(back.base_ptr_mut(), ptr);
         let mut d = PictureData::new(PixelFormat::Yuv444p, 12, w, h).unwrap();
         assert_ne!(d.base_ptr_mut(), ptr, "a pooled buffer was recycled");
+    }
+
+    /// A picture made for writing takes a recycled buffer as it is (no clearing pass).
+    #[test]
+    fn buffers_for_writing_are_recycled_as_they_are() {
+        let (w, h) = (1236, 75);
+        let mut a = PictureData::for_writing(PixelFormat::Yuv420p, 8, w, h).unwrap();
+        a.plane_u8_mut(0)[7] = 200;
+        let ptr = a.base_ptr_mut();
+        drop(a);
+        let mut b = PictureData::for_writing(PixelFormat::Yuv420p, 8, w, h).unwrap();
+        assert_eq!(b.base_ptr_mut(), ptr, "buffer not reused");
+        assert_eq!(b.plane_u8(0)[7], 200);
+        drop(b);
+        let c = PictureData::new(PixelFormat::Yuv420p, 8, w, h).unwrap();
+        assert_eq!(c.plane_u8(0)[7], 0);
     }
 }

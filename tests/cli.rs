@@ -891,7 +891,7 @@ fn hostile_y4m_headers_fail_cleanly() {
     assert_failed_with(
         &out,
         &[&format!(
-            "out of memory: {p}: cannot allocate 1610612736 bytes for a frame"
+            "{p}: out of memory: 16384x16384 Yuv444p 16-bit picture: cannot allocate 1610612736 bytes"
         )],
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -56,7 +56,10 @@ int vmaf_hip_state_init(VmafHipState **out, VmafHipConfiguration cfg);
 /* Makes vmaf extract on the state's device. Call it before features or
  * models are registered; those registered later use their GPU version where
  * one exists. The context holds its own reference to the device, valid for
- * the context's lifetime.
+ * the context's lifetime. A context made with n_threads 0 starts up to 4
+ * threads of its own here, so vmaf_read_pictures() queues frames on the GPU
+ * (several in flight) instead of waiting for each; as with worker threads,
+ * scores are complete once the context is flushed.
  * -EINVAL: vmaf or state is NULL. */
 int vmaf_hip_import_state(VmafContext *vmaf, VmafHipState *state);
 
@@ -93,7 +96,8 @@ enum VmafHipPicturePreallocationMethod {
 typedef struct VmafHipPictureConfiguration {
     VmafPictureParams pic_params;
     enum VmafHipPicturePreallocationMethod pic_prealloc_method;
-    /* Pictures in the pool (at most 1024); 0 picks 2 per worker thread plus 4, at most 1024. */
+    /* Pictures in the pool (at most 1024); 0 picks 2 per worker thread plus 4, at most 1024
+     * (a GPU context with n_threads 0 counts its pipeline threads). */
     unsigned pic_cnt;
 } VmafHipPictureConfiguration;
 

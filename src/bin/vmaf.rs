@@ -19,7 +19,8 @@ use vmaf_hip::io::{self, VideoInfo};
 use vmaf_hip::log::LogLevel;
 use vmaf_hip::model::{Model, ModelCollection, ModelConfig, ModelFlags};
 use vmaf_hip::output::OutputFormat;
-use vmaf_hip::picture::PixelFormat;
+use vmaf_hip::picture::pool::PicturePool;
+use vmaf_hip::picture::{PictureData, PixelFormat};
 use vmaf_hip::pooling::PoolingMethod;
 use vmaf_hip::Error;
 
@@ -528,9 +529,11 @@ const READ_AHEAD: usize = 3;
 
 impl ReadAhead {
     /// Reads `reader` until its end, an error, `limit` frames, or until the receiver is gone.
+    /// Frames go into pictures from `pool` when given.
     fn start(
         mut reader: Box<dyn io::VideoReader>,
         limit: Option<usize>,
+        pool: Option<Arc<PicturePool>>,
     ) -> std::io::Result<ReadAhead> {
         let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
         // `Builder::spawn` reports a thread that cannot start instead of panicking.
@@ -539,7 +542,12 @@ impl ReadAhead {
             .spawn(move || {
                 let mut n = 0usize;
                 while limit.is_none_or(|l| n < l) {
-                    let frame = reader.read_frame();
+                    let frame = match &pool {
+                        Some(p) => reader
+                            .read_frame_with(&mut || p.fetch())
+                            .map(|f| f.map(Arc::new)),
+                        None => reader.read_frame(),
+                    };
                     let more = matches!(frame, Ok(Some(_)));
                     if tx.send(frame).is_err() || !more {
                         break;
@@ -555,6 +563,29 @@ impl ReadAhead {
         // A closed channel means the reader stopped after an end, an error or the limit.
         self.rx.recv().unwrap_or(Ok(None))
     }
+}
+
+/// Page-locked pictures for the frames of an input scored on a GPU, so its uploads read the
+/// luma planes in place (when their rows are back to back); `None` otherwise, or when memory
+/// cannot be page-locked (then frames go to ordinary pictures, only the upload is slower).
+fn pinned_pool(
+    device: Option<&Arc<vmaf_hip::gpu::Device>>,
+    info: VideoInfo,
+    workers: usize,
+) -> Option<Arc<PicturePool>> {
+    let dev = device?.clone();
+    if !info.width.is_multiple_of(32) {
+        return None;
+    }
+    // Pictures read ahead, in the channel, in flight on the workers, and one being scored.
+    let cnt = READ_AHEAD + 2 + 2 * workers;
+    let make = move || {
+        let pic = PictureData::for_writing(info.pix_fmt, info.bpc, info.width, info.height)?;
+        vmaf_hip::gpu::pin_picture(&dev, pic)
+    };
+    PicturePool::new(cnt, make)
+        .map_err(|e| vmaf_hip::log_warn!("page-locked input pictures unavailable: {e}"))
+        .ok()
 }
 
 fn progress_bar(show: bool, len: Option<u64>) -> ProgressBar {
@@ -652,6 +683,7 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         cpumask: cli.cpumask,
         gpumask: cli.gpumask,
     })?;
+    let pin_device = gpu.first().map(|s| s.device().clone());
     for state in gpu {
         ctx.import_gpu_state(state)?;
     }
@@ -698,8 +730,9 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     // Reference and distorted are read ahead on their own threads, so reading overlaps
     // scoring and the two files are read at once.
     let limit = (cli.frame_cnt > 0).then_some(cli.frame_cnt as usize);
-    let start = |r, path: &Path| {
-        ReadAhead::start(r, limit).map_err(|e| {
+    let start = |r: Box<dyn io::VideoReader>, path: &Path| {
+        let pool = pinned_pool(pin_device.as_ref(), r.info(), ctx.worker_count());
+        ReadAhead::start(r, limit, pool).map_err(|e| {
             CliError(format!(
                 "out of memory: cannot start a reader thread for {}: {e}",
                 path.display()

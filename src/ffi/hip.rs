@@ -126,7 +126,8 @@ pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED: c_int = 3;
 pub struct VmafHipPictureConfiguration {
     pub pic_params: crate::ffi::libvmaf::VmafPictureParams,
     pub pic_prealloc_method: VmafHipPicturePreallocationMethod,
-    /// Pictures in the pool (at most 1024); 0 picks 2 per worker thread plus 4, at most 1024.
+    /// Pictures in the pool (at most 1024); 0 picks 2 per worker thread plus 4, at most 1024
+    /// (a GPU context with n_threads 0 counts its pipeline threads).
     pub pic_cnt: std::ffi::c_uint,
 }
 
@@ -151,10 +152,10 @@ pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
         let c = unsafe { context(ctx) }?;
         let p = cfg.pic_params;
         let cnt = match cfg.pic_cnt {
-            0 => (2 * c.config().n_threads as usize + 4).min(crate::limits::MAX_POOL_PICTURES),
+            0 => (2 * c.worker_count() + 4).min(crate::limits::MAX_POOL_PICTURES),
             n => n as usize,
         };
-        let make = || crate::ffi::picture::new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
+        let make = move || crate::ffi::picture::new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
         match cfg.pic_prealloc_method {
             VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE => Ok(0),
             VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE => Err(Error::NotSupported(
@@ -169,7 +170,7 @@ pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
                     .gpu_set()
                     .map(|g| g.states()[0].device().clone())
                     .ok_or_else(|| Error::inval("HOST_PINNED needs vmaf_hip_import_state first"))?;
-                super::pool::preallocate(ctx as usize, cnt, || {
+                super::pool::preallocate(ctx as usize, cnt, move || {
                     crate::gpu::pin_picture(&dev, make()?)
                         .map_err(|e| Error::NoMem(format!("page-locking a picture: {e}")))
                 })?;

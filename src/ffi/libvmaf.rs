@@ -557,7 +557,7 @@ pub unsafe extern "C" fn vmaf_preallocate_pictures(
             return Err(Error::inval("pic_cnt is 0"));
         }
         let p = cfg.pic_params;
-        pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, || {
+        pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, move || {
             new_picture_data(p.pix_fmt, p.bpc, p.w, p.h)
         })
     })

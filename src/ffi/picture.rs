@@ -67,7 +67,8 @@ pub(crate) fn pixel_format(raw: RawPixelFormat) -> Result<PixelFormat> {
     }
 }
 
-/// Checks `bpc` and the size, then allocates a zeroed picture.
+/// Checks `bpc` and the size, then allocates a picture for the caller to fill (a recycled
+/// buffer is not cleared: upstream's samples start uninitialised too).
 pub(crate) fn new_picture_data(
     pix_fmt: RawPixelFormat,
     bpc: c_uint,
@@ -81,7 +82,7 @@ pub(crate) fn new_picture_data(
     if w == 0 || h == 0 {
         return Err(Error::inval(format!("invalid picture size {w}x{h}")));
     }
-    PictureData::new(fmt, bpc, w as usize, h as usize)
+    PictureData::for_writing(fmt, bpc, w as usize, h as usize)
 }
 
 /// The C view of `data`'s planes: (w, h, stride in bytes, sample pointer) per plane.

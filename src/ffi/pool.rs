@@ -7,69 +7,18 @@
 //! library's after extraction) the buffer goes back to the free list and one waiter wakes.
 //! `vmaf_close` closes the pool instead of waiting for outstanding pictures (upstream blocks):
 //! blocked fetchers fail with -EINVAL and pictures still out are freed when released.
+//! Pools lend two pictures beyond their size: see [`PicturePool`].
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+use crate::picture::pool::PicturePool;
 use crate::picture::PictureData;
 
-struct State {
-    free: Vec<PictureData>,
-    /// Pictures handed out and not yet returned.
-    out: usize,
-    closed: bool,
-}
-
-pub(crate) struct Pool {
-    state: Mutex<State>,
-    available: Condvar,
-}
-
-impl Pool {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Blocks until a picture is free; it comes back here when its last reference drops.
-    pub(crate) fn fetch(self: &Arc<Self>) -> Result<PictureData> {
-        let mut st = self.lock();
-        loop {
-            if st.closed {
-                return Err(Error::inval("the picture pool was closed"));
-            }
-            if let Some(mut pic) = st.free.pop() {
-                st.out += 1;
-                let pool = Arc::clone(self);
-                pic.set_release(move |pic| pool.give_back(pic));
-                return Ok(pic);
-            }
-            st = self.available.wait(st).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-
-    fn give_back(&self, pic: PictureData) {
-        let mut st = self.lock();
-        st.out -= 1;
-        if !st.closed {
-            st.free.push(pic);
-            self.available.notify_one();
-        }
-    }
-
-    /// Frees the idle pictures and wakes blocked fetchers; returns how many are still out.
-    fn close(&self) -> usize {
-        let mut st = self.lock();
-        st.closed = true;
-        st.free.clear();
-        self.available.notify_all();
-        st.out
-    }
-}
-
 /// Registered pools by context address.
-static POOLS: Mutex<Vec<(usize, Arc<Pool>)>> = Mutex::new(Vec::new());
+static POOLS: Mutex<Vec<(usize, Arc<PicturePool>)>> = Mutex::new(Vec::new());
 
-fn registry() -> MutexGuard<'static, Vec<(usize, Arc<Pool>)>> {
+fn registry() -> MutexGuard<'static, Vec<(usize, Arc<PicturePool>)>> {
     POOLS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -78,34 +27,10 @@ fn registry() -> MutexGuard<'static, Vec<(usize, Arc<Pool>)>> {
 pub(crate) fn preallocate(
     ctx: usize,
     cnt: usize,
-    make: impl Fn() -> Result<PictureData>,
+    make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
 ) -> Result<()> {
-    let max = crate::limits::MAX_POOL_PICTURES;
-    if cnt > max {
-        return Err(Error::inval(format!(
-            "a pool of {cnt} pictures exceeds the limit of {max}"
-        )));
-    }
-    let mut free = Vec::new();
-    free.try_reserve_exact(cnt)
-        .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
-    for i in 0..cnt {
-        // On failure `free` drops here: the pictures made so far are freed, and an earlier pool
-        // stays registered.
-        let pic = make().map_err(|e| match e {
-            Error::NoMem(m) => Error::NoMem(format!("picture {} of a pool of {cnt}: {m}", i + 1)),
-            e => e,
-        })?;
-        free.push(pic);
-    }
-    let pool = Arc::new(Pool {
-        state: Mutex::new(State {
-            free,
-            out: 0,
-            closed: false,
-        }),
-        available: Condvar::new(),
-    });
+    // On failure an earlier pool stays registered.
+    let pool = PicturePool::new(cnt, make)?;
     let old = {
         let mut reg = registry();
         let old = reg
@@ -122,7 +47,7 @@ pub(crate) fn preallocate(
 }
 
 /// The pool of context `ctx`.
-pub(crate) fn get(ctx: usize) -> Result<Arc<Pool>> {
+pub(crate) fn get(ctx: usize) -> Result<Arc<PicturePool>> {
     registry()
         .iter()
         .find(|(k, _)| *k == ctx)
@@ -144,6 +69,7 @@ pub(crate) fn close(ctx: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::picture::pool::EXTRA;
     use crate::picture::PixelFormat;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -153,10 +79,11 @@ mod tests {
 
     #[test]
     fn pool_size_limit_is_einval() {
-        let made = AtomicUsize::new(0);
+        let made = Arc::new(AtomicUsize::new(0));
         let key = 0x5eed_0001;
-        let e = preallocate(key, crate::limits::MAX_POOL_PICTURES + 1, || {
-            made.fetch_add(1, Ordering::SeqCst);
+        let m = made.clone();
+        let e = preallocate(key, crate::limits::MAX_POOL_PICTURES + 1, move || {
+            m.fetch_add(1, Ordering::SeqCst);
             small()
         })
         .unwrap_err();
@@ -173,12 +100,13 @@ mod tests {
         preallocate(key, 2, small).unwrap();
         let freed = Arc::new(AtomicUsize::new(0));
         let made = AtomicUsize::new(0);
-        let e = preallocate(key, 5, || {
+        let f = freed.clone();
+        let e = preallocate(key, 5, move || {
             if made.fetch_add(1, Ordering::SeqCst) == 3 {
                 return Err(Error::NoMem("test".into()));
             }
             let mut p = small()?;
-            let freed = freed.clone();
+            let freed = f.clone();
             p.set_release(move |_| {
                 freed.fetch_add(1, Ordering::SeqCst);
             });
@@ -197,5 +125,33 @@ mod tests {
         let (a, b) = (pool.fetch().unwrap(), pool.fetch().unwrap());
         assert_eq!((a.w[0], b.h[0]), (8, 8));
         assert_eq!(close(key), 2);
+    }
+
+    /// A dry pool makes up to EXTRA more pictures, then blocks until one comes back.
+    #[test]
+    fn a_dry_pool_lends_two_more_then_waits() {
+        let key = 0x5eed_0003;
+        let made = Arc::new(AtomicUsize::new(0));
+        let m = made.clone();
+        preallocate(key, 2, move || {
+            m.fetch_add(1, Ordering::SeqCst);
+            small()
+        })
+        .unwrap();
+        let pool = get(key).unwrap();
+        let held: Vec<_> = (0..2 + EXTRA).map(|_| pool.fetch().unwrap()).collect();
+        assert_eq!(made.load(Ordering::SeqCst), 2 + EXTRA);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = pool.clone();
+        let waiter = std::thread::spawn(move || tx.send(p.fetch().map(|pic| pic.w[0])).unwrap());
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(100))
+            .is_err());
+        drop(held);
+        assert_eq!(rx.recv().unwrap().unwrap(), 8);
+        waiter.join().unwrap();
+        // Nothing more was made: the waiter got a returned picture.
+        assert_eq!(made.load(Ordering::SeqCst), 2 + EXTRA);
+        close(key);
     }
 }

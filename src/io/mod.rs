@@ -54,8 +54,20 @@ pub trait VideoReader: Send {
     /// Stream parameters.
     fn info(&self) -> VideoInfo;
 
-    /// The next frame, or `None` at a clean end of stream. A partial frame is an error.
-    fn read_frame(&mut self) -> Result<Option<Picture>>;
+    /// Reads the next frame into a picture from `get` (of [`Self::info`]'s size and format:
+    /// from a pool, say), called only once a frame is known to follow where the format tells;
+    /// `None` at a clean end of stream. A partial frame is an error.
+    fn read_frame_with(
+        &mut self,
+        get: &mut dyn FnMut() -> Result<PictureData>,
+    ) -> Result<Option<PictureData>>;
+
+    /// The next frame in a picture of its own, or `None` at a clean end of stream.
+    fn read_frame(&mut self) -> Result<Option<Picture>> {
+        let i = self.info();
+        let mut get = || PictureData::for_writing(i.pix_fmt, i.bpc, i.width, i.height);
+        Ok(self.read_frame_with(&mut get)?.map(Arc::new))
+    }
 
     /// Frames left to read, when the input size makes that knowable (for progress display).
     fn frames_left_hint(&self) -> Option<u64> {
@@ -109,16 +121,6 @@ fn check_fits(
         "{name}: truncated: {what} {}x{} ({size} bytes a frame) but the file holds {left} bytes",
         info.width, info.height
     )))
-}
-
-/// A zeroed frame buffer of `len` bytes, allocated fallibly: a failure is an out-of-memory
-/// error naming the input instead of an abort.
-fn alloc_frame(name: &str, len: usize) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| Error::NoMem(format!("{name}: cannot allocate {len} bytes for a frame")))?;
-    v.resize(len, 0);
-    Ok(v)
 }
 
 fn bytes_per_sample(bpc: u32) -> usize {
@@ -197,44 +199,146 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Converts one frame's file bytes (`info.frame_bytes()` of them) into a picture.
-fn picture_from_bytes(info: &VideoInfo, bytes: &[u8]) -> Result<Picture> {
-    let mut pic = PictureData::new(info.pix_fmt, info.bpc, info.width, info.height)?;
+/// How reading one frame into a picture ended.
+enum Filled {
+    /// Every byte of the frame was read.
+    Whole,
+    /// The input ended after this many bytes of the frame (0: a clean end).
+    Short(usize),
+}
+
+/// Why a frame could not be read.
+enum FrameError {
+    Io(std::io::Error),
+    /// Bad content (a sample out of range) or no memory for a row buffer.
+    Bad(Error),
+}
+
+/// Reads one frame, `info.frame_bytes()` bytes plus `extra` bytes that are discarded, from
+/// `src` into `pic` (whose size and format are `info`'s). Planes whose file rows are the
+/// picture's rows are read straight into the picture; the others (odd sizes, padded strides)
+/// go through `scratch` row by row.
+fn read_into(
+    src: &mut dyn Read,
+    info: &VideoInfo,
+    extra: usize,
+    pic: &mut PictureData,
+    scratch: &mut Vec<u8>,
+) -> std::result::Result<Filled, FrameError> {
     let bps = bytes_per_sample(info.bpc);
-    let mut pos = 0;
+    let max = (1u32 << info.bpc) - 1;
+    let mut total = 0;
     for (p, &(fw, fh)) in file_plane_dims(info.pix_fmt, info.width, info.height)
         .iter()
         .enumerate()
     {
         let (pw, ph, stride) = (pic.w[p], pic.h[p], pic.stride[p]);
-        let plane = &bytes[pos..pos + fw * fh * bps];
-        pos += plane.len();
-        let rows = plane.chunks_exact(fw * bps).take(ph);
-        if bps == 1 {
-            let dst = pic.plane_u8_mut(p);
-            for (y, row) in rows.enumerate() {
-                dst[y * stride..y * stride + pw].copy_from_slice(&row[..pw]);
+        let len = fw * fh * bps;
+        let n = if (fw, fh) == (pw, ph) && (stride == pw || ph == 1) {
+            let n = if bps == 1 {
+                read_full(src, &mut pic.plane_u8_mut(p)[..len])
+            } else {
+                read_full(
+                    src,
+                    bytemuck::cast_slice_mut(&mut pic.plane_u16_mut(p)[..fw * fh]),
+                )
             }
-        } else {
-            let max = (1u32 << info.bpc) - 1;
-            let dst = pic.plane_u16_mut(p);
-            for (y, row) in rows.enumerate() {
-                let out = &mut dst[y * stride..y * stride + pw];
-                for (d, s) in out.iter_mut().zip(row.chunks_exact(2)) {
-                    let v = u16::from_le_bytes([s[0], s[1]]);
-                    // Out-of-range samples would index past extractor lookup tables.
-                    if u32::from(v) > max {
-                        return Err(Error::inval(format!(
-                            "sample value {v} exceeds {}-bit range",
-                            info.bpc
-                        )));
-                    }
-                    *d = v;
+            .map_err(FrameError::Io)?;
+            if bps == 2 && n == len {
+                // The file's samples are little endian; the picture's are native.
+                let plane = &mut pic.plane_u16_mut(p)[..fw * fh];
+                for v in plane.iter_mut() {
+                    *v = u16::from_le(*v);
                 }
+                check_range(plane, max).map_err(FrameError::Bad)?;
             }
+            n
+        } else {
+            let buf = scratch_of(scratch, len).map_err(FrameError::Bad)?;
+            let n = read_full(src, buf).map_err(FrameError::Io)?;
+            if n == len {
+                rows_into(pic, p, buf, fw * bps, max).map_err(FrameError::Bad)?;
+            }
+            n
+        };
+        total += n;
+        if n < len {
+            return Ok(Filled::Short(total));
         }
     }
-    Ok(Arc::new(pic))
+    if extra > 0 {
+        let buf = scratch_of(scratch, extra).map_err(FrameError::Bad)?;
+        let n = read_full(src, buf).map_err(FrameError::Io)?;
+        if n < extra {
+            return Ok(Filled::Short(total + n));
+        }
+    }
+    Ok(Filled::Whole)
+}
+
+/// The first `len` bytes of `scratch`, grown fallibly.
+fn scratch_of(scratch: &mut Vec<u8>, len: usize) -> Result<&mut [u8]> {
+    if scratch.len() < len {
+        scratch
+            .try_reserve_exact(len - scratch.len())
+            .map_err(|_| Error::NoMem(format!("cannot allocate {len} bytes for a plane")))?;
+        scratch.resize(len, 0);
+    }
+    Ok(&mut scratch[..len])
+}
+
+/// Out-of-range samples would index past extractor lookup tables.
+fn check_range(samples: &[u16], max: u32) -> Result<()> {
+    match samples.iter().find(|&&v| u32::from(v) > max) {
+        Some(v) => Err(Error::inval(format!(
+            "sample value {v} exceeds {}-bit range",
+            max.count_ones()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Copies plane `p`'s file rows (`row` bytes each) from `bytes` into `pic`, keeping the part
+/// the picture has room for.
+fn rows_into(pic: &mut PictureData, p: usize, bytes: &[u8], row: usize, max: u32) -> Result<()> {
+    let (pw, ph, stride) = (pic.w[p], pic.h[p], pic.stride[p]);
+    let rows = bytes.chunks_exact(row).take(ph);
+    if pic.bpc == 8 {
+        let dst = pic.plane_u8_mut(p);
+        for (y, src) in rows.enumerate() {
+            dst[y * stride..y * stride + pw].copy_from_slice(&src[..pw]);
+        }
+    } else {
+        let dst = pic.plane_u16_mut(p);
+        for (y, src) in rows.enumerate() {
+            let out = &mut dst[y * stride..y * stride + pw];
+            for (d, s) in out.iter_mut().zip(src.chunks_exact(2)) {
+                *d = u16::from_le_bytes([s[0], s[1]]);
+            }
+            check_range(out, max)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `pic` can take frames of `info`.
+fn check_target(info: &VideoInfo, pic: &PictureData) -> Result<()> {
+    if (pic.w[0], pic.h[0], pic.pix_fmt, pic.bpc)
+        != (info.width, info.height, info.pix_fmt, info.bpc)
+    {
+        return Err(Error::inval(format!(
+            "a {}x{} {:?} {}-bit picture cannot take a {}x{} {:?} {}-bit frame",
+            pic.w[0],
+            pic.h[0],
+            pic.pix_fmt,
+            pic.bpc,
+            info.width,
+            info.height,
+            info.pix_fmt,
+            info.bpc
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -288,10 +392,11 @@ mod tests {
     }
 
     #[test]
-    fn frame_allocation_is_fallible() {
-        assert_eq!(alloc_frame("a", 3).unwrap(), [0, 0, 0]);
-        let e = alloc_frame("big.y4m", usize::MAX / 2).unwrap_err();
+    fn row_buffer_allocation_is_fallible() {
+        let mut v = Vec::new();
+        assert_eq!(scratch_of(&mut v, 3).unwrap(), [0, 0, 0]);
+        let e = scratch_of(&mut v, usize::MAX / 2).unwrap_err();
         assert!(matches!(e, Error::NoMem(_)), "{e}");
-        assert!(e.to_string().contains("big.y4m: cannot allocate"), "{e}");
+        assert!(e.to_string().contains("cannot allocate"), "{e}");
     }
 }

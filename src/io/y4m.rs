@@ -7,10 +7,10 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use super::{
-    alloc_frame, check_fits, check_size, picture_from_bytes, read_full, VideoInfo, VideoReader,
+    check_fits, check_size, check_target, read_into, Filled, FrameError, VideoInfo, VideoReader,
 };
 use crate::error::{Error, Result};
-use crate::picture::{Picture, PixelFormat};
+use crate::picture::{PictureData, PixelFormat};
 
 /// Longest stream or frame header line accepted; real ones are well under 100 bytes.
 const MAX_LINE: u64 = 4096;
@@ -25,8 +25,8 @@ pub struct Y4mReader<R = BufReader<File>> {
     frame: usize,
     /// Bytes of one frame's planes (alpha included), without the `FRAME` line.
     frame_len: usize,
-    /// Frame buffer, allocated at the first frame.
-    buf: Vec<u8>,
+    /// Row buffer for planes not read in place (and the skipped alpha plane).
+    scratch: Vec<u8>,
     /// Input length and bytes consumed so far, for the frame-count hint.
     total: Option<u64>,
     consumed: u64,
@@ -220,7 +220,7 @@ impl<R: BufRead> Y4mReader<R> {
             skip_bytes,
             frame: 0,
             frame_len,
-            buf: Vec::new(),
+            scratch: Vec::new(),
             total: None,
             consumed: header_len as u64 + 1,
             notes: Vec::new(),
@@ -254,7 +254,10 @@ impl<R: BufRead + Send> VideoReader for Y4mReader<R> {
         self.info
     }
 
-    fn read_frame(&mut self) -> Result<Option<Picture>> {
+    fn read_frame_with(
+        &mut self,
+        get: &mut dyn FnMut() -> Result<PictureData>,
+    ) -> Result<Option<PictureData>> {
         let (line, complete) = read_line(&mut self.src).map_err(|e| self.io_err(e))?;
         if line.is_empty() && !complete {
             return Ok(None);
@@ -265,23 +268,27 @@ impl<R: BufRead + Send> VideoReader for Y4mReader<R> {
         if !complete {
             return Err(self.err("truncated frame header"));
         }
-        if self.buf.len() != self.frame_len {
-            self.buf = alloc_frame(&self.name, self.frame_len)?;
+        let mut pic = get()?;
+        check_target(&self.info, &pic).map_err(|e| self.err(e))?;
+        let res = read_into(
+            &mut self.src,
+            &self.info,
+            self.skip_bytes,
+            &mut pic,
+            &mut self.scratch,
+        );
+        match res {
+            Err(FrameError::Io(e)) => return Err(self.io_err(e)),
+            Err(FrameError::Bad(e)) => return Err(self.err(e)),
+            Ok(Filled::Short(n)) => {
+                return Err(self.err(format_args!(
+                    "truncated: {n} of {} bytes of frame data",
+                    self.frame_len
+                )))
+            }
+            Ok(Filled::Whole) => {}
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        let got = read_full(&mut self.src, &mut buf);
-        let res = match got {
-            Err(e) => Err(self.io_err(e)),
-            Ok(n) if n < buf.len() => Err(self.err(format_args!(
-                "truncated: {n} of {} bytes of frame data",
-                buf.len()
-            ))),
-            Ok(_) => picture_from_bytes(&self.info, &buf[..buf.len() - self.skip_bytes])
-                .map_err(|e| self.err(e)),
-        };
-        self.consumed += (line.len() + 1 + buf.len()) as u64;
-        self.buf = buf;
-        let pic = res?;
+        self.consumed += (line.len() + 1 + self.frame_len) as u64;
         self.frame += 1;
         Ok(Some(pic))
     }
@@ -574,8 +581,8 @@ mod tests {
         // A header-only file is an empty stream, whatever its size: nothing is allocated.
         let p2 = temp_file("empty.y4m", b"YUV4MPEG2 W16384 H16384 C444p16\n");
         let mut r = Y4mReader::open(&p2).unwrap();
-        assert!(r.read_frame().unwrap().is_none());
-        assert!(r.buf.capacity() == 0);
+        let mut get = || -> Result<PictureData> { panic!("a picture was asked for") };
+        assert!(r.read_frame_with(&mut get).unwrap().is_none());
         for p in [p, p2] {
             std::fs::remove_file(p).unwrap();
         }
@@ -603,6 +610,8 @@ mod parity_tests {
     use super::*;
     use crate::io::YuvReader;
     use crate::testutil::{clip_path, load_parity_clip};
+
+    use crate::picture::Picture;
 
     fn same(a: &Picture, b: &Picture) -> bool {
         (a.w, a.h, a.bpc, a.pix_fmt) == (b.w, b.h, b.bpc, b.pix_fmt)

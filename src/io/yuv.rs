@@ -6,10 +6,10 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use super::{
-    alloc_frame, check_fits, check_size, picture_from_bytes, read_full, VideoInfo, VideoReader,
+    check_fits, check_size, check_target, read_into, Filled, FrameError, VideoInfo, VideoReader,
 };
 use crate::error::{Error, Result};
-use crate::picture::Picture;
+use crate::picture::PictureData;
 
 /// Reads raw planar frames of known size and format.
 pub struct YuvReader<R = BufReader<File>> {
@@ -19,8 +19,8 @@ pub struct YuvReader<R = BufReader<File>> {
     frame: usize,
     /// Bytes of one frame.
     frame_len: usize,
-    /// Frame buffer, allocated at the first frame.
-    buf: Vec<u8>,
+    /// Row buffer for planes not read in place.
+    scratch: Vec<u8>,
     /// Frames left according to the file size, when known.
     left: Option<u64>,
     /// Bytes after the last whole frame of a regular file (ignored, with a warning).
@@ -67,7 +67,7 @@ impl<R: Read> YuvReader<R> {
             frame: 0,
             // Within the size limits this cannot overflow.
             frame_len: info.frame_bytes(),
-            buf: Vec::new(),
+            scratch: Vec::new(),
             left: None,
             tail: 0,
         })
@@ -79,28 +79,32 @@ impl<R: Read + Send> VideoReader for YuvReader<R> {
         self.info
     }
 
-    fn read_frame(&mut self) -> Result<Option<Picture>> {
+    fn read_frame_with(
+        &mut self,
+        get: &mut dyn FnMut() -> Result<PictureData>,
+    ) -> Result<Option<PictureData>> {
         // A regular file's whole frames are all read: what follows is the tail warned about.
         if self.tail > 0 && self.left == Some(0) {
             return Ok(None);
         }
-        if self.buf.len() != self.frame_len {
-            self.buf = alloc_frame(&self.name, self.frame_len)?;
-        }
-        let n = read_full(&mut self.src, &mut self.buf)
-            .map_err(|e| Error::io(format!("{}: frame {}", self.name, self.frame), e))?;
         let fail =
             |msg: String| Error::inval(format!("{}: frame {}: {msg}", self.name, self.frame));
-        if n == 0 {
-            return Ok(None);
+        let mut pic = get()?;
+        check_target(&self.info, &pic).map_err(|e| fail(e.to_string()))?;
+        match read_into(&mut self.src, &self.info, 0, &mut pic, &mut self.scratch) {
+            Err(FrameError::Io(e)) => {
+                return Err(Error::io(format!("{}: frame {}", self.name, self.frame), e))
+            }
+            Err(FrameError::Bad(e)) => return Err(fail(e.to_string())),
+            Ok(Filled::Short(0)) => return Ok(None),
+            Ok(Filled::Short(n)) => {
+                return Err(fail(format!(
+                    "truncated: {n} of {} bytes (check -w/-h/-p/-b)",
+                    self.frame_len
+                )))
+            }
+            Ok(Filled::Whole) => {}
         }
-        if n < self.buf.len() {
-            return Err(fail(format!(
-                "truncated: {n} of {} bytes (check -w/-h/-p/-b)",
-                self.buf.len()
-            )));
-        }
-        let pic = picture_from_bytes(&self.info, &self.buf).map_err(|e| fail(e.to_string()))?;
         self.frame += 1;
         if let Some(l) = &mut self.left {
             *l = l.saturating_sub(1);

@@ -1,0 +1,138 @@
+//! A pool of pictures of one size: fetched, filled, handed to a context, and back in the pool
+//! when the last reference drops (the release hook of a lent picture holds the pool).
+//!
+//! A pool lends up to [`EXTRA`] pictures beyond its size, made on demand when it runs dry: a
+//! context keeps the last references a motion extractor looks back to as they are (no copy on
+//! the feeding thread), and those must not starve a caller whose pool was sized for the frames
+//! it feeds (a pool of two pictures still serves a caller with no worker threads).
+
+#![forbid(unsafe_code)]
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::picture::PictureData;
+
+/// Pictures a pool may make beyond its size: the previous two references a context keeps.
+pub const EXTRA: usize = 2;
+
+/// Makes one picture of a pool.
+type Make = Box<dyn Fn() -> Result<PictureData> + Send + Sync>;
+
+struct State {
+    free: Vec<PictureData>,
+    /// Pictures handed out and not yet returned.
+    out: usize,
+    /// Pictures made beyond the pool's size (at most [`EXTRA`]).
+    extra: usize,
+    closed: bool,
+}
+
+pub struct PicturePool {
+    state: Mutex<State>,
+    available: Condvar,
+    make: Make,
+}
+
+impl PicturePool {
+    /// A pool of `cnt` pictures from `make` (at most [`crate::limits::MAX_POOL_PICTURES`]),
+    /// which also makes the extra ones.
+    pub fn new(
+        cnt: usize,
+        make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
+    ) -> Result<Arc<Self>> {
+        let max = crate::limits::MAX_POOL_PICTURES;
+        if cnt > max {
+            return Err(Error::inval(format!(
+                "a pool of {cnt} pictures exceeds the limit of {max}"
+            )));
+        }
+        let mut free = Vec::new();
+        free.try_reserve_exact(cnt)
+            .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
+        for i in 0..cnt {
+            // On failure `free` drops here: the pictures made so far are freed.
+            let pic = make().map_err(|e| match e {
+                Error::NoMem(m) => {
+                    Error::NoMem(format!("picture {} of a pool of {cnt}: {m}", i + 1))
+                }
+                e => e,
+            })?;
+            free.push(pic);
+        }
+        Ok(Arc::new(PicturePool {
+            state: Mutex::new(State {
+                free,
+                out: 0,
+                extra: 0,
+                closed: false,
+            }),
+            available: Condvar::new(),
+            make: Box::new(make),
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Blocks until a picture is free; it comes back here when its last reference drops.
+    pub fn fetch(self: &Arc<Self>) -> Result<PictureData> {
+        let mut st = self.lock();
+        loop {
+            if st.closed {
+                return Err(Error::inval("the picture pool was closed"));
+            }
+            if let Some(pic) = st.free.pop() {
+                st.out += 1;
+                return Ok(self.lend(pic));
+            }
+            if st.extra < EXTRA {
+                st.extra += 1;
+                drop(st);
+                match (self.make)() {
+                    Ok(pic) => {
+                        let mut st = self.lock();
+                        st.out += 1;
+                        return Ok(self.lend(pic));
+                    }
+                    Err(e) => {
+                        // Not fatal: the caller waits for a picture to come back instead.
+                        crate::log_warn!("picture pool: an extra picture failed: {e}");
+                        st = self.lock();
+                        st.extra -= 1;
+                        if st.free.is_empty() && st.out == 0 {
+                            return Err(e);
+                        }
+                        continue;
+                    }
+                }
+            }
+            st = self.available.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn lend(self: &Arc<Self>, mut pic: PictureData) -> PictureData {
+        let pool = Arc::clone(self);
+        pic.set_release(move |pic| pool.give_back(pic));
+        pic
+    }
+
+    fn give_back(&self, pic: PictureData) {
+        let mut st = self.lock();
+        st.out -= 1;
+        if !st.closed {
+            st.free.push(pic);
+            self.available.notify_one();
+        }
+    }
+
+    /// Frees the idle pictures and wakes blocked fetchers; returns how many are still out.
+    pub fn close(&self) -> usize {
+        let mut st = self.lock();
+        st.closed = true;
+        st.free.clear();
+        self.available.notify_all();
+        st.out
+    }
+}
