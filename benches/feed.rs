@@ -23,7 +23,7 @@
 //! tools (asserted).
 //!
 //! `cargo bench --bench feed [-- --frames N --threads 0,4,16 --only NAME --paths alloc,pool,..
-//!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR]`
+//!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR --keep --devices N|all]`
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -153,7 +153,7 @@ struct Session {
     model: *mut VmafModel,
 }
 
-fn session(input: &Input, path: Path, threads: u32, gpu: *mut HipStateHandle) -> Session {
+fn session(input: &Input, path: Path, threads: u32, gpu: &[*mut HipStateHandle]) -> Session {
     let mut ctx = std::ptr::null_mut();
     let mut model = std::ptr::null_mut();
     let cfg = VmafConfiguration {
@@ -173,8 +173,8 @@ fn session(input: &Input, path: Path, threads: u32, gpu: *mut HipStateHandle) ->
     // SAFETY: valid out-pointers; the handles are used only while live.
     unsafe {
         assert_eq!(vmaf_init(&mut ctx, cfg), 0);
-        if !gpu.is_null() {
-            assert_eq!(vmaf_hip_import_state(ctx, gpu), 0);
+        for &state in gpu {
+            assert_eq!(vmaf_hip_import_state(ctx, state), 0);
         }
         let mut mcfg = VmafModelConfig {
             name: std::ptr::null(),
@@ -255,7 +255,7 @@ fn picture(
 }
 
 /// Frames per second of the feeding thread alone: get, fill and release the pictures.
-fn floor(input: &Input, path: Path, frames: usize, gpu: *mut HipStateHandle) -> (f64, Split) {
+fn floor(input: &Input, path: Path, frames: usize, gpu: &[*mut HipStateHandle]) -> (f64, Split) {
     let s = session(input, path, 0, gpu);
     let mut split = Split::default();
     let t = Instant::now();
@@ -280,7 +280,7 @@ fn scored(
     path: Path,
     frames: usize,
     threads: u32,
-    gpu: *mut HipStateHandle,
+    gpu: &[*mut HipStateHandle],
 ) -> (f64, f64, Split) {
     let s = session(input, path, threads, gpu);
     let mut split = Split::default();
@@ -393,7 +393,10 @@ struct Tools {
     ffmpeg: Option<String>,
     dir: std::path::PathBuf,
     frames_1080: usize,
-    gpu: bool,
+    /// GPUs used (0: the CPU).
+    gpu: usize,
+    /// Keep the y4m files (`--keep`).
+    keep: bool,
     threads: Vec<u32>,
 }
 
@@ -431,8 +434,14 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
                 .args(["--threads", &t.to_string(), "--json", "--output"])
                 .arg(&json)
                 .arg("--quiet");
-            if tools.gpu {
-                cmd.args(["--backend", "hip"]);
+            match tools.gpu {
+                0 => {}
+                1 => {
+                    cmd.args(["--backend", "hip"]);
+                }
+                _ => {
+                    cmd.args(["--backend", "hip", "--hip-device", "all"]);
+                }
             }
             let (fps, _) = timed(&mut cmd, frames);
             scores.push(("cli", format!("{:.6}", cli_score(&json))));
@@ -463,7 +472,7 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
         let mut cells = Vec::new();
         let mut best = 0.0f64;
         for &t in &tools.threads {
-            let dev = if tools.gpu { ":hip_device=0" } else { "" };
+            let dev = if tools.gpu > 0 { ":hip_device=0" } else { "" };
             let mut cmd = std::process::Command::new(ffmpeg);
             base(&mut cmd);
             cmd.args([
@@ -494,8 +503,10 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
             cells.join(", ")
         );
     }
-    for f in &files {
-        let _ = std::fs::remove_file(f);
+    if !tools.keep {
+        for f in &files {
+            let _ = std::fs::remove_file(f);
+        }
     }
     scores
 }
@@ -520,25 +531,46 @@ fn main() {
         .map(str::to_string)
         .collect();
 
-    let mut gpu: *mut HipStateHandle = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    let rc = unsafe {
-        vmaf_hip_state_init(
-            &mut gpu,
-            VmafHipConfiguration {
-                device_index: -1,
-                flags: 0,
-            },
-        )
+    // `--devices N|all`: GPU states imported into every context (frames spread over them).
+    let devices = opt("--devices").unwrap_or_else(|| "1".into());
+    let want = if devices == "all" {
+        usize::MAX
+    } else {
+        devices.parse().expect("--devices N|all")
     };
-    let on = if rc == 0 { "GPU" } else { "CPU" };
+    let mut gpu: Vec<*mut HipStateHandle> = Vec::new();
+    while gpu.len() < want {
+        let mut state = std::ptr::null_mut();
+        // The first usable device when only one is asked for, else devices 0, 1, ...
+        let index = if want == 1 { -1 } else { gpu.len() as i32 };
+        // SAFETY: valid out-pointer.
+        let rc = unsafe {
+            vmaf_hip_state_init(
+                &mut state,
+                VmafHipConfiguration {
+                    device_index: index,
+                    flags: 0,
+                },
+            )
+        };
+        if rc != 0 {
+            break;
+        }
+        gpu.push(state);
+    }
+    let on = match gpu.len() {
+        0 => "CPU".to_string(),
+        1 => "GPU".to_string(),
+        n => format!("{n} GPUs"),
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let tools = Tools {
         vmaf: opt("--vmaf").filter(|_| paths.iter().any(|p| p == "cli")),
         ffmpeg: opt("--ffmpeg").filter(|_| paths.iter().any(|p| p == "ffmpeg")),
         dir: opt("--dir").map_or_else(std::env::temp_dir, Into::into),
         frames_1080: opt("--file-frames").map_or(1200, |v| v.parse().expect("--file-frames N")),
-        gpu: rc == 0,
+        gpu: gpu.len(),
+        keep: args.iter().any(|a| a == "--keep"),
         threads: threads.clone(),
     };
     println!(
@@ -558,16 +590,18 @@ fn main() {
             continue;
         }
         let n = if scale == 2 { frames / 3 } else { frames };
+        // Kernels are compiled or loaded at the first frames on a device: not timed.
+        scored(&input, Path::Alloc, 16, 4, &gpu);
         let mut reference = None;
         for path in [Path::Alloc, Path::Pool, Path::Pinned] {
-            if (path == Path::Pinned && gpu.is_null()) || !paths.iter().any(|p| p == path.name()) {
+            if (path == Path::Pinned && gpu.is_empty()) || !paths.iter().any(|p| p == path.name()) {
                 continue;
             }
-            let (fl, fl_split) = floor(&input, path, n, gpu);
+            let (fl, fl_split) = floor(&input, path, n, &gpu);
             let mut best = (0.0, 0, Split::default());
             let mut cells = Vec::new();
             for &t in &threads {
-                let (fps, score, split) = scored(&input, path, n, t, gpu);
+                let (fps, score, split) = scored(&input, path, n, t, &gpu);
                 match reference {
                     None => reference = Some(score),
                     Some(r) => assert_eq!(
@@ -605,7 +639,7 @@ fn main() {
         if !tool_scores.is_empty() {
             // The tools score their own frame count: compare with a C API run of that length.
             let m = tool_frames(&tools, scale);
-            let (_, api, _) = scored(&input, Path::Alloc, m, threads[threads.len() - 1], gpu);
+            let (_, api, _) = scored(&input, Path::Alloc, m, threads[threads.len() - 1], &gpu);
             for (tool, score) in tool_scores {
                 assert_eq!(
                     score,
@@ -621,6 +655,8 @@ fn main() {
             reference.unwrap_or(f64::NAN)
         );
     }
-    // SAFETY: the state is NULL or live, freed once.
-    unsafe { vmaf_hip_state_free(&mut gpu) };
+    for mut state in gpu {
+        // SAFETY: a live state, freed once.
+        unsafe { vmaf_hip_state_free(&mut state) };
+    }
 }

@@ -128,6 +128,8 @@ pub struct Context {
     gpu: Option<crate::gpu::GpuSet>,
     /// The worker pool's threads, whose GPU buffers are released when the context drops.
     workers: Arc<Mutex<Vec<std::thread::ThreadId>>>,
+    /// Time `read_pictures` spent waiting for frames in flight (logged at the flush).
+    feed_wait: std::time::Duration,
     /// Stored feature names of model features, by name and options (see `stored_name`).
     stored_names: Mutex<std::collections::HashMap<String, String>>,
 }
@@ -216,6 +218,7 @@ impl Context {
             in_flight: Arc::new(InFlight::default()),
             gpu: None,
             workers,
+            feed_wait: std::time::Duration::ZERO,
             stored_names: Mutex::default(),
         })
     }
@@ -465,7 +468,9 @@ impl Context {
                 run_extractors(&temporal, &input, &self.collector)?;
                 if !parallel.is_empty() {
                     // Bound the queue so pictures do not pile up in memory.
+                    let t = std::time::Instant::now();
                     self.in_flight.wait_below(2 * pool.current_num_threads())?;
+                    self.feed_wait += t.elapsed();
                     self.in_flight.lock().0 += 1;
                     let (r, d) = (reference.clone(), distorted.clone());
                     let (pr, ppr) = (self.prev_ref.clone(), self.prev_prev_ref.clone());
@@ -506,7 +511,16 @@ impl Context {
             return Err(Error::inval("context already flushed"));
         }
         self.flushed = true;
+        let t = std::time::Instant::now();
         self.in_flight.wait_below(0)?;
+        crate::log_debug!(
+            "{} frames fed; the feeding thread waited {:.1} ms for frames in flight and {:.1} ms \
+             at the flush ({} worker threads)",
+            self.pic_cnt,
+            self.feed_wait.as_secs_f64() * 1e3,
+            t.elapsed().as_secs_f64() * 1e3,
+            self.worker_count()
+        );
         self.prev_ref = None;
         self.prev_prev_ref = None;
         if self.pic_cnt == 0 {

@@ -40,9 +40,26 @@ impl LogLevel {
 
 static LEVEL: AtomicU32 = AtomicU32::new(LogLevel::Info as u32);
 
-/// Sets the process-wide level (as `vmaf_init` does).
+/// Sets the process-wide level (as `vmaf_init` does), unless the environment variable
+/// `VMAF_HIP_LOG_LEVEL` (0-4 or none/error/warning/info/debug) says otherwise: a way to see
+/// debug lines from a program that fixes the level, such as FFmpeg's filter.
 pub fn set_level(level: LogLevel) {
+    let level = std::env::var("VMAF_HIP_LOG_LEVEL")
+        .ok()
+        .and_then(|v| parse_level(&v))
+        .unwrap_or(level);
     LEVEL.store(level as u32, Ordering::Relaxed);
+}
+
+fn parse_level(v: &str) -> Option<LogLevel> {
+    Some(match v.trim().to_ascii_lowercase().as_str() {
+        "0" | "none" => LogLevel::None,
+        "1" | "error" => LogLevel::Error,
+        "2" | "warning" => LogLevel::Warning,
+        "3" | "info" => LogLevel::Info,
+        "4" | "debug" => LogLevel::Debug,
+        _ => return None,
+    })
 }
 
 /// The current level.
@@ -79,4 +96,17 @@ macro_rules! log_info {
 #[macro_export]
 macro_rules! log_debug {
     ($($t:tt)*) => { $crate::log::log($crate::log::LogLevel::Debug, &format!($($t)*)) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_names_parse() {
+        assert_eq!(parse_level("debug"), Some(LogLevel::Debug));
+        assert_eq!(parse_level(" 2 "), Some(LogLevel::Warning));
+        assert_eq!(parse_level("NONE"), Some(LogLevel::None));
+        assert_eq!(parse_level("loud"), None);
+    }
 }

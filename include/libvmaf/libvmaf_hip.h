@@ -116,6 +116,32 @@ int vmaf_hip_preallocate_pictures(VmafContext *vmaf, VmafHipPictureConfiguration
  * -EINVAL: NULL arguments, no pool, or the pool was closed by vmaf_close(). */
 int vmaf_hip_fetch_preallocated_picture(VmafContext *vmaf, VmafPicture *pic);
 
+/* Tests for vmaf_hip_picture_wrap(). */
+#define VMAF_HIP_HAVE_PICTURE_WRAP 1
+
+/* Called once the library no longer reads a wrapped picture's memory (from any thread). */
+typedef void (*VmafHipReleaseCallback)(void *opaque);
+
+/* Makes *pic a picture that reads the caller's planes in place instead of a
+ * copy: plane i starts at data[i], rows stride[i] bytes apart (chroma planes
+ * of the size vmaf_picture_alloc() gives them; data[1] and data[2] are
+ * ignored for VMAF_PIX_FMT_YUV400P). Samples are uint8_t for bpc 8, else
+ * native-endian uint16_t (data[i] and stride[i] then even). Use it as a
+ * picture from vmaf_picture_alloc(): pass it to vmaf_read_pictures() or
+ * release it with vmaf_picture_unref(). The memory must stay valid and
+ * unchanged until release(opaque) is called, exactly once, when neither the
+ * caller's picture nor the library holds it any more; release may be NULL.
+ * GPU extractors copy the luma plane to the device; CPU extractors read it
+ * where it is.
+ * -EINVAL: pic or a needed data[i] is NULL, unknown pix_fmt, bpc outside
+ *          8..16, zero size or a side above 65536, a stride shorter than a
+ *          row or negative, odd pointers or strides for bpc above 8.
+ * -ENOMEM: no memory for the picture's bookkeeping.
+ * On failure release is not called and *pic is left empty. */
+int vmaf_hip_picture_wrap(VmafPicture *pic, enum VmafPixelFormat pix_fmt, unsigned bpc,
+                          unsigned w, unsigned h, void *const data[3], const ptrdiff_t stride[3],
+                          VmafHipReleaseCallback release, void *opaque);
+
 #ifdef __cplusplus
 }
 #endif

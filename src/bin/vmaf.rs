@@ -9,6 +9,7 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Instant;
 
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
@@ -541,19 +542,39 @@ impl ReadAhead {
             .name("vmaf-reader".into())
             .spawn(move || {
                 let mut n = 0usize;
+                // Where the time goes, at debug level: reading, waiting for a free picture,
+                // waiting for the scorer to take frames.
+                let (mut reading, mut fetching, mut handing) = (0.0, 0.0, 0.0);
                 while limit.is_none_or(|l| n < l) {
+                    let t = Instant::now();
                     let frame = match &pool {
-                        Some(p) => reader
-                            .read_frame_with(&mut || p.fetch())
-                            .map(|f| f.map(Arc::new)),
+                        Some(p) => {
+                            let mut get = || {
+                                let t = Instant::now();
+                                let pic = p.fetch();
+                                fetching += t.elapsed().as_secs_f64();
+                                pic
+                            };
+                            reader.read_frame_with(&mut get).map(|f| f.map(Arc::new))
+                        }
                         None => reader.read_frame(),
                     };
+                    reading += t.elapsed().as_secs_f64();
                     let more = matches!(frame, Ok(Some(_)));
+                    let t = Instant::now();
                     if tx.send(frame).is_err() || !more {
                         break;
                     }
+                    handing += t.elapsed().as_secs_f64();
                     n += 1;
                 }
+                vmaf_hip::log_debug!(
+                    "reader: {n} frames; {:.0} ms reading (of which {:.0} ms waiting for a free \
+                     picture), {:.0} ms waiting for the scorer",
+                    reading * 1e3,
+                    fetching * 1e3,
+                    handing * 1e3
+                );
             })?;
         Ok(ReadAhead { rx })
     }
@@ -584,7 +605,7 @@ fn pinned_pool(
         vmaf_hip::gpu::pin_picture(&dev, pic)
     };
     PicturePool::new(cnt, make)
-        .map_err(|e| vmaf_hip::log_warn!("page-locked input pictures unavailable: {e}"))
+        .map_err(|e| vmaf_hip::log_debug!("page-locked input pictures unavailable: {e}"))
         .ok()
 }
 
@@ -616,6 +637,10 @@ fn progress_bar(show: bool, len: Option<u64>) -> ProgressBar {
 }
 
 fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
+    let t0 = Instant::now();
+    let ms = move || t0.elapsed().as_secs_f64() * 1e3;
+    // The context sets it again; this lets the GPU set-up log at debug level too.
+    vmaf_hip::log::set_level(LogLevel::Info);
     // Scores printed to a closed stdout would be lost: say so before doing the work.
     if let (None, false, Err(e)) = (&cli.output, cli.no_prediction, stdout) {
         return Err(CliError(format!(
@@ -662,6 +687,7 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         Backend::Cpu => Vec::new(),
         Backend::Hip => hip_states(cli.hip_device)?,
     };
+    vmaf_hip::log_debug!("{:.0} ms: GPU states open", ms());
 
     let mut vref = io::open(&ref_path, raw).map_err(reading(&ref_path))?;
     let mut vdist = io::open(&dist_path, raw).map_err(reading(&dist_path))?;
@@ -739,12 +765,16 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
             ))
         })
     };
+    vmaf_hip::log_debug!("{:.0} ms: context and models ready", ms());
     let ref_frames = start(vref, &ref_path)?;
     let dist_frames = start(vdist, &dist_path)?;
     let mut n = 0usize;
+    let mut waited = 0.0;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
+        let t = Instant::now();
         let r = ref_frames.next().map_err(reading(&ref_path))?;
         let d = dist_frames.next().map_err(reading(&dist_path))?;
+        waited += t.elapsed().as_secs_f64();
         let (r, d) = match (r, d) {
             (Some(r), Some(d)) => (r, d),
             (None, None) => break,
@@ -774,6 +804,7 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         n += 1;
         pb.inc(1);
     }
+    vmaf_hip::log_debug!("scorer: waited {:.0} ms for the readers", waited * 1e3);
     // The bar is redrawn in place without a line end: replace it with a final line, so
     // nothing printed afterwards (scores, the shell prompt) lands on it.
     if show_progress {
@@ -791,8 +822,10 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
             }
         )));
     }
+    vmaf_hip::log_debug!("{:.0} ms: {n} frames read", ms());
     ctx.flush()
         .map_err(with_context("problem flushing the context"))?;
+    vmaf_hip::log_debug!("{:.0} ms: flushed", ms());
 
     let mut summary = Vec::new();
     if !cli.no_prediction {
@@ -841,6 +874,9 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         let text: String = summary.iter().map(|l| format!("{l}\n")).collect();
         write_stdout(stdout, &text, "the scores")?;
     }
+    vmaf_hip::log_debug!("{:.0} ms: scores written", ms());
+    drop(ctx);
+    vmaf_hip::log_debug!("{:.0} ms: context closed", ms());
     Ok(())
 }
 
@@ -904,7 +940,10 @@ fn main() -> ExitCode {
             Err(_) => ExitCode::FAILURE,
         };
     }
+    let gpu = cli.backend == Backend::Hip;
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, &stdout))) {
+        // Everything is written; the GPU driver's exit handlers would add about 0.1 s.
+        Ok(Ok(())) if gpu => vmaf_hip::gpu::exit_now(0),
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(CliError(msg))) => {
             say!("error: {msg}");

@@ -139,6 +139,17 @@ fn external_objects(name: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
 /// `VMAF_HIP_FORCE_RTC=1` skips the AOT objects; `VMAF_HIP_NO_RTC=1` forbids run-time
 /// compilation (deployments that must run only the shipped code, and tests of the AOT path).
 pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
+    let t = std::time::Instant::now();
+    let m = load_module_from_any(dev, kernel)?;
+    crate::log_debug!(
+        "{}: module loaded in {:.1} ms",
+        kernel.name,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    Ok(m)
+}
+
+fn load_module_from_any(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
     static SUMMARY: std::sync::Once = std::sync::Once::new();
     SUMMARY.call_once(|| crate::log::log(crate::log::LogLevel::Debug, BUILD_SUMMARY));
     let info = dev.info();

@@ -409,7 +409,10 @@ impl Drop for Device {
             // SAFETY: balances the retain in `open`; every object using the context holds an
             // `Arc<Device>`, so none is left.
             let st = unsafe { (c.fns.primary_ctx_release)(self.raw) };
-            if st != 0 {
+            // CUDA_ERROR_DEINITIALIZED: the process is exiting and the driver has let the
+            // context go already (a worker thread ending late drops the last reference).
+            const DEINITIALIZED: i32 = 4;
+            if st != 0 && st != DEINITIALIZED {
                 crate::log_warn!("cuDevicePrimaryCtxRelease: status {st}");
             }
         }

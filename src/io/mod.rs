@@ -289,13 +289,20 @@ fn scratch_of(scratch: &mut Vec<u8>, len: usize) -> Result<&mut [u8]> {
 
 /// Out-of-range samples would index past extractor lookup tables.
 fn check_range(samples: &[u16], max: u32) -> Result<()> {
-    match samples.iter().find(|&&v| u32::from(v) > max) {
-        Some(v) => Err(Error::inval(format!(
-            "sample value {v} exceeds {}-bit range",
-            max.count_ones()
-        ))),
-        None => Ok(()),
+    // A branch-free maximum over the plane vectorises; the offending value is looked up only
+    // when there is one.
+    let top = samples.iter().fold(0u16, |m, &v| m.max(v));
+    if u32::from(top) <= max {
+        return Ok(());
     }
+    let v = samples
+        .iter()
+        .find(|&&v| u32::from(v) > max)
+        .unwrap_or(&top);
+    Err(Error::inval(format!(
+        "sample value {v} exceeds {}-bit range",
+        max.count_ones()
+    )))
 }
 
 /// Copies plane `p`'s file rows (`row` bytes each) from `bytes` into `pic`, keeping the part

@@ -50,7 +50,7 @@ impl Y4mReader {
             .ok()
             .filter(|m| m.is_file())
             .map(|m| m.len());
-        let mut r = Y4mReader::parse(BufReader::with_capacity(1 << 20, file), &name)?;
+        let mut r = Y4mReader::parse(BufReader::with_capacity(1 << 16, file), &name)?;
         r.total = total;
         r.validate()?;
         Ok(r)

@@ -25,9 +25,12 @@ struct State {
     out: usize,
     /// Pictures made beyond the pool's size (at most [`EXTRA`]).
     extra: usize,
+    /// Time fetchers spent waiting for a picture (logged when the pool goes).
+    waited: std::time::Duration,
     closed: bool,
 }
 
+/// Pictures of one size, lent out and taken back (see the module).
 pub struct PicturePool {
     state: Mutex<State>,
     available: Condvar,
@@ -65,6 +68,7 @@ impl PicturePool {
                 free,
                 out: 0,
                 extra: 0,
+                waited: std::time::Duration::ZERO,
                 closed: false,
             }),
             available: Condvar::new(),
@@ -108,7 +112,9 @@ impl PicturePool {
                     }
                 }
             }
+            let t = std::time::Instant::now();
             st = self.available.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waited += t.elapsed();
         }
     }
 
@@ -134,5 +140,17 @@ impl PicturePool {
         st.free.clear();
         self.available.notify_all();
         st.out
+    }
+}
+
+impl Drop for PicturePool {
+    fn drop(&mut self) {
+        let st = self.lock();
+        crate::log_debug!(
+            "picture pool: {} pictures ({} made when it ran dry); fetches waited {:.1} ms",
+            st.free.len() + st.out,
+            st.extra,
+            st.waited.as_secs_f64() * 1e3
+        );
     }
 }
