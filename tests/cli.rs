@@ -206,6 +206,51 @@ fn thread_count_does_not_change_results() {
     assert_json_matches(&threaded, &sync, &[], "--threads 1 vs 0");
 }
 
+/// Inputs whose frames lie at fixed offsets are read by several threads, each reading every
+/// n-th frame by position: the output is the same as with one reader, for y4m and raw input,
+/// with frames skipped and a frame count that is not a multiple of the threads.
+#[test]
+fn positional_readers_give_the_same_output() {
+    for (clip, extra) in [
+        (
+            G8,
+            vec![
+                "--frame_cnt",
+                "7",
+                "--frame_skip_ref",
+                "2",
+                "--frame_skip_dist",
+                "2",
+            ],
+        ),
+        (G8, vec![]),
+        ("mandel_352x288_422p8", vec![]),
+    ] {
+        let run = |threads: &str| {
+            let dir = work_dir(&format!(
+                "positional_{}_{threads}_{}",
+                clip.len(),
+                extra.len()
+            ));
+            let out = arg(&dir, "out.json");
+            let mut args = clip_args(clip);
+            args.extend(extra.iter().map(|s| s.to_string()));
+            args.extend(["--json", "-q", "-o", &out].map(String::from));
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+                .args(&args)
+                .env("VMAF_HIP_READ_THREADS", threads)
+                .output()
+                .expect("run vmaf");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            mask_fps(&std::fs::read_to_string(&out).expect("output"))
+        };
+        let one = run("1");
+        assert!(one.contains("\"vmaf\""), "{clip}");
+        assert_eq!(run("3"), one, "{clip} {extra:?}: 3 readers");
+        assert_eq!(run("16"), one, "{clip} {extra:?}: 16 readers");
+    }
+}
+
 #[test]
 fn summary_on_stdout_without_output_file() {
     let out = vmaf_ok(&clip_args(G8));

@@ -21,7 +21,7 @@ use vmaf_hip::log::LogLevel;
 use vmaf_hip::model::{Model, ModelCollection, ModelConfig, ModelFlags};
 use vmaf_hip::output::OutputFormat;
 use vmaf_hip::picture::pool::PicturePool;
-use vmaf_hip::picture::{PictureData, PixelFormat};
+use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
 use vmaf_hip::pooling::PoolingMethod;
 use vmaf_hip::Error;
 
@@ -520,70 +520,139 @@ fn fmt_name(f: PixelFormat) -> &'static str {
     }
 }
 
-/// Frames of one input read on a thread of their own, a few frames ahead of the scorer.
+/// Frames of one input read ahead of the scorer on threads of their own: one reading in order,
+/// or several reading every n-th frame by position (see `io::FrameReaderAt`).
 struct ReadAhead {
-    rx: std::sync::mpsc::Receiver<vmaf_hip::Result<Option<vmaf_hip::picture::Picture>>>,
+    rxs: Vec<Receiver<vmaf_hip::Result<Option<Picture>>>>,
+    next: std::cell::Cell<usize>,
 }
 
-/// Frames read ahead per input: enough to hide a slow read, few enough to bound memory.
+type Receiver<T> = std::sync::mpsc::Receiver<T>;
+
+/// Frames read ahead per reading thread: enough to hide a slow read, few enough to bound memory.
 const READ_AHEAD: usize = 3;
 
+/// Reads with `read` (which takes a picture from its argument) on a new thread until an end,
+/// an error, `count` frames, or until the receiver is gone; pictures come from `pool` if any.
+fn spawn_reader(
+    mut read: impl FnMut(
+            &mut dyn FnMut() -> vmaf_hip::Result<PictureData>,
+        ) -> vmaf_hip::Result<Option<PictureData>>
+        + Send
+        + 'static,
+    info: VideoInfo,
+    count: Option<usize>,
+    pool: Option<Arc<PicturePool>>,
+) -> std::io::Result<Receiver<vmaf_hip::Result<Option<Picture>>>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
+    // `Builder::spawn` reports a thread that cannot start instead of panicking.
+    std::thread::Builder::new()
+        .name("vmaf-reader".into())
+        .spawn(move || {
+            let mut n = 0usize;
+            // Where the time goes, at debug level: reading, waiting for a free picture,
+            // waiting for the scorer to take frames.
+            let (mut reading, mut fetching, mut handing) = (0.0, 0.0, 0.0);
+            while count.is_none_or(|c| n < c) {
+                let t = Instant::now();
+                let mut get = || {
+                    let t = Instant::now();
+                    let pic = match &pool {
+                        Some(p) => p.fetch(),
+                        None => PictureData::for_writing(
+                            info.pix_fmt,
+                            info.bpc,
+                            info.width,
+                            info.height,
+                        ),
+                    };
+                    fetching += t.elapsed().as_secs_f64();
+                    pic
+                };
+                let frame = read(&mut get).map(|f| f.map(Arc::new));
+                reading += t.elapsed().as_secs_f64();
+                let more = matches!(frame, Ok(Some(_)));
+                let t = Instant::now();
+                if tx.send(frame).is_err() || !more {
+                    break;
+                }
+                handing += t.elapsed().as_secs_f64();
+                n += 1;
+            }
+            vmaf_hip::log_debug!(
+                "reader: {n} frames; {:.0} ms reading (of which {:.0} ms getting pictures), \
+                 {:.0} ms waiting for the scorer",
+                reading * 1e3,
+                fetching * 1e3,
+                handing * 1e3
+            );
+        })?;
+    Ok(rx)
+}
+
 impl ReadAhead {
-    /// Reads `reader` until its end, an error, `limit` frames, or until the receiver is gone.
-    /// Frames go into pictures from `pool` when given.
+    /// Reads `reader` in order, at most `limit` frames.
     fn start(
         mut reader: Box<dyn io::VideoReader>,
         limit: Option<usize>,
         pool: Option<Arc<PicturePool>>,
     ) -> std::io::Result<ReadAhead> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
-        // `Builder::spawn` reports a thread that cannot start instead of panicking.
-        std::thread::Builder::new()
-            .name("vmaf-reader".into())
-            .spawn(move || {
-                let mut n = 0usize;
-                // Where the time goes, at debug level: reading, waiting for a free picture,
-                // waiting for the scorer to take frames.
-                let (mut reading, mut fetching, mut handing) = (0.0, 0.0, 0.0);
-                while limit.is_none_or(|l| n < l) {
-                    let t = Instant::now();
-                    let frame = match &pool {
-                        Some(p) => {
-                            let mut get = || {
-                                let t = Instant::now();
-                                let pic = p.fetch();
-                                fetching += t.elapsed().as_secs_f64();
-                                pic
-                            };
-                            reader.read_frame_with(&mut get).map(|f| f.map(Arc::new))
-                        }
-                        None => reader.read_frame(),
-                    };
-                    reading += t.elapsed().as_secs_f64();
-                    let more = matches!(frame, Ok(Some(_)));
-                    let t = Instant::now();
-                    if tx.send(frame).is_err() || !more {
-                        break;
-                    }
-                    handing += t.elapsed().as_secs_f64();
-                    n += 1;
-                }
-                vmaf_hip::log_debug!(
-                    "reader: {n} frames; {:.0} ms reading (of which {:.0} ms waiting for a free \
-                     picture), {:.0} ms waiting for the scorer",
-                    reading * 1e3,
-                    fetching * 1e3,
-                    handing * 1e3
-                );
-            })?;
-        Ok(ReadAhead { rx })
+        let info = reader.info();
+        let rx = spawn_reader(move |get| reader.read_frame_with(get), info, limit, pool)?;
+        Ok(ReadAhead {
+            rxs: vec![rx],
+            next: 0.into(),
+        })
+    }
+
+    /// Reads `frames` on `threads` threads, thread `t` frames `t`, `t + threads`, ...
+    fn start_at(
+        frames: Arc<io::FrameReaderAt>,
+        info: VideoInfo,
+        threads: usize,
+        limit: Option<usize>,
+        pool: Option<Arc<PicturePool>>,
+    ) -> std::io::Result<ReadAhead> {
+        let mut rxs = Vec::with_capacity(threads);
+        for t in 0..threads {
+            let frames = frames.clone();
+            let mut scratch = Vec::new();
+            let mut k = t as u64;
+            let read = move |get: &mut dyn FnMut() -> vmaf_hip::Result<PictureData>| {
+                let f = frames.read(k, get, &mut scratch);
+                k += threads as u64;
+                f
+            };
+            let count = limit.map(|l| l.saturating_sub(t).div_ceil(threads));
+            rxs.push(spawn_reader(read, info, count, pool.clone())?);
+        }
+        Ok(ReadAhead {
+            rxs,
+            next: 0.into(),
+        })
     }
 
     /// The next frame; `None` after the last one.
-    fn next(&self) -> vmaf_hip::Result<Option<vmaf_hip::picture::Picture>> {
-        // A closed channel means the reader stopped after an end, an error or the limit.
-        self.rx.recv().unwrap_or(Ok(None))
+    fn next(&self) -> vmaf_hip::Result<Option<Picture>> {
+        let i = self.next.get();
+        self.next.set(i + 1);
+        // A closed channel means its reader stopped after an end, an error or the limit.
+        self.rxs[i % self.rxs.len()].recv().unwrap_or(Ok(None))
     }
+}
+
+/// Threads reading one input by position: a quarter of the cores, 1 to 4, or
+/// `VMAF_HIP_READ_THREADS` (1 to 16).
+fn readers_per_input() -> usize {
+    let set = std::env::var("VMAF_HIP_READ_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| (1..=16).contains(n));
+    set.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get() / 4)
+            .clamp(1, 4)
+    })
 }
 
 /// Page-locked pictures for the frames of an input scored on a GPU, so its uploads read the
@@ -598,8 +667,8 @@ fn pinned_pool(
     if !info.width.is_multiple_of(32) {
         return None;
     }
-    // Pictures read ahead, in the channel, in flight on the workers, and one being scored.
-    let cnt = READ_AHEAD + 2 + 2 * workers;
+    // Pictures read ahead, in the channels, in flight on the workers, and one being scored.
+    let cnt = (READ_AHEAD + 1) * readers_per_input() + 1 + 2 * workers;
     let make = move || {
         let pic = PictureData::for_writing(info.pix_fmt, info.bpc, info.width, info.height)?;
         vmaf_hip::gpu::pin_picture(&dev, pic)
@@ -756,18 +825,31 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     // Reference and distorted are read ahead on their own threads, so reading overlaps
     // scoring and the two files are read at once.
     let limit = (cli.frame_cnt > 0).then_some(cli.frame_cnt as usize);
-    let start = |r: Box<dyn io::VideoReader>, path: &Path| {
+    // Inputs with frames at fixed offsets are read by several threads each.
+    let positional = vref.layout().zip(vdist.layout());
+    let start = |r: Box<dyn io::VideoReader>, layout: Option<io::FrameLayout>, path: &Path| {
         let pool = pinned_pool(pin_device.as_ref(), r.info(), ctx.worker_count());
-        ReadAhead::start(r, limit, pool).map_err(|e| {
+        let at = match layout {
+            Some(l) => io::FrameReaderAt::open(path, l).map_err(reading(path))?,
+            None => None,
+        };
+        let started = match at {
+            Some(at) => {
+                let info = r.info();
+                ReadAhead::start_at(Arc::new(at), info, readers_per_input(), limit, pool)
+            }
+            None => ReadAhead::start(r, limit, pool),
+        };
+        started.map_err(|e| {
             CliError(format!(
                 "out of memory: cannot start a reader thread for {}: {e}",
                 path.display()
             ))
         })
     };
-    vmaf_hip::log_debug!("{:.0} ms: context and models ready", ms());
-    let ref_frames = start(vref, &ref_path)?;
-    let dist_frames = start(vdist, &dist_path)?;
+    let (ref_layout, dist_layout) = positional.unzip();
+    let ref_frames = start(vref, ref_layout, &ref_path)?;
+    let dist_frames = start(vdist, dist_layout, &dist_path)?;
     let mut n = 0usize;
     let mut waited = 0.0;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {

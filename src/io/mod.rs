@@ -74,6 +74,13 @@ pub trait VideoReader: Send {
         None
     }
 
+    /// Where the frames not read yet lie, when all have the same size at a fixed distance in a
+    /// regular file (raw input; y4m whose frame headers are all a bare `FRAME`): then threads
+    /// can read different frames at once ([`FrameReaderAt`]).
+    fn layout(&self) -> Option<FrameLayout> {
+        None
+    }
+
     /// Things about the input a user should hear of (e.g. bytes that will be ignored).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
@@ -197,6 +204,115 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// Frames at fixed offsets of a file (see [`VideoReader::layout`]).
+#[derive(Debug, Clone)]
+pub struct FrameLayout {
+    pub info: VideoInfo,
+    /// Offset of the next frame (its header, if any).
+    pub first: u64,
+    /// Distance from one frame to the next.
+    pub pitch: u64,
+    /// The header every frame starts with (`FRAME\n`, or nothing).
+    pub header: &'static [u8],
+    /// Sample bytes after the planes that are skipped (a y4m alpha plane).
+    pub extra: usize,
+    /// Frames left.
+    pub frames: u64,
+    /// Index of the next frame in the input, for messages.
+    pub index: usize,
+}
+
+/// Reads frames of a [`FrameLayout`] by position, from any number of threads at once.
+pub struct FrameReaderAt {
+    file: std::fs::File,
+    name: String,
+    layout: FrameLayout,
+}
+
+/// A [`Read`] at a moving offset of a shared file.
+struct At<'a> {
+    file: &'a std::fs::File,
+    pos: u64,
+}
+
+impl Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl FrameReaderAt {
+    /// Opens `path` again for the frames `layout` describes; `None` when the first or the
+    /// last frame does not start with the expected header (frame parameters whose lengths add
+    /// up by chance): such inputs are read in order.
+    pub fn open(path: &Path, layout: FrameLayout) -> Result<Option<Self>> {
+        let name = path.display().to_string();
+        let file =
+            std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
+        if !layout.header.is_empty() && layout.frames > 0 {
+            for k in [0, layout.frames - 1] {
+                let mut head = [0u8; 8];
+                let head = &mut head[..layout.header.len()];
+                let mut at = At {
+                    file: &file,
+                    pos: layout.first + k * layout.pitch,
+                };
+                let n = read_full(&mut at, head)
+                    .map_err(|e| Error::io(format!("{name}: frame header"), e))?;
+                if n < head.len() || head != layout.header {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(FrameReaderAt { file, name, layout }))
+    }
+
+    /// Frames it holds.
+    pub fn frames(&self) -> u64 {
+        self.layout.frames
+    }
+
+    /// Frame `k` (counted from the layout's first) in a picture from `get`, or `None` past
+    /// the last; `scratch` is the calling thread's row buffer.
+    pub fn read(
+        &self,
+        k: u64,
+        get: &mut dyn FnMut() -> Result<PictureData>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Option<PictureData>> {
+        let l = &self.layout;
+        if k >= l.frames {
+            return Ok(None);
+        }
+        let index = l.index as u64 + k;
+        let fail = |msg: String| Error::inval(format!("{}: frame {index}: {msg}", self.name));
+        let mut at = At {
+            file: &self.file,
+            pos: l.first + k * l.pitch,
+        };
+        if !l.header.is_empty() {
+            let mut head = [0u8; 8];
+            let head = &mut head[..l.header.len()];
+            let n = read_full(&mut at, head)
+                .map_err(|e| Error::io(format!("{}: frame {index}", self.name), e))?;
+            if n < head.len() || head != l.header {
+                return Err(fail("bad frame header (expected a bare FRAME line)".into()));
+            }
+        }
+        let mut pic = get()?;
+        check_target(&l.info, &pic).map_err(|e| fail(e.to_string()))?;
+        match read_into(&mut at, &l.info, l.extra, &mut pic, scratch) {
+            Ok(Filled::Whole) => Ok(Some(pic)),
+            Ok(Filled::Short(n)) => Err(fail(format!("truncated after {n} bytes"))),
+            Err(FrameError::Io(e)) => Err(Error::io(format!("{}: frame {index}", self.name), e)),
+            Err(FrameError::Bad(e)) => Err(fail(e.to_string())),
+        }
+    }
 }
 
 /// How reading one frame into a picture ended.

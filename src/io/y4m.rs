@@ -297,6 +297,22 @@ impl<R: BufRead + Send> VideoReader for Y4mReader<R> {
         self.notes.clone()
     }
 
+    fn layout(&self) -> Option<super::FrameLayout> {
+        let pitch = (self.frame_len + b"FRAME\n".len()) as u64;
+        let left = self.total?.checked_sub(self.consumed)?;
+        // Any other length means frame headers with parameters (or a damaged file): those are
+        // read in order, which also reports damage where it is.
+        (left % pitch == 0).then(|| super::FrameLayout {
+            info: self.info,
+            first: self.consumed,
+            pitch,
+            header: b"FRAME\n",
+            extra: self.skip_bytes,
+            frames: left / pitch,
+            index: self.frame,
+        })
+    }
+
     fn frames_left_hint(&self) -> Option<u64> {
         // Assumes bare "FRAME\n" headers; an estimate is all a progress bar needs.
         let left = self.total?.saturating_sub(self.consumed);

@@ -116,6 +116,20 @@ impl<R: Read + Send> VideoReader for YuvReader<R> {
         self.left
     }
 
+    fn layout(&self) -> Option<super::FrameLayout> {
+        // Only a regular file (whose length gave `left`) has positions.
+        let frames = self.left?;
+        Some(super::FrameLayout {
+            info: self.info,
+            first: self.frame as u64 * self.frame_len as u64,
+            pitch: self.frame_len as u64,
+            header: b"",
+            extra: 0,
+            frames,
+            index: self.frame,
+        })
+    }
+
     fn warnings(&self) -> Vec<String> {
         if self.tail == 0 {
             return Vec::new();
