@@ -63,11 +63,32 @@ pub fn plane_dims(pix_fmt: PixelFormat, w: usize, h: usize) -> [(usize, usize); 
     [(w, h), c, c]
 }
 
-/// Sample storage: 8-bit pictures hold bytes, deeper ones native-endian `u16`.
-#[derive(Debug, Clone)]
+/// Sample storage: 8-bit pictures hold bytes, deeper ones native-endian `u16`; or memory the
+/// picture reads in place (see [`ExternalPlanes`]).
 pub enum Samples {
     U8(Vec<u8>),
     U16(Vec<u16>),
+    External(Box<dyn ExternalPlanes>),
+}
+
+impl std::fmt::Debug for Samples {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Samples::U8(v) => write!(f, "U8({} samples)", v.len()),
+            Samples::U16(v) => write!(f, "U16({} samples)", v.len()),
+            Samples::External(_) => f.write_str("External"),
+        }
+    }
+}
+
+/// Sample memory a picture reads in place but does not own: a caller's decoded frame, a
+/// mapped file. Plane `i` holds `h[i]` rows of `stride[i]` samples; the memory is let go when
+/// the implementor drops, after the picture's last reader.
+pub trait ExternalPlanes: Send + Sync {
+    /// Plane `i` of an 8-bit picture (empty for deeper ones).
+    fn plane_u8(&self, i: usize) -> &[u8];
+    /// Plane `i` of a deeper picture (empty for 8-bit ones).
+    fn plane_u16(&self, i: usize) -> &[u16];
 }
 
 /// A borrowed plane of samples.
@@ -115,20 +136,96 @@ impl std::fmt::Debug for ReleaseHook {
 }
 
 impl PictureData {
-    /// A deep copy of the samples and geometry (without any release hook).
+    /// A deep copy of the samples and geometry (without any release hook); external planes are
+    /// copied into a buffer of the picture's own.
     pub fn duplicate(&self) -> PictureData {
+        let (samples, stride, offset) = match &self.samples {
+            Samples::U8(v) => (Samples::U8(v.clone()), self.stride, self.offset),
+            Samples::U16(v) => (Samples::U16(v.clone()), self.stride, self.offset),
+            Samples::External(_) => {
+                let mut offset = [0; 3];
+                let mut total = 0;
+                for (i, o) in offset.iter_mut().enumerate() {
+                    *o = total;
+                    total += self.stride[i] * self.h[i];
+                }
+                let samples = match self.plane(0) {
+                    PlaneRef::U8(_) => {
+                        let mut v = Vec::with_capacity(total);
+                        (0..3).for_each(|i| v.extend_from_slice(self.plane_u8(i)));
+                        Samples::U8(v)
+                    }
+                    PlaneRef::U16(_) => {
+                        let mut v = Vec::with_capacity(total);
+                        (0..3).for_each(|i| v.extend_from_slice(self.plane_u16(i)));
+                        Samples::U16(v)
+                    }
+                };
+                (samples, self.stride, offset)
+            }
+        };
         PictureData {
             pix_fmt: self.pix_fmt,
             bpc: self.bpc,
             w: self.w,
             h: self.h,
-            stride: self.stride,
-            offset: self.offset,
+            stride,
+            offset,
             id: next_id(),
             pinned: None,
-            samples: self.samples.clone(),
+            samples,
             release: None,
         }
+    }
+
+    /// A picture of `pix_fmt` at `bpc` bits, `w`x`h` luma samples, that reads `planes` in
+    /// place; `stride` in samples. Checks the geometry and that every plane is as long as its
+    /// rows say, so reading it never goes out of bounds.
+    pub fn external(
+        pix_fmt: PixelFormat,
+        bpc: u32,
+        w: usize,
+        h: usize,
+        stride: [usize; 3],
+        planes: Box<dyn ExternalPlanes>,
+    ) -> Result<Self> {
+        check_geometry(pix_fmt, bpc, w, h)?;
+        let dims = plane_dims(pix_fmt, w, h);
+        for (i, &(pw, ph)) in dims.iter().enumerate() {
+            if ph == 0 {
+                continue;
+            }
+            let len = if bpc == 8 {
+                planes.plane_u8(i).len()
+            } else {
+                planes.plane_u16(i).len()
+            };
+            let need = stride[i].checked_mul(ph);
+            if stride[i] < pw || need.is_none_or(|n| len < n) {
+                return Err(Error::inval(format!(
+                    "plane {i}: {len} samples cannot hold {ph} rows of {pw} samples, {} apart",
+                    stride[i]
+                )));
+            }
+        }
+        let mut stride = stride;
+        for (i, &(_, ph)) in dims.iter().enumerate() {
+            if ph == 0 {
+                stride[i] = 0;
+            }
+        }
+        Ok(PictureData {
+            pix_fmt,
+            bpc,
+            w: [dims[0].0, dims[1].0, dims[2].0],
+            h: [dims[0].1, dims[1].1, dims[2].1],
+            stride,
+            offset: [0; 3],
+            id: next_id(),
+            pinned: None,
+            samples: Samples::External(planes),
+            release: None,
+        })
     }
 
     /// Identity of the content (see the field): equal ids mean equal samples.
@@ -146,6 +243,8 @@ impl PictureData {
         match &mut self.samples {
             Samples::U8(v) => (v.as_mut_ptr(), v.len()),
             Samples::U16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
+            // Not the picture's to lock.
+            Samples::External(_) => (std::ptr::null_mut(), 0),
         }
     }
 
@@ -192,13 +291,16 @@ impl Samples {
         match self {
             Samples::U8(v) => v.len(),
             Samples::U16(v) => v.len(),
+            Samples::External(_) => 0,
         }
     }
 
+    /// Bytes of an owned buffer (0 for external memory, which is never recycled).
     fn bytes(&self) -> usize {
         match self {
             Samples::U8(v) => v.len(),
             Samples::U16(v) => v.len() * 2,
+            Samples::External(_) => 0,
         }
     }
 
@@ -252,6 +354,7 @@ mod recycled {
             match &mut s {
                 Samples::U8(v) => v.fill(0),
                 Samples::U16(v) => v.fill(0),
+                Samples::External(_) => {}
             }
         }
         Some(s)
@@ -291,6 +394,26 @@ fn next_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A known format, 8..=16 bits, and a size within the limits.
+fn check_geometry(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Result<()> {
+    if pix_fmt == PixelFormat::Unknown {
+        return Err(Error::inval("unknown pixel format"));
+    }
+    if !(8..=16).contains(&bpc) {
+        return Err(Error::inval(format!("bpc {bpc} outside 8..16")));
+    }
+    if w == 0 || h == 0 {
+        return Err(Error::inval("zero picture size"));
+    }
+    let max = crate::limits::MAX_PICTURE_SIDE;
+    if w > max || h > max {
+        return Err(Error::inval(format!(
+            "picture size {w}x{h} exceeds the limit of {max} samples per side"
+        )));
+    }
+    Ok(())
+}
+
 /// Rows are padded to 32 samples, as libvmaf's allocator does.
 const ROW_ALIGN: usize = 32;
 
@@ -309,21 +432,7 @@ impl PictureData {
     }
 
     fn alloc(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize, zero: bool) -> Result<Self> {
-        if pix_fmt == PixelFormat::Unknown {
-            return Err(Error::inval("unknown pixel format"));
-        }
-        if !(8..=16).contains(&bpc) {
-            return Err(Error::inval(format!("bpc {bpc} outside 8..16")));
-        }
-        if w == 0 || h == 0 {
-            return Err(Error::inval("zero picture size"));
-        }
-        let max = crate::limits::MAX_PICTURE_SIDE;
-        if w > max || h > max {
-            return Err(Error::inval(format!(
-                "picture size {w}x{h} exceeds the limit of {max} samples per side"
-            )));
-        }
+        check_geometry(pix_fmt, bpc, w, h)?;
         let dims = plane_dims(pix_fmt, w, h);
         let mut stride = [0usize; 3];
         let mut offset = [0usize; 3];
@@ -375,6 +484,8 @@ impl PictureData {
         match &self.samples {
             Samples::U8(v) => PlaneRef::U8(&v[r]),
             Samples::U16(v) => PlaneRef::U16(&v[r]),
+            Samples::External(e) if self.bpc == 8 => PlaneRef::U8(&e.plane_u8(i)[r]),
+            Samples::External(e) => PlaneRef::U16(&e.plane_u16(i)[r]),
         }
     }
 
@@ -400,6 +511,7 @@ impl PictureData {
         match &mut self.samples {
             Samples::U8(v) => &mut v[r],
             Samples::U16(_) => panic!("plane_u8_mut on a deep picture"),
+            Samples::External(_) => panic!("plane_u8_mut on external memory"),
         }
     }
 
@@ -409,16 +521,17 @@ impl PictureData {
         match &mut self.samples {
             Samples::U16(v) => &mut v[r],
             Samples::U8(_) => panic!("plane_u16_mut on an 8-bit picture"),
+            Samples::External(_) => panic!("plane_u16_mut on external memory"),
         }
     }
 
     /// Sample at (x, y) of plane `i`, widened.
     #[inline]
     pub fn sample(&self, i: usize, x: usize, y: usize) -> u16 {
-        let idx = self.offset[i] + y * self.stride[i] + x;
-        match &self.samples {
-            Samples::U8(v) => v[idx] as u16,
-            Samples::U16(v) => v[idx],
+        let idx = y * self.stride[i] + x;
+        match self.plane(i) {
+            PlaneRef::U8(p) => p[idx] as u16,
+            PlaneRef::U16(p) => p[idx],
         }
     }
 
@@ -430,12 +543,34 @@ impl PictureData {
         self.id = next_id();
     }
 
-    /// Raw base pointer of the sample buffer, for the C boundary.
+    /// Raw base pointer of the sample buffer, for the C boundary (null for external memory:
+    /// see [`Self::plane_ptr`]).
     pub fn base_ptr_mut(&mut self) -> *mut u8 {
         match &mut self.samples {
             Samples::U8(v) => v.as_mut_ptr(),
             Samples::U16(v) => v.as_mut_ptr() as *mut u8,
+            Samples::External(_) => std::ptr::null_mut(),
         }
+    }
+
+    /// Address of plane `i`'s first sample, for the C boundary.
+    pub fn plane_ptr(&mut self, i: usize) -> *mut u8 {
+        if let Samples::External(e) = &self.samples {
+            let p = if self.bpc == 8 {
+                e.plane_u8(i).as_ptr()
+            } else {
+                e.plane_u16(i).as_ptr().cast()
+            };
+            // The C view is `void *`; the library itself never writes through it.
+            return p.cast_mut();
+        }
+        let bps = self.bytes_per_sample();
+        self.base_ptr_mut().wrapping_add(self.offset[i] * bps)
+    }
+
+    /// Whether the samples are external memory read in place.
+    pub fn is_external(&self) -> bool {
+        matches!(self.samples, Samples::External(_))
     }
 
     /// Offset of plane `i` in samples from the buffer start.

@@ -415,6 +415,19 @@ fn c_pool_stream() {
     assert!(stdout.contains(": ok"), "{stdout}");
 }
 
+/// Wrapped caller frames (8- and 10-bit, padded strides) score as copied ones, on the CPU
+/// and the GPU, each released once; bad arguments are refused without releasing.
+#[test]
+fn c_wrap() {
+    let out = run_c_test("test_wrap", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("wrap 10-bit, 2 threads, CPU: ok"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("DIFFERS"), "{stdout}");
+}
+
 #[test]
 fn c_hip_smoke() {
     let src = root().join("ffi-tests/test_hip_smoke.c");

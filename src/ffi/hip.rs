@@ -213,6 +213,42 @@ pub extern "C" fn vmaf_hip_list_devices() -> c_int {
     n.max(0)
 }
 
+/// Extension: makes `*pic` a picture that reads the caller's planes in place (see
+/// `libvmaf_hip.h`); `release(opaque)` is called once the library is done with them. Returns 0,
+/// or -EINVAL for NULL or bad arguments (then `*pic` is left empty and release not called).
+///
+/// # Safety
+/// `pic` is NULL or writable; `data` and `stride` are NULL or point to 3 elements; each used
+/// plane addresses `h` rows of `stride` bytes that stay valid and unchanged until release.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn vmaf_hip_picture_wrap(
+    pic: *mut crate::ffi::picture::VmafPicture,
+    pix_fmt: crate::ffi::picture::RawPixelFormat,
+    bpc: std::ffi::c_uint,
+    w: std::ffi::c_uint,
+    h: std::ffi::c_uint,
+    data: *const *mut std::ffi::c_void,
+    stride: *const isize,
+    release: crate::ffi::picture::ReleaseCallback,
+    opaque: *mut std::ffi::c_void,
+) -> c_int {
+    ffi_boundary!("vmaf_hip_picture_wrap", {
+        if pic.is_null() {
+            return Err(Error::inval("picture is NULL"));
+        }
+        // SAFETY: writable (caller's contract); emptied first so a refusal leaves it empty.
+        unsafe { pic.write(std::mem::zeroed()) };
+        // SAFETY: forwarded caller's contract.
+        let out = unsafe {
+            crate::ffi::picture::picture_wrap(pix_fmt, bpc, w, h, data, stride, release, opaque)
+        }?;
+        // SAFETY: as above.
+        unsafe { pic.write(out) };
+        Ok(0)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

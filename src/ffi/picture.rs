@@ -88,7 +88,6 @@ pub(crate) fn new_picture_data(
 /// The C view of `data`'s planes: (w, h, stride in bytes, sample pointer) per plane.
 fn c_layout(data: &mut PictureData) -> Result<[(c_uint, c_uint, isize, *mut c_void); 3]> {
     let bps = data.bytes_per_sample();
-    let base = data.base_ptr_mut();
     let mut out = [(0, 0, 0, std::ptr::null_mut()); 3];
     for (i, o) in out.iter_mut().enumerate() {
         let too_big = || Error::inval("picture too large");
@@ -98,8 +97,7 @@ fn c_layout(data: &mut PictureData) -> Result<[(c_uint, c_uint, isize, *mut c_vo
         let ptr = if h == 0 {
             std::ptr::null_mut()
         } else {
-            // SAFETY: the plane offset lies inside the sample buffer `base` points to.
-            unsafe { base.add(data.plane_offset(i) * bps) }.cast::<c_void>()
+            data.plane_ptr(i).cast::<c_void>()
         };
         *o = (w, h, stride, ptr);
     }
@@ -191,16 +189,13 @@ pub(crate) unsafe fn shared_picture(pic: &VmafPicture, what: &str) -> Result<Pic
 /// them (computed for comparison, never dereferenced).
 fn c_layout_of(data: &PictureData) -> [(*mut c_void, isize); 3] {
     let bps = data.bytes_per_sample();
-    let base = match data.plane(0) {
-        crate::picture::PlaneRef::U8(p) => p.as_ptr(),
-        crate::picture::PlaneRef::U16(p) => p.as_ptr().cast::<u8>(),
-    }
-    .wrapping_sub(data.plane_offset(0) * bps);
     std::array::from_fn(|i| {
+        let p = match data.plane(i) {
+            crate::picture::PlaneRef::U8(p) => p.as_ptr(),
+            crate::picture::PlaneRef::U16(p) => p.as_ptr().cast::<u8>(),
+        };
         (
-            base.wrapping_add(data.plane_offset(i) * bps)
-                .cast_mut()
-                .cast::<c_void>(),
+            p.cast_mut().cast::<c_void>(),
             (data.stride[i] * bps) as isize,
         )
     })
@@ -261,4 +256,141 @@ pub unsafe extern "C" fn vmaf_picture_unref(pic: *mut VmafPicture) -> c_int {
         // SAFETY: non-NULL, and filled by this library or zeroed (caller's contract).
         unsafe { release_picture(&mut *pic) }
     })
+}
+
+/// Called once a wrapped picture's memory is no longer read (`VmafHipReleaseCallback`).
+pub type ReleaseCallback = Option<unsafe extern "C" fn(opaque: *mut c_void)>;
+
+/// A caller's planes read in place (`vmaf_hip_picture_wrap`): pointer and length in samples
+/// of each, handed back through the callback when the picture goes.
+struct CallerPlanes {
+    planes: [(*const c_void, usize); 3],
+    deep: bool,
+    release: ReleaseCallback,
+    opaque: *mut c_void,
+}
+
+// SAFETY: the caller guarantees the planes stay valid and unchanged until `release`, which
+// may run on any thread (libvmaf_hip.h); the library only reads them.
+unsafe impl Send for CallerPlanes {}
+// SAFETY: as above; shared access is read-only.
+unsafe impl Sync for CallerPlanes {}
+
+impl crate::picture::ExternalPlanes for CallerPlanes {
+    fn plane_u8(&self, i: usize) -> &[u8] {
+        match self.planes[i] {
+            (p, n) if !self.deep && !p.is_null() => {
+                // SAFETY: checked by `picture_wrap`: `p` addresses `n` readable bytes that
+                // stay valid while `self` lives.
+                unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }
+            }
+            _ => &[],
+        }
+    }
+
+    fn plane_u16(&self, i: usize) -> &[u16] {
+        match self.planes[i] {
+            (p, n) if self.deep && !p.is_null() => {
+                // SAFETY: as for `plane_u8`, with `p` 2-byte aligned (checked) and `n` samples.
+                unsafe { std::slice::from_raw_parts(p.cast::<u16>(), n) }
+            }
+            _ => &[],
+        }
+    }
+}
+
+impl Drop for CallerPlanes {
+    fn drop(&mut self) {
+        if let Some(f) = self.release {
+            // SAFETY: the caller's callback, called exactly once with its own pointer.
+            unsafe { f(self.opaque) };
+        }
+    }
+}
+
+/// `vmaf_hip_picture_wrap`: a picture reading the caller's planes (`data`, `stride` in bytes)
+/// in place. Nothing is released on failure.
+///
+/// # Safety
+/// `data` and `stride` are NULL or point to 3 elements; each used plane addresses `h` rows of
+/// `stride` bytes, valid until `release(opaque)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn picture_wrap(
+    pix_fmt: RawPixelFormat,
+    bpc: c_uint,
+    w: c_uint,
+    h: c_uint,
+    data: *const *mut c_void,
+    stride: *const isize,
+    release: ReleaseCallback,
+    opaque: *mut c_void,
+) -> Result<VmafPicture> {
+    // The geometry checks of vmaf_picture_alloc, on a picture of no memory.
+    let fmt = pixel_format(pix_fmt)?;
+    if !(8..=16).contains(&bpc) {
+        return Err(Error::inval(format!("bpc {bpc} is outside 8..16")));
+    }
+    non_null(data, "data")?;
+    non_null(stride, "stride")?;
+    // SAFETY: non-NULL, 3 elements each (caller's contract).
+    let (data, stride) = unsafe {
+        (
+            std::slice::from_raw_parts(data, 3),
+            std::slice::from_raw_parts(stride, 3),
+        )
+    };
+    let deep = bpc > 8;
+    let bps = if deep { 2 } else { 1 };
+    let dims = crate::picture::plane_dims(fmt, w as usize, h as usize);
+    let mut planes = [(std::ptr::null::<c_void>(), 0usize); 3];
+    let mut strides = [0usize; 3];
+    for (i, &(pw, ph)) in dims.iter().enumerate() {
+        if ph == 0 {
+            continue;
+        }
+        let (p, s) = (data[i], stride[i]);
+        if p.is_null() {
+            return Err(Error::inval(format!("data[{i}] is NULL")));
+        }
+        if s < 0 || (s as usize) < pw * bps {
+            return Err(Error::inval(format!(
+                "stride[{i}] {s} is negative or shorter than a row of {pw} samples"
+            )));
+        }
+        if deep && !((p as usize).is_multiple_of(2) && (s as usize).is_multiple_of(2)) {
+            return Err(Error::inval(format!(
+                "data[{i}] or stride[{i}] is odd for {bpc}-bit samples"
+            )));
+        }
+        let s = s as usize / bps;
+        let len = s
+            .checked_mul(ph)
+            .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
+        planes[i] = (p.cast_const(), len);
+        strides[i] = s;
+    }
+    let make = |release| CallerPlanes {
+        planes,
+        deep,
+        release,
+        opaque,
+    };
+    // Checked once without the callback, so a refusal never releases the caller's memory.
+    PictureData::external(
+        fmt,
+        bpc,
+        w as usize,
+        h as usize,
+        strides,
+        Box::new(make(None)),
+    )?;
+    let pic = PictureData::external(
+        fmt,
+        bpc,
+        w as usize,
+        h as usize,
+        strides,
+        Box::new(make(release)),
+    )?;
+    export_picture(pic)
 }
