@@ -627,7 +627,15 @@ mod parity_tests {
     use crate::io::YuvReader;
     use crate::testutil::{clip_path, load_parity_clip};
 
+    use crate::io::FrameReaderAt;
     use crate::picture::Picture;
+    use std::sync::Arc;
+
+    fn temp_file(name: &str, data: &[u8]) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("vmaf-y4m-pos-{}-{name}", std::process::id()));
+        std::fs::write(&p, data).unwrap();
+        p
+    }
 
     fn same(a: &Picture, b: &Picture) -> bool {
         (a.w, a.h, a.bpc, a.pix_fmt) == (b.w, b.h, b.bpc, b.pix_fmt)
@@ -665,6 +673,93 @@ mod parity_tests {
             };
             assert_eq!(got.len(), want.len(), "{name}");
             assert!(got.iter().zip(&want).all(|(a, b)| same(a, b)), "{name}");
+        }
+    }
+
+    /// A 5x3 4:2:0 10-bit y4m of `n` frames (odd width: chroma rows are read through the row
+    /// buffer), frame `k`'s header from `head(k)`.
+    fn small_y4m(n: usize, head: impl Fn(usize) -> &'static str) -> Vec<u8> {
+        let mut data = b"YUV4MPEG2 W5 H3 F25:1 C420p10\n".to_vec();
+        for k in 0..n {
+            data.extend_from_slice(head(k).as_bytes());
+            // 15 luma + 2 x 6 chroma samples (3x2 each in the file), little endian.
+            for i in 0..27u16 {
+                data.extend_from_slice(&((k as u16 * 31 + i * 7) % 1024).to_le_bytes());
+            }
+        }
+        data
+    }
+
+    fn positional(p: &std::path::Path) -> Option<FrameReaderAt> {
+        let r = Y4mReader::open(p).unwrap();
+        let layout = r.layout()?;
+        FrameReaderAt::open(p, layout).unwrap()
+    }
+
+    fn read_at(at: &FrameReaderAt, k: u64) -> Result<Option<PictureData>> {
+        let mut get = || PictureData::for_writing(PixelFormat::Yuv420p, 10, 5, 3);
+        at.read(k, &mut get, &mut Vec::new())
+    }
+
+    #[test]
+    fn frames_read_by_position_match_sequential_reads() {
+        let p = temp_file("positional.y4m", &small_y4m(5, |_| "FRAME\n"));
+        let seq = read_all(&mut Y4mReader::open(&p).unwrap());
+        let at = positional(&p).expect("bare headers give a layout");
+        assert_eq!(at.frames(), 5);
+        for k in [3, 0, 4, 1, 2] {
+            let pic = Arc::new(read_at(&at, k).unwrap().unwrap());
+            assert!(same(&pic, &seq[k as usize]), "frame {k}");
+        }
+        assert!(read_at(&at, 5).unwrap().is_none());
+        // After two frames are read in order, the layout starts at the third.
+        let mut r = Y4mReader::open(&p).unwrap();
+        r.read_frame().unwrap();
+        r.read_frame().unwrap();
+        let l = r.layout().unwrap();
+        assert_eq!((l.frames, l.index), (3, 2));
+        let at = FrameReaderAt::open(&p, l).unwrap().unwrap();
+        assert!(same(&Arc::new(read_at(&at, 0).unwrap().unwrap()), &seq[2]));
+        std::fs::remove_file(p).unwrap();
+    }
+
+    #[test]
+    fn frame_parameters_keep_reading_in_order() {
+        // A frame with parameters: the lengths no longer add up.
+        let p = temp_file(
+            "params.y4m",
+            &small_y4m(4, |k| if k == 1 { "FRAME Ip\n" } else { "FRAME\n" }),
+        );
+        assert!(Y4mReader::open(&p).unwrap().layout().is_none());
+        assert_eq!(read_all(&mut Y4mReader::open(&p).unwrap()).len(), 4);
+        // Parameters on the first frame whose length is made up at the end: refused at open.
+        let mut data = small_y4m(3, |k| if k == 0 { "FRAME Ip\n" } else { "FRAME\n" });
+        data.truncate(data.len() - 3);
+        let p2 = temp_file("params2.y4m", &data);
+        assert!(positional(&p2).is_none());
+        // A damaged header in the middle, same length: an error naming the frame.
+        let p3 = temp_file(
+            "damaged.y4m",
+            &small_y4m(3, |k| if k == 1 { "FRAMX\n" } else { "FRAME\n" }),
+        );
+        let at = positional(&p3).expect("first and last headers are fine");
+        assert!(read_at(&at, 0).unwrap().is_some());
+        let e = read_at(&at, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("frame 1") && e.contains("bad frame header"),
+            "{e}"
+        );
+        // Out-of-range samples are refused by position too.
+        let mut data = small_y4m(2, |_| "FRAME\n");
+        // The first luma sample of frame 1 (its 27 samples are the file's last 54 bytes).
+        let at_sample = data.len() - 54;
+        data[at_sample..at_sample + 2].copy_from_slice(&2000u16.to_le_bytes());
+        let p4 = temp_file("range.y4m", &data);
+        let at = positional(&p4).unwrap();
+        let e = read_at(&at, 1).unwrap_err().to_string();
+        assert!(e.contains("sample value 2000 exceeds 10-bit range"), "{e}");
+        for p in [p, p2, p3, p4] {
+            std::fs::remove_file(p).unwrap();
         }
     }
 }
