@@ -494,6 +494,10 @@ impl Context {
                             Ok(Err(e)) => Some(e),
                             Err(_) => Some(Error::inval("feature extractor panicked")),
                         };
+                        // The pictures go back (to a pool, or to a wrapping caller's release
+                        // callback) before the frame counts as done: after the flush or
+                        // `vmaf_close` no worker holds one.
+                        drop((r, d, pr, ppr, parallel));
                         in_flight.finish(err);
                     });
                 }

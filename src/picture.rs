@@ -113,10 +113,12 @@ pub struct PictureData {
     id: u64,
     /// Page-locking of `samples` (pictures from a pinned pool). Declared before `samples`
     /// so it drops first: unlocking waits for any upload still reading the memory.
-    pinned: Option<Box<dyn HostPin>>,
+    pinned: std::sync::OnceLock<Box<dyn HostPin>>,
     samples: Samples,
     /// Receives the buffer when the last reference drops (picture pools recycle it).
     release: Option<ReleaseHook>,
+    /// Whether the buffer served an earlier picture (so it is likely to serve later ones).
+    reused: bool,
 }
 
 /// A page-locking of a picture's sample buffer, owned by the picture and released (unlocked)
@@ -172,9 +174,10 @@ impl PictureData {
             stride,
             offset,
             id: next_id(),
-            pinned: None,
+            pinned: std::sync::OnceLock::new(),
             samples,
             release: None,
+            reused: false,
         }
     }
 
@@ -222,9 +225,10 @@ impl PictureData {
             stride,
             offset: [0; 3],
             id: next_id(),
-            pinned: None,
+            pinned: std::sync::OnceLock::new(),
             samples: Samples::External(planes),
             release: None,
+            reused: false,
         })
     }
 
@@ -250,12 +254,50 @@ impl PictureData {
 
     /// Attaches the page-locking of this picture's sample buffer (see [`Self::sample_buffer`]).
     pub fn set_pinned(&mut self, reg: Box<dyn HostPin>) {
-        self.pinned = Some(reg);
+        self.pinned = std::sync::OnceLock::from(reg);
     }
 
-    /// The page-locking of the sample buffer, for pictures from a pinned pool.
+    /// The page-locking of the sample buffer: pictures from a pinned pool, and buffers that
+    /// [`Self::pin_shared`] locked.
     pub fn pinned(&self) -> Option<&dyn HostPin> {
-        self.pinned.as_deref()
+        self.pinned.get().map(|b| b.as_ref())
+    }
+
+    /// Page-locks the buffer of a shared picture with `lock(address, bytes)` unless it is
+    /// locked already, for a picture whose buffer the library recycles and has recycled
+    /// before (a caller allocating pictures per frame): the locking then stays with the
+    /// buffer, and later pictures that get it are uploaded without a staging copy. None for
+    /// other pictures (locking costs more than a staging copy for a buffer used once) and
+    /// when `lock` fails.
+    pub fn pin_shared(
+        &self,
+        lock: impl FnOnce(*const u8, usize) -> Result<Box<dyn HostPin>>,
+    ) -> Option<&dyn HostPin> {
+        if let Some(p) = self.pinned.get() {
+            return Some(p.as_ref());
+        }
+        if self.release.is_some() || !self.reused {
+            return None;
+        }
+        let (ptr, bytes) = match &self.samples {
+            Samples::U8(v) => (v.as_ptr(), v.len()),
+            Samples::U16(v) => (v.as_ptr().cast::<u8>(), v.len() * 2),
+            Samples::External(_) => return None,
+        };
+        // Small pictures upload quickly through staging memory, and their buffers may share
+        // pages, which can be locked only once.
+        const MIN_BYTES: usize = 1 << 20;
+        if bytes < MIN_BYTES {
+            return None;
+        }
+        match lock(ptr, bytes) {
+            // Another thread may have locked it meanwhile: its locking stays, this one goes.
+            Ok(reg) => Some(self.pinned.get_or_init(|| reg).as_ref()),
+            Err(e) => {
+                crate::log_debug!("picture buffer not page-locked: {e}");
+                None
+            }
+        }
     }
 }
 
@@ -271,17 +313,17 @@ impl Drop for PictureData {
                 stride: self.stride,
                 offset: self.offset,
                 id: self.id,
-                pinned: self.pinned.take(),
+                pinned: std::mem::take(&mut self.pinned),
                 samples,
                 release: None,
+                reused: false,
             });
-        } else if self.pinned.is_none() {
-            // Plain buffers serve the next picture of the same size (page-locked ones belong
-            // to their pool, which has a hook).
-            recycled::put(std::mem::replace(
-                &mut self.samples,
-                Samples::U8(Vec::new()),
-            ));
+        } else {
+            // The buffer serves the next picture of the same size, page-locking included.
+            recycled::put(
+                std::mem::replace(&mut self.samples, Samples::U8(Vec::new())),
+                self.pinned.take(),
+            );
         }
     }
 }
@@ -328,58 +370,67 @@ impl Samples {
 mod recycled {
     use std::sync::{Mutex, MutexGuard};
 
-    use super::Samples;
+    use super::{HostPin, Samples};
 
     /// Buffers kept: enough for the pictures of every frame in flight of a busy context.
     const MAX_BUFFERS: usize = 64;
     /// Bytes kept at most (a 4K 16-bit 4:4:4 picture is 48 MiB).
     const MAX_BYTES: usize = 512 << 20;
 
-    static FREE: Mutex<Vec<Samples>> = Mutex::new(Vec::new());
+    /// A kept buffer and its page-locking, if any (declared first: unlocked before freed).
+    pub(super) struct Kept {
+        pub(super) pin: Option<Box<dyn HostPin>>,
+        pub(super) samples: Samples,
+    }
 
-    fn free() -> MutexGuard<'static, Vec<Samples>> {
+    static FREE: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+
+    fn free() -> MutexGuard<'static, Vec<Kept>> {
         FREE.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A kept buffer of `n` samples of that kind (zeroed when `zero`), if there is one.
-    pub(super) fn take(u8_samples: bool, n: usize, zero: bool) -> Option<Samples> {
-        let mut s = {
+    pub(super) fn take(u8_samples: bool, n: usize, zero: bool) -> Option<Kept> {
+        let mut k = {
             let mut f = free();
-            let i = f
-                .iter()
-                .rposition(|b| matches!(b, Samples::U8(_)) == u8_samples && b.len() == n)?;
+            let i = f.iter().rposition(|b| {
+                matches!(b.samples, Samples::U8(_)) == u8_samples && b.samples.len() == n
+            })?;
             f.remove(i)
         };
         if zero {
-            match &mut s {
+            match &mut k.samples {
                 Samples::U8(v) => v.fill(0),
                 Samples::U16(v) => v.fill(0),
                 Samples::External(_) => {}
             }
         }
-        Some(s)
+        Some(k)
     }
 
-    /// Keeps `s` for a later picture (dropped when it does not fit the bounds).
-    pub(super) fn put(s: Samples) {
-        let bytes = s.bytes();
+    /// Keeps `samples` (and its page-locking) for a later picture; dropped when it does not
+    /// fit the bounds.
+    pub(super) fn put(samples: Samples, pin: Option<Box<dyn HostPin>>) {
+        let bytes = samples.bytes();
         if bytes == 0 || bytes > MAX_BYTES {
             return;
         }
         let mut f = free();
-        let mut total: usize = f.iter().map(Samples::bytes).sum::<usize>() + bytes;
+        let mut total: usize = f.iter().map(|k| k.samples.bytes()).sum::<usize>() + bytes;
         while !f.is_empty() && (f.len() >= MAX_BUFFERS || total > MAX_BYTES) {
-            total -= f[0].bytes();
+            total -= f[0].samples.bytes();
             f.remove(0);
         }
         if f.try_reserve(1).is_ok() {
-            f.push(s);
+            f.push(Kept { pin, samples });
         }
     }
 
     /// Lets every kept buffer go (memory is short).
     pub(super) fn clear() {
-        free().clear();
+        let kept = std::mem::take(&mut *free());
+        // Unlocking may wait for copies: not under the lock.
+        drop(kept);
     }
 
     #[cfg(test)]
@@ -446,9 +497,17 @@ impl PictureData {
                 .ok_or_else(|| Error::inval("picture too large"))?;
         }
         let what = format!("{w}x{h} {pix_fmt:?} {bpc}-bit picture");
-        let samples = match recycled::take(bpc == 8, total, zero) {
-            Some(s) => s,
-            None => Samples::zeroed(bpc == 8, total, &what)?,
+        let (samples, pinned, reused) = match recycled::take(bpc == 8, total, zero) {
+            Some(k) => (
+                k.samples,
+                k.pin.map_or_else(std::sync::OnceLock::new, Into::into),
+                true,
+            ),
+            None => (
+                Samples::zeroed(bpc == 8, total, &what)?,
+                std::sync::OnceLock::new(),
+                false,
+            ),
         };
         Ok(PictureData {
             pix_fmt,
@@ -458,9 +517,10 @@ impl PictureData {
             stride,
             offset,
             id: next_id(),
-            pinned: None,
+            pinned,
             samples,
             release: None,
+            reused,
         })
     }
 
@@ -646,5 +706,63 @@ mod tests {
         drop(b);
         let c = PictureData::new(PixelFormat::Yuv420p, 8, w, h).unwrap();
         assert_eq!(c.plane_u8(0)[7], 0);
+    }
+
+    #[derive(Debug)]
+    struct FakePin(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl HostPin for FakePin {
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    impl Drop for FakePin {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Only a buffer that came back for reuse is locked, once; the locking travels with it
+    /// through the free list; small, pooled and external pictures are never locked.
+    #[test]
+    fn reused_buffers_are_locked_once_and_keep_it() {
+        let (w, h) = (1056, 1000);
+        let unlocked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let locks = std::sync::atomic::AtomicUsize::new(0);
+        let lock = |_: *const u8, bytes: usize| -> Result<Box<dyn HostPin>> {
+            assert_eq!(bytes, w * h);
+            locks.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(FakePin(unlocked.clone())))
+        };
+        let fresh = PictureData::for_writing(PixelFormat::Yuv400p, 8, w, h).unwrap();
+        assert!(
+            fresh.pin_shared(lock).is_none(),
+            "a fresh buffer is not locked"
+        );
+        drop(fresh);
+        let reused = PictureData::for_writing(PixelFormat::Yuv400p, 8, w, h).unwrap();
+        assert!(reused.pin_shared(lock).is_some());
+        assert!(reused.pin_shared(lock).is_some());
+        assert_eq!(locks.load(Ordering::SeqCst), 1);
+        drop(reused);
+        assert_eq!(
+            unlocked.load(Ordering::SeqCst),
+            0,
+            "kept locked in the free list"
+        );
+        let again = PictureData::for_writing(PixelFormat::Yuv400p, 8, w, h).unwrap();
+        assert!(again.pinned().is_some());
+        assert_eq!(locks.load(Ordering::SeqCst), 1);
+        // A pooled picture is the pool's to lock.
+        let mut pooled = again;
+        pooled.set_release(|_| {});
+        let fresh_pin =
+            |_: *const u8, _: usize| -> Result<Box<dyn HostPin>> { panic!("must not lock") };
+        drop(pooled);
+        let small = PictureData::for_writing(PixelFormat::Yuv400p, 8, 64, 64).unwrap();
+        drop(small);
+        let small = PictureData::for_writing(PixelFormat::Yuv400p, 8, 64, 64).unwrap();
+        assert!(small.pin_shared(fresh_pin).is_none());
     }
 }

@@ -130,7 +130,8 @@ typedef void (*VmafHipReleaseCallback)(void *opaque);
  * picture from vmaf_picture_alloc(): pass it to vmaf_read_pictures() or
  * release it with vmaf_picture_unref(). The memory must stay valid and
  * unchanged until release(opaque) is called, exactly once, when neither the
- * caller's picture nor the library holds it any more; release may be NULL.
+ * caller's picture nor the library holds it any more (at the latest before the
+ * flush or vmaf_close() returns); release may be NULL.
  * GPU extractors copy the luma plane to the device; CPU extractors read it
  * where it is.
  * -EINVAL: pic or a needed data[i] is NULL, unknown pix_fmt, bpc outside

@@ -216,9 +216,23 @@ fn ensure_uploaded<T: Sample + PlaneAs>(
     drop(released);
     let n = pic.w[0] * pic.h[0];
     let slot = &mut *s;
-    let reg = pic
-        .pinned()
-        .and_then(|p| p.as_any().downcast_ref::<HostRegistration>());
+    // A buffer the library recycles is page-locked at its first upload and stays so, so a
+    // caller allocating pictures per frame soon has its luma read in place too.
+    let dense = pic.stride[0] == pic.w[0];
+    let reg = if dense {
+        pic.pinned().or_else(|| {
+            pic.pin_shared(|ptr, bytes| {
+                // SAFETY: `ptr` is the picture's own buffer of `bytes` bytes; the registration
+                // is stored in the picture (and moves with the buffer when it is recycled),
+                // whose field order unlocks it, after its copies, before the buffer is freed.
+                let reg = unsafe { HostRegistration::new(stream.device(), ptr.cast_mut(), bytes) }?;
+                Ok(Box::new(reg) as Box<dyn crate::picture::HostPin>)
+            })
+        })
+    } else {
+        pic.pinned()
+    }
+    .and_then(|p| p.as_any().downcast_ref::<HostRegistration>());
     match (reg, T::plane_of(pic, 0)) {
         // A page-locked picture with rows back to back: the DMA reads it in place.
         (Some(reg), Some(luma)) if pic.stride[0] == pic.w[0] && luma.len() >= n => {
