@@ -247,6 +247,14 @@ pub fn pin_picture(
     dev: &Arc<Device>,
     mut pic: crate::picture::PictureData,
 ) -> Result<crate::picture::PictureData> {
+    // A recycled buffer may be locked already (see `PictureData::pin_shared`): locking it
+    // again would fail.
+    if pic
+        .pinned()
+        .is_some_and(|p| p.as_any().is::<HostRegistration>())
+    {
+        return Ok(pic);
+    }
     let (ptr, bytes) = pic.sample_buffer();
     // SAFETY: the buffer belongs to `pic` and is never reallocated; the registration is stored
     // in `pic`, whose field order drops it (waiting for copies, then unlocking) before the
