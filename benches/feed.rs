@@ -400,6 +400,19 @@ struct Tools {
     threads: Vec<u32>,
 }
 
+/// Prints a tool's row: floor, best rate, their ratio, each thread count's rate.
+fn tool_row(input: &Input, tool: &str, floor: f64, best: f64, cells: &[String], what: &str) {
+    println!(
+        "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({}; floor: {what})",
+        input.name,
+        tool,
+        floor,
+        best,
+        100.0 * best / floor,
+        cells.join(", ")
+    );
+}
+
 /// Frames in the tools' files: a third at 2160p.
 fn tool_frames(tools: &Tools, scale: usize) -> usize {
     if scale == 2 {
@@ -448,15 +461,7 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
             cells.push(format!("{t}t: {fps:.0}"));
             best = best.max(fps);
         }
-        println!(
-            "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({}; floor: reading both files)",
-            input.name,
-            "cli",
-            fl,
-            best,
-            100.0 * best / fl,
-            cells.join(", ")
-        );
+        tool_row(input, "cli", fl, best, &cells, "reading both files");
     }
     if let Some(ffmpeg) = &tools.ffmpeg {
         let base = |cmd: &mut std::process::Command| {
@@ -493,14 +498,13 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
             cells.push(format!("{t}t: {fps:.0}"));
             best = best.max(fps);
         }
-        println!(
-            "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({}; floor: decoding both, no filter)",
-            input.name,
+        tool_row(
+            input,
             "ffmpeg",
             fl,
             best,
-            100.0 * best / fl,
-            cells.join(", ")
+            &cells,
+            "decoding both, no filter",
         );
     }
     if !tools.keep {
