@@ -460,17 +460,35 @@ fn hip_states(device: Option<HipDevice>) -> Result<Vec<Arc<vmaf_hip::gpu::GpuSta
         Some(HipDevice::Index(i)) => Ok(vec![open(Some(i as usize))?]),
         Some(HipDevice::All) => {
             let (devices, _) = vmaf_hip::gpu::enumerate();
-            let states: Vec<_> = devices
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| d.compute_capable)
-                .map(|(i, _)| open(Some(i)))
-                .collect::<Result<_, _>>()?;
-            if states.is_empty() {
+            let usable: Vec<usize> = (0..devices.len())
+                .filter(|&i| devices[i].compute_capable)
+                .collect();
+            if usable.is_empty() {
                 // Report why through the single-device path.
                 return Ok(vec![open(None)?]);
             }
-            Ok(states)
+            // A device takes about 0.2 s to start (its context): start them all at once. A
+            // thread that cannot start leaves its device to this one.
+            std::thread::scope(|s| {
+                let started: Vec<_> = usable
+                    .iter()
+                    .map(|&i| {
+                        let t = std::thread::Builder::new()
+                            .name("vmaf-gpu-open".into())
+                            .spawn_scoped(s, move || open(Some(i)));
+                        (i, t)
+                    })
+                    .collect();
+                started
+                    .into_iter()
+                    .map(|(i, t)| match t {
+                        Ok(h) => h.join().unwrap_or_else(|_| {
+                            Err(CliError(format!("opening GPU {i} failed unexpectedly")))
+                        }),
+                        Err(_) => open(Some(i)),
+                    })
+                    .collect()
+            })
         }
     }
 }
