@@ -83,6 +83,9 @@ impl PicturePool {
     /// Blocks until a picture is free; it comes back here when its last reference drops.
     pub fn fetch(self: &Arc<Self>) -> Result<PictureData> {
         let mut st = self.lock();
+        // After a failed extra picture this call only waits (no retry loop on a failing
+        // allocation).
+        let mut may_grow = true;
         loop {
             if st.closed {
                 return Err(Error::inval("the picture pool was closed"));
@@ -91,7 +94,7 @@ impl PicturePool {
                 st.out += 1;
                 return Ok(self.lend(pic));
             }
-            if st.extra < EXTRA {
+            if may_grow && st.extra < EXTRA {
                 st.extra += 1;
                 drop(st);
                 match (self.make)() {
@@ -108,6 +111,7 @@ impl PicturePool {
                         if st.free.is_empty() && st.out == 0 {
                             return Err(e);
                         }
+                        may_grow = false;
                         continue;
                     }
                 }
@@ -152,5 +156,39 @@ impl Drop for PicturePool {
             st.extra,
             st.waited.as_secs_f64() * 1e3
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::picture::PixelFormat;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A failing extra picture is tried once per fetch: the fetch then waits for a picture to
+    /// come back (or fails at once when none is out).
+    #[test]
+    fn a_failing_extra_picture_waits_instead_of_spinning() {
+        let made = Arc::new(AtomicUsize::new(0));
+        let m = made.clone();
+        let pool = PicturePool::new(1, move || {
+            if m.fetch_add(1, Ordering::SeqCst) == 0 {
+                PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
+            } else {
+                Err(Error::NoMem("test".into()))
+            }
+        })
+        .unwrap();
+        let held = pool.fetch().unwrap();
+        let p = pool.clone();
+        let waiter = std::thread::spawn(move || p.fetch().map(|pic| pic.w[0]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // One try by the waiter, not a loop of them.
+        assert_eq!(made.load(Ordering::SeqCst), 2);
+        drop(held);
+        assert_eq!(waiter.join().unwrap().unwrap(), 8);
+        // With nothing out, a failing extra picture is the fetch's error.
+        let dry = PicturePool::new(0, || Err(Error::NoMem("none".into()))).unwrap();
+        assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
     }
 }
