@@ -6,6 +6,8 @@
  * argument checks: each refusal returns -EINVAL, leaves the picture empty and releases
  * nothing. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -184,6 +186,10 @@ static void check_refusals(void)
     REFUSED(vmaf_hip_picture_wrap(&pic, VMAF_PIX_FMT_YUV420P, 8, W, H, f->data, bad,
                                   release_frame, f));
     bad[0] = W - 1;
+    REFUSED(vmaf_hip_picture_wrap(&pic, VMAF_PIX_FMT_YUV420P, 8, W, H, f->data, bad,
+                                  release_frame, f));
+    /* A plane larger than the address space. */
+    bad[0] = PTRDIFF_MAX / 64;
     REFUSED(vmaf_hip_picture_wrap(&pic, VMAF_PIX_FMT_YUV420P, 8, W, H, f->data, bad,
                                   release_frame, f));
     /* 16-bit samples need even pointers and strides. */

@@ -257,6 +257,12 @@ impl PictureData {
         self.pinned = std::sync::OnceLock::from(reg);
     }
 
+    /// Releases the page-locking of the sample buffer, if any (a closed pool's pictures: their
+    /// locking belongs to the pool, not to the free list the buffer goes to).
+    pub fn unpin(&mut self) {
+        drop(self.pinned.take());
+    }
+
     /// The page-locking of the sample buffer: pictures from a pinned pool, and buffers that
     /// [`Self::pin_shared`] locked.
     pub fn pinned(&self) -> Option<&dyn HostPin> {
@@ -415,15 +421,19 @@ mod recycled {
         if bytes == 0 || bytes > MAX_BYTES {
             return;
         }
+        let mut evicted = Vec::new();
         let mut f = free();
         let mut total: usize = f.iter().map(|k| k.samples.bytes()).sum::<usize>() + bytes;
         while !f.is_empty() && (f.len() >= MAX_BUFFERS || total > MAX_BYTES) {
             total -= f[0].samples.bytes();
-            f.remove(0);
+            evicted.push(f.remove(0));
         }
         if f.try_reserve(1).is_ok() {
             f.push(Kept { pin, samples });
         }
+        drop(f);
+        // Unlocking may wait for copies: not under the lock.
+        drop(evicted);
     }
 
     /// Lets every kept buffer go (memory is short).

@@ -123,9 +123,10 @@ int vmaf_hip_fetch_preallocated_picture(VmafContext *vmaf, VmafPicture *pic);
 typedef void (*VmafHipReleaseCallback)(void *opaque);
 
 /* Makes *pic a picture that reads the caller's planes in place instead of a
- * copy: plane i starts at data[i], rows stride[i] bytes apart (chroma planes
- * of the size vmaf_picture_alloc() gives them; data[1] and data[2] are
- * ignored for VMAF_PIX_FMT_YUV400P). Samples are uint8_t for bpc 8, else
+ * copy: plane i starts at data[i], rows stride[i] bytes apart, and its memory
+ * spans h[i] * stride[i] bytes, last row's padding included (chroma planes of
+ * the size vmaf_picture_alloc() gives them; data[1] and data[2] are ignored
+ * for VMAF_PIX_FMT_YUV400P). Samples are uint8_t for bpc 8, else
  * native-endian uint16_t (data[i] and stride[i] then even). Use it as a
  * picture from vmaf_picture_alloc(): pass it to vmaf_read_pictures() or
  * release it with vmaf_picture_unref(). The memory must stay valid and

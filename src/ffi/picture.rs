@@ -363,8 +363,11 @@ pub(crate) unsafe fn picture_wrap(
             )));
         }
         let s = s as usize / bps;
+        // The plane spans `ph` rows of `s` samples, padding included (libvmaf_hip.h); a slice
+        // may not exceed isize::MAX bytes.
         let len = s
             .checked_mul(ph)
+            .filter(|n| n.checked_mul(bps).is_some_and(|b| b <= isize::MAX as usize))
             .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
         planes[i] = (p.cast_const(), len);
         strides[i] = s;

@@ -98,8 +98,14 @@ impl PicturePool {
                 st.extra += 1;
                 drop(st);
                 match (self.make)() {
-                    Ok(pic) => {
+                    Ok(mut pic) => {
                         let mut st = self.lock();
+                        if st.closed {
+                            st.extra -= 1;
+                            drop(st);
+                            pic.unpin();
+                            return Err(Error::inval("the picture pool was closed"));
+                        }
                         st.out += 1;
                         return Ok(self.lend(pic));
                     }
@@ -128,31 +134,49 @@ impl PicturePool {
         pic
     }
 
-    fn give_back(&self, pic: PictureData) {
+    fn give_back(&self, mut pic: PictureData) {
         let mut st = self.lock();
         st.out -= 1;
         if !st.closed {
             st.free.push(pic);
             self.available.notify_one();
+            return;
         }
+        drop(st);
+        // The pool's page-locking goes with the pool (unlocking waits for copies: not under
+        // the lock); the buffer may serve later pictures.
+        pic.unpin();
     }
 
     /// Frees the idle pictures and wakes blocked fetchers; returns how many are still out.
     pub fn close(&self) -> usize {
         let mut st = self.lock();
         st.closed = true;
-        st.free.clear();
+        let idle = std::mem::take(&mut st.free);
         self.available.notify_all();
-        st.out
+        let out = st.out;
+        drop(st);
+        unpin_all(idle);
+        out
+    }
+}
+
+/// Releases the page-locking of a pool's pictures before they go.
+fn unpin_all(pics: Vec<PictureData>) {
+    for mut p in pics {
+        p.unpin();
     }
 }
 
 impl Drop for PicturePool {
     fn drop(&mut self) {
+        let idle = std::mem::take(&mut self.lock().free);
+        let kept = idle.len();
+        unpin_all(idle);
         let st = self.lock();
         crate::log_debug!(
             "picture pool: {} pictures ({} made when it ran dry); fetches waited {:.1} ms",
-            st.free.len() + st.out,
+            kept + st.out,
             st.extra,
             st.waited.as_secs_f64() * 1e3
         );
