@@ -563,7 +563,9 @@ pub unsafe extern "C" fn vmaf_preallocate_pictures(
     })
 }
 
-/// Takes a picture from the pool into `*pic`, blocking while every pooled picture is in use.
+/// Takes a picture from the pool into `*pic`, blocking while every pooled picture is in use (a
+/// pool that runs dry first makes up to two pictures more, once, for the previous references a
+/// context keeps).
 /// It returns to the pool when released (by `vmaf_picture_unref()` or after
 /// `vmaf_read_pictures()` is done with it). Sample contents are not cleared. Safe to call from
 /// several threads. Returns 0, or -EINVAL for NULL arguments, no pool, or a pool closed by
