@@ -8,6 +8,8 @@
 //!   floor: fetch, copy, unref.
 //! * `pinned`: the HIP extension's page-locked pool (`vmaf_hip_preallocate_pictures` with
 //!   HOST_PINNED), GPU only; floor as for `pool`.
+//! * `premade`: the frames in memory handed over in place (`vmaf_hip_picture_wrap`), the
+//!   pre-made figure through the C API; its "floor" is wrapping and releasing alone.
 //!
 //! * `cli`: the `vmaf` tool end to end on y4m files in the page cache (`--vmaf PATH`); floor:
 //!   reading both files to memory, on two threads as the tool does.
@@ -32,9 +34,10 @@ use std::ffi::c_uint;
 use std::time::Instant;
 
 use vmaf_hip::ffi::hip::{
-    vmaf_hip_fetch_preallocated_picture, vmaf_hip_import_state, vmaf_hip_preallocate_pictures,
-    vmaf_hip_state_free, vmaf_hip_state_init, HipStateHandle, VmafHipConfiguration,
-    VmafHipPictureConfiguration, VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED,
+    vmaf_hip_fetch_preallocated_picture, vmaf_hip_import_state, vmaf_hip_picture_wrap,
+    vmaf_hip_preallocate_pictures, vmaf_hip_state_free, vmaf_hip_state_init, HipStateHandle,
+    VmafHipConfiguration, VmafHipPictureConfiguration,
+    VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED,
 };
 use vmaf_hip::ffi::libvmaf::{
     vmaf_close, vmaf_fetch_preallocated_picture, vmaf_init, vmaf_preallocate_pictures,
@@ -135,6 +138,9 @@ enum Path {
     Alloc,
     Pool,
     Pinned,
+    /// Frames already in memory, handed over in place (`vmaf_hip_picture_wrap`): the
+    /// pre-made figure through the C API, no feeding cost.
+    Premade,
 }
 
 impl Path {
@@ -143,6 +149,7 @@ impl Path {
             Path::Alloc => "alloc",
             Path::Pool => "pool",
             Path::Pinned => "pinned",
+            Path::Premade => "premade",
         }
     }
 }
@@ -186,7 +193,7 @@ fn session(input: &Input, path: Path, threads: u32, gpu: &[*mut HipStateHandle])
         );
         assert_eq!(vmaf_use_features_from_model(ctx, model), 0);
         match path {
-            Path::Alloc => {}
+            Path::Alloc | Path::Premade => {}
             Path::Pool => {
                 let pc = VmafPictureConfiguration {
                     pic_params: params,
@@ -238,12 +245,46 @@ fn picture(
     let t = Instant::now();
     // SAFETY: all-zero is the empty VmafPicture; the calls get valid pointers.
     let mut pic: VmafPicture = unsafe { std::mem::zeroed() };
+    if path == Path::Premade {
+        let bps = if input.bpc == 8 { 1 } else { 2 };
+        let data: [*mut std::ffi::c_void; 3] = std::array::from_fn(|p| {
+            assert!(
+                (planes[p].as_ptr() as usize).is_multiple_of(bps),
+                "frame memory not aligned for {}-bit samples",
+                input.bpc
+            );
+            planes[p].as_ptr().cast_mut().cast()
+        });
+        let stride: [isize; 3] = std::array::from_fn(|p| {
+            let pw = if p == 0 { input.w } else { input.w / 2 };
+            (pw as usize * bps) as isize
+        });
+        // SAFETY: the planes (4:2:0, rows back to back) live in `input` for the whole run
+        // and are never written: no release callback is needed.
+        let rc = unsafe {
+            vmaf_hip_picture_wrap(
+                &mut pic,
+                1,
+                input.bpc,
+                input.w,
+                input.h,
+                data.as_ptr(),
+                stride.as_ptr(),
+                None,
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(rc, 0);
+        split.get += t.elapsed().as_secs_f64();
+        return pic;
+    }
     // SAFETY: as above.
     let rc = unsafe {
         match path {
             Path::Alloc => vmaf_picture_alloc(&mut pic, 1, input.bpc, input.w, input.h),
             Path::Pool => vmaf_fetch_preallocated_picture(s.ctx, &mut pic),
             Path::Pinned => vmaf_hip_fetch_preallocated_picture(s.ctx, &mut pic),
+            Path::Premade => unreachable!(),
         }
     };
     assert_eq!(rc, 0);
@@ -530,7 +571,7 @@ fn main() {
     });
     let only = opt("--only");
     let paths: Vec<String> = opt("--paths")
-        .map_or("alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
+        .map_or("premade,alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
         .split(',')
         .map(str::to_string)
         .collect();
@@ -597,7 +638,7 @@ fn main() {
         // Kernels are compiled or loaded at the first frames on a device: not timed.
         scored(&input, Path::Alloc, 16, 4, &gpu);
         let mut reference = None;
-        for path in [Path::Alloc, Path::Pool, Path::Pinned] {
+        for path in [Path::Premade, Path::Alloc, Path::Pool, Path::Pinned] {
             if (path == Path::Pinned && gpu.is_empty()) || !paths.iter().any(|p| p == path.name()) {
                 continue;
             }
@@ -620,6 +661,18 @@ fn main() {
                 if fps > best.0 {
                     best = (fps, t, split);
                 }
+            }
+            if path == Path::Premade {
+                // No feeding: the figure the other paths are measured against, not a floor.
+                println!(
+                    "{:<18} {:<7} {:>10} {:>12.1}   frames in memory, wrapped ({})",
+                    input.name,
+                    path.name(),
+                    "-",
+                    best.0,
+                    cells.join(", ")
+                );
+                continue;
             }
             println!(
                 "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({})",
