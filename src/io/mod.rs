@@ -254,22 +254,40 @@ impl FrameReaderAt {
         let name = path.display().to_string();
         let file =
             std::fs::File::open(path).map_err(|e| Error::io(format!("cannot open {name}"), e))?;
-        if !layout.header.is_empty() && layout.frames > 0 {
-            for k in [0, layout.frames - 1] {
-                let mut head = [0u8; 8];
-                let head = &mut head[..layout.header.len()];
-                let mut at = At {
-                    file: &file,
-                    pos: layout.first + k * layout.pitch,
-                };
-                let n = read_full(&mut at, head)
-                    .map_err(|e| Error::io(format!("{name}: frame header"), e))?;
-                if n < head.len() || head != layout.header {
+        let r = FrameReaderAt { file, name, layout };
+        if r.layout.frames > 0 {
+            for k in [0, r.layout.frames - 1] {
+                let mut at = r.at(k);
+                let whole = r.header_at(&mut at).map_err(|e| r.io_err(k, e))?;
+                if !whole {
                     return Ok(None);
                 }
             }
         }
-        Ok(Some(FrameReaderAt { file, name, layout }))
+        Ok(Some(r))
+    }
+
+    /// A reader at frame `k`'s first byte.
+    fn at(&self, k: u64) -> At<'_> {
+        At {
+            file: &self.file,
+            pos: self.layout.first + k * self.layout.pitch,
+        }
+    }
+
+    /// Reads a frame's header at `at`; whether it is the expected one.
+    fn header_at(&self, at: &mut At<'_>) -> std::io::Result<bool> {
+        let want = self.layout.header;
+        let mut head = [0u8; 8];
+        let head = &mut head[..want.len()];
+        Ok(read_full(at, head)? == head.len() && head == want)
+    }
+
+    fn io_err(&self, k: u64, e: std::io::Error) -> Error {
+        Error::io(
+            format!("{}: frame {}", self.name, self.layout.index as u64 + k),
+            e,
+        )
     }
 
     /// Frames it holds.
@@ -291,25 +309,16 @@ impl FrameReaderAt {
         }
         let index = l.index as u64 + k;
         let fail = |msg: String| Error::inval(format!("{}: frame {index}: {msg}", self.name));
-        let mut at = At {
-            file: &self.file,
-            pos: l.first + k * l.pitch,
-        };
-        if !l.header.is_empty() {
-            let mut head = [0u8; 8];
-            let head = &mut head[..l.header.len()];
-            let n = read_full(&mut at, head)
-                .map_err(|e| Error::io(format!("{}: frame {index}", self.name), e))?;
-            if n < head.len() || head != l.header {
-                return Err(fail("bad frame header (expected a bare FRAME line)".into()));
-            }
+        let mut at = self.at(k);
+        if !self.header_at(&mut at).map_err(|e| self.io_err(k, e))? {
+            return Err(fail("bad frame header (expected a bare FRAME line)".into()));
         }
         let mut pic = get()?;
         check_target(&l.info, &pic).map_err(|e| fail(e.to_string()))?;
         match read_into(&mut at, &l.info, l.extra, &mut pic, scratch) {
             Ok(Filled::Whole) => Ok(Some(pic)),
             Ok(Filled::Short(n)) => Err(fail(format!("truncated after {n} bytes"))),
-            Err(FrameError::Io(e)) => Err(Error::io(format!("{}: frame {index}", self.name), e)),
+            Err(FrameError::Io(e)) => Err(self.io_err(k, e)),
             Err(FrameError::Bad(e)) => Err(fail(e.to_string())),
         }
     }
