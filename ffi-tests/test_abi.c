@@ -6,6 +6,7 @@
 
 #include <libvmaf/libvmaf.h>
 #include <libvmaf/version.h>
+#include <libvmaf/libvmaf_cuda.h>
 
 #define CHECK(cond) _Static_assert(cond, #cond)
 
@@ -47,6 +48,32 @@ CHECK(offsetof(VmafPictureConfiguration, pic_params.h) == 4);
 CHECK(offsetof(VmafPictureConfiguration, pic_params.bpc) == 8);
 CHECK(offsetof(VmafPictureConfiguration, pic_params.pix_fmt) == 12);
 CHECK(offsetof(VmafPictureConfiguration, pic_cnt) == 16);
+
+/* libvmaf_cuda.h, measured on upstream v3.2.0's header. */
+CHECK(sizeof(VmafCudaConfiguration) == 8);
+CHECK(_Alignof(VmafCudaConfiguration) == 8);
+CHECK(offsetof(VmafCudaConfiguration, cu_ctx) == 0);
+CHECK(sizeof(VmafCudaPictureConfiguration) == 20);
+CHECK(_Alignof(VmafCudaPictureConfiguration) == 4);
+CHECK(offsetof(VmafCudaPictureConfiguration, pic_params.w) == 0);
+CHECK(offsetof(VmafCudaPictureConfiguration, pic_params.h) == 4);
+CHECK(offsetof(VmafCudaPictureConfiguration, pic_params.bpc) == 8);
+CHECK(offsetof(VmafCudaPictureConfiguration, pic_params.pix_fmt) == 12);
+CHECK(offsetof(VmafCudaPictureConfiguration, pic_prealloc_method) == 16);
+CHECK(sizeof(enum VmafCudaPicturePreallocationMethod) == 4);
+CHECK(VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_NONE == 0);
+CHECK(VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_DEVICE == 1);
+CHECK(VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_HOST == 2);
+CHECK(VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_HOST_PINNED == 3);
+/* The prototypes, as upstream declares them. */
+static int (*const p_state_init)(VmafCudaState **, VmafCudaConfiguration) __attribute__((unused)) =
+    vmaf_cuda_state_init;
+static int (*const p_import)(VmafContext *, VmafCudaState *) __attribute__((unused)) =
+    vmaf_cuda_import_state;
+static int (*const p_prealloc)(VmafContext *, VmafCudaPictureConfiguration) __attribute__((unused)) =
+    vmaf_cuda_preallocate_pictures;
+static int (*const p_fetch)(VmafContext *, VmafPicture *) __attribute__((unused)) =
+    vmaf_cuda_fetch_preallocated_picture;
 
 CHECK(sizeof(enum VmafPixelFormat) == 4);
 CHECK(sizeof(enum VmafLogLevel) == 4);

@@ -158,7 +158,9 @@ fn run_extractors(
         scores.clear();
         let res = match q {
             Some(finish) => finish().map(|s| scores = s),
-            None => e.extract(input, &mut scores),
+            None => input
+                .fetch_host(e.host_planes())
+                .and_then(|()| e.extract(input, &mut scores)),
         }
         .and_then(|()| {
             scores
@@ -422,6 +424,12 @@ impl Context {
             )));
         }
         self.validate(&reference, &distorted)?;
+        // Device pictures: the caller's writes so far come before any read of ours.
+        for p in [&reference, &distorted] {
+            if let Some(d) = p.device_samples() {
+                d.mark_written()?;
+            }
+        }
         self.pic_cnt += 1;
         let sub = self.cfg.n_subsample.max(1) as usize;
         let skip_plain = sub > 1 && !index.is_multiple_of(sub);

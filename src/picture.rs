@@ -69,6 +69,7 @@ pub enum Samples {
     U8(Vec<u8>),
     U16(Vec<u16>),
     External(Box<dyn ExternalPlanes>),
+    Device(Box<dyn DeviceSamples>),
 }
 
 impl std::fmt::Debug for Samples {
@@ -77,8 +78,27 @@ impl std::fmt::Debug for Samples {
             Samples::U8(v) => write!(f, "U8({} samples)", v.len()),
             Samples::U16(v) => write!(f, "U16({} samples)", v.len()),
             Samples::External(_) => f.write_str("External"),
+            Samples::Device(_) => f.write_str("Device"),
         }
     }
+}
+
+/// Samples in GPU memory (pictures of a DEVICE pool, which the caller fills on the device).
+/// GPU extractors read them in place; CPU code reads a host copy of the planes it needs, made
+/// by [`PictureData::fetch_host`] before it runs. The GPU layer implements it.
+pub trait DeviceSamples: std::any::Any + Send + Sync {
+    fn as_any(&self) -> &dyn std::any::Any;
+    /// Device address of plane `i`'s first sample (for the C view's `data[i]`).
+    fn address(&self, i: usize) -> usize;
+    /// The host copy of plane `i`, if [`Self::fetch_host`] made it.
+    fn host(&self, i: usize) -> Option<PlaneRef<'_>>;
+    /// Makes the host copy of plane `i` (once; later calls return at once).
+    fn fetch_host(&self, i: usize) -> Result<()>;
+    /// Called when the caller gets the picture (again): the content is new, so the host copies
+    /// of the previous content go.
+    fn forget_host(&mut self);
+    /// Orders the GPU's later reads after the caller's writes so far (at `vmaf_read_pictures`).
+    fn mark_written(&self) -> Result<()>;
 }
 
 /// Sample memory a picture reads in place but does not own: a caller's decoded frame, a
@@ -144,7 +164,7 @@ impl PictureData {
         let (samples, stride, offset) = match &self.samples {
             Samples::U8(v) => (Samples::U8(v.clone()), self.stride, self.offset),
             Samples::U16(v) => (Samples::U16(v.clone()), self.stride, self.offset),
-            Samples::External(_) => {
+            Samples::External(_) | Samples::Device(_) => {
                 let mut offset = [0; 3];
                 let mut total = 0;
                 for (i, o) in offset.iter_mut().enumerate() {
@@ -237,6 +257,54 @@ impl PictureData {
         self.id
     }
 
+    /// The device memory of a picture from a DEVICE pool.
+    pub fn device_samples(&self) -> Option<&dyn DeviceSamples> {
+        match &self.samples {
+            Samples::Device(d) => Some(d.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// A picture of `pix_fmt` at `bpc` bits whose samples live in GPU memory; `stride` in
+    /// samples, as the device planes are laid out.
+    pub fn on_device(
+        pix_fmt: PixelFormat,
+        bpc: u32,
+        w: usize,
+        h: usize,
+        stride: [usize; 3],
+        samples: Box<dyn DeviceSamples>,
+    ) -> Result<Self> {
+        check_geometry(pix_fmt, bpc, w, h)?;
+        let dims = plane_dims(pix_fmt, w, h);
+        Ok(PictureData {
+            pix_fmt,
+            bpc,
+            w: dims.map(|d| d.0),
+            h: dims.map(|d| d.1),
+            stride,
+            offset: [0; 3],
+            id: next_id(),
+            pinned: std::sync::OnceLock::new(),
+            samples: Samples::Device(samples),
+            release: None,
+            reused: false,
+        })
+    }
+
+    /// For a picture in GPU memory: makes host copies of the planes in `mask` (bit `i` = plane
+    /// `i`) for CPU code to read through [`Self::plane`]. Nothing for other pictures.
+    pub fn fetch_host(&self, mask: u8) -> Result<()> {
+        if let Samples::Device(d) = &self.samples {
+            for i in 0..3 {
+                if mask & (1 << i) != 0 && self.h[i] > 0 {
+                    d.fetch_host(i)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the buffer goes back to a pool when released (so holding it starves the pool).
     pub fn is_pooled(&self) -> bool {
         self.release.is_some()
@@ -248,7 +316,7 @@ impl PictureData {
             Samples::U8(v) => (v.as_mut_ptr(), v.len()),
             Samples::U16(v) => (v.as_mut_ptr().cast(), v.len() * 2),
             // Not the picture's to lock.
-            Samples::External(_) => (std::ptr::null_mut(), 0),
+            Samples::External(_) | Samples::Device(_) => (std::ptr::null_mut(), 0),
         }
     }
 
@@ -288,7 +356,7 @@ impl PictureData {
         let (ptr, bytes) = match &self.samples {
             Samples::U8(v) => (v.as_ptr(), v.len()),
             Samples::U16(v) => (v.as_ptr().cast::<u8>(), v.len() * 2),
-            Samples::External(_) => return None,
+            Samples::External(_) | Samples::Device(_) => return None,
         };
         // Small pictures upload quickly through staging memory, and their buffers may share
         // pages, which can be locked only once.
@@ -339,16 +407,16 @@ impl Samples {
         match self {
             Samples::U8(v) => v.len(),
             Samples::U16(v) => v.len(),
-            Samples::External(_) => 0,
+            Samples::External(_) | Samples::Device(_) => 0,
         }
     }
 
-    /// Bytes of an owned buffer (0 for external memory, which is never recycled).
+    /// Bytes of an owned host buffer (0 for external and device memory, never recycled).
     fn bytes(&self) -> usize {
         match self {
             Samples::U8(v) => v.len(),
             Samples::U16(v) => v.len() * 2,
-            Samples::External(_) => 0,
+            Samples::External(_) | Samples::Device(_) => 0,
         }
     }
 
@@ -408,7 +476,7 @@ mod recycled {
             match &mut k.samples {
                 Samples::U8(v) => v.fill(0),
                 Samples::U16(v) => v.fill(0),
-                Samples::External(_) => {}
+                Samples::External(_) | Samples::Device(_) => {}
             }
         }
         Some(k)
@@ -456,7 +524,7 @@ fn next_id() -> u64 {
 }
 
 /// A known format, 8..=16 bits, and a size within the limits.
-fn check_geometry(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Result<()> {
+pub(crate) fn check_geometry(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> Result<()> {
     if pix_fmt == PixelFormat::Unknown {
         return Err(Error::inval("unknown pixel format"));
     }
@@ -556,6 +624,12 @@ impl PictureData {
             Samples::U16(v) => PlaneRef::U16(&v[r]),
             Samples::External(e) if self.bpc == 8 => PlaneRef::U8(&e.plane_u8(i)[r]),
             Samples::External(e) => PlaneRef::U16(&e.plane_u16(i)[r]),
+            // Empty until fetched: CPU code reads only planes fetched for it.
+            Samples::Device(d) => d.host(i).unwrap_or(if self.bpc == 8 {
+                PlaneRef::U8(&[])
+            } else {
+                PlaneRef::U16(&[])
+            }),
         }
     }
 
@@ -581,7 +655,9 @@ impl PictureData {
         match &mut self.samples {
             Samples::U8(v) => &mut v[r],
             Samples::U16(_) => panic!("plane_u8_mut on a deep picture"),
-            Samples::External(_) => panic!("plane_u8_mut on external memory"),
+            Samples::External(_) | Samples::Device(_) => {
+                panic!("plane_u8_mut on memory the picture does not own")
+            }
         }
     }
 
@@ -591,7 +667,9 @@ impl PictureData {
         match &mut self.samples {
             Samples::U16(v) => &mut v[r],
             Samples::U8(_) => panic!("plane_u16_mut on an 8-bit picture"),
-            Samples::External(_) => panic!("plane_u16_mut on external memory"),
+            Samples::External(_) | Samples::Device(_) => {
+                panic!("plane_u16_mut on memory the picture does not own")
+            }
         }
     }
 
@@ -611,6 +689,9 @@ impl PictureData {
     pub fn set_release(&mut self, hook: impl FnOnce(PictureData) + Send + Sync + 'static) {
         self.release = Some(ReleaseHook(Box::new(hook)));
         self.id = next_id();
+        if let Samples::Device(d) = &mut self.samples {
+            d.forget_host();
+        }
     }
 
     /// Raw base pointer of the sample buffer, for the C boundary (null for external memory:
@@ -619,7 +700,7 @@ impl PictureData {
         match &mut self.samples {
             Samples::U8(v) => v.as_mut_ptr(),
             Samples::U16(v) => v.as_mut_ptr() as *mut u8,
-            Samples::External(_) => std::ptr::null_mut(),
+            Samples::External(_) | Samples::Device(_) => std::ptr::null_mut(),
         }
     }
 
@@ -634,8 +715,22 @@ impl PictureData {
             // The C view is `void *`; the library itself never writes through it.
             return p.cast_mut();
         }
+        if let Samples::Device(d) = &self.samples {
+            // A device address: the C view only hands it back to the caller.
+            return std::ptr::without_provenance_mut(d.address(i));
+        }
         let bps = self.bytes_per_sample();
         self.base_ptr_mut().wrapping_add(self.offset[i] * bps)
+    }
+
+    /// The C view's address of plane `i` (a device address for device pictures); compared,
+    /// never dereferenced.
+    pub fn plane_addr(&self, i: usize) -> usize {
+        match (&self.samples, self.plane(i)) {
+            (Samples::Device(d), _) => d.address(i),
+            (_, PlaneRef::U8(p)) => p.as_ptr() as usize,
+            (_, PlaneRef::U16(p)) => p.as_ptr() as usize,
+        }
     }
 
     /// Whether the samples are external memory read in place.

@@ -137,7 +137,7 @@ fn compile_c_uncached(src: &Path, name: &str) -> PathBuf {
         .arg("-L")
         .arg(&lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lvmaf_hip", "-lpthread", "-lm"])
+        .args(["-lvmaf_hip", "-lpthread", "-lm", "-ldl"])
         .output()
         .expect("run the C compiler");
     assert!(
@@ -243,7 +243,7 @@ fn headers_compile_as_cpp() {
     let src = work_dir().join("headers.cpp");
     std::fs::write(
         &src,
-        "#include <libvmaf/libvmaf.h>\n#include <libvmaf/version.h>\n#include <libvmaf/libvmaf_hip.h>\n\
+        "#include <libvmaf/libvmaf.h>\n#include <libvmaf/version.h>\n#include <libvmaf/libvmaf_hip.h>\n#include <libvmaf/libvmaf_cuda.h>\n\
          int main() { VmafPicture p = VmafPicture(); VmafContext *v = nullptr;\n\
          VmafConfiguration c = VmafConfiguration(); c.log_level = VMAF_LOG_LEVEL_NONE;\n\
          return vmaf_picture_unref(&p) == 0 || vmaf_init(&v, c) != 0 || v == nullptr; }\n",
@@ -300,6 +300,10 @@ const API: &[&str] = &[
     "vmaf_picture_unref",
     "vmaf_feature_dictionary_set",
     "vmaf_feature_dictionary_free",
+    "vmaf_cuda_state_init",
+    "vmaf_cuda_import_state",
+    "vmaf_cuda_preallocate_pictures",
+    "vmaf_cuda_fetch_preallocated_picture",
 ];
 
 #[test]
@@ -425,6 +429,16 @@ fn c_wrap() {
         stdout.contains("wrap 10-bit, 2 threads, CPU: ok"),
         "{stdout}"
     );
+    assert!(!stdout.contains("DIFFERS"), "{stdout}");
+}
+
+/// Device pictures: libvmaf_cuda.h and the DEVICE pool, filled on the GPU as FFmpeg's
+/// libvmaf_cuda filter fills them, score as host pictures; argument checks without a GPU.
+#[test]
+fn c_device() {
+    let out = run_c_test("test_device", &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("test_device: "), "{stdout}");
     assert!(!stdout.contains("DIFFERS"), "{stdout}");
 }
 

@@ -243,6 +243,7 @@ fn meson_installs_upstream_layout() {
         "feature.h",
         "version.h",
         "libvmaf_hip.h",
+        "libvmaf_cuda.h",
     ] {
         assert!(
             prefix.join("include/libvmaf").join(h).is_file(),

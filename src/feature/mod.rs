@@ -79,7 +79,28 @@ pub(crate) struct FrameInput<'a> {
     pub cpu: CpuLevel,
 }
 
+/// [`Extractor::host_planes`] masks: bit `i` = plane `i`.
+pub(crate) const LUMA: u8 = 0b001;
+pub(crate) const ALL_PLANES: u8 = 0b111;
+
 impl<'a> FrameInput<'a> {
+    /// Makes host copies of the `mask` planes of every picture held in GPU memory, for an
+    /// extractor about to read them on the CPU.
+    pub(crate) fn fetch_host(&self, mask: u8) -> Result<()> {
+        if mask == 0 {
+            return Ok(());
+        }
+        [
+            Some(self.reference),
+            Some(self.distorted),
+            self.prev_ref,
+            self.prev_prev_ref,
+        ]
+        .into_iter()
+        .flatten()
+        .try_for_each(|p| p.fetch_host(mask))
+    }
+
     /// Frame `index` of a picture pair, without previous references.
     #[cfg(test)]
     pub(crate) fn pair(index: usize, reference: &'a Picture, distorted: &'a Picture) -> Self {
@@ -118,6 +139,12 @@ pub(crate) trait Extractor: Send + Sync {
     /// `VMAF_integer_feature_adm2_score` -> `integer_adm2_egl_1` when egl=1).
     fn feature_name(&self, full_name: &str) -> String {
         full_name.to_string()
+    }
+
+    /// The planes `extract` reads on the host (see [`FrameInput::fetch_host`]): all of them
+    /// unless the extractor says less; 0 for work done on the GPU from device pictures.
+    fn host_planes(&self) -> u8 {
+        ALL_PLANES
     }
 
     /// Computes this frame's scores.

@@ -113,7 +113,8 @@ pub unsafe extern "C" fn vmaf_hip_state_free(state: *mut *mut HipStateHandle) {
 pub type VmafHipPicturePreallocationMethod = c_int;
 /// No pool; `vmaf_hip_preallocate_pictures` does nothing.
 pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE: c_int = 0;
-/// Device memory the caller fills itself: not implemented in this version (-ENOSYS).
+/// Device memory of the imported state's device, which the caller fills (device addresses in
+/// `data[]`, every plane dense: `stride[i]` = width times bytes per sample).
 pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE: c_int = 1;
 /// Ordinary host memory (as `vmaf_preallocate_pictures`).
 pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST: c_int = 2;
@@ -133,9 +134,10 @@ pub struct VmafHipPictureConfiguration {
 
 /// Extension: allocates the context's picture pool for `vmaf_hip_fetch_preallocated_picture`
 /// (replacing an earlier pool). HOST_PINNED page-locks every picture for the devices of the
-/// imported GPU states, so their luma uploads need no staging copy. Returns 0; -EINVAL for NULL,
-/// a bad size/format/depth, a count above 1024, an unknown method, or HOST_PINNED before `vmaf_hip_import_state`;
-/// -ENOSYS for DEVICE; -ENOMEM when memory cannot be allocated or page-locked.
+/// imported GPU states, so their luma uploads need no staging copy; DEVICE allocates them in the
+/// first imported state's device memory. Returns 0; -EINVAL for NULL, a bad size/format/depth, a
+/// count above 1024, an unknown method, or HOST_PINNED/DEVICE before `vmaf_hip_import_state`;
+/// -ENOMEM when memory cannot be allocated or page-locked.
 ///
 /// # Safety
 /// `ctx` is NULL or a live context not used concurrently.
@@ -148,37 +150,57 @@ pub unsafe extern "C" fn vmaf_hip_preallocate_pictures(
         if ctx.is_null() {
             return Err(Error::inval("context is NULL"));
         }
-        // SAFETY: live (caller's contract); the guard makes its use exclusive.
-        let c = unsafe { context(ctx) }?;
-        let p = cfg.pic_params;
-        let cnt = match cfg.pic_cnt {
-            0 => (2 * c.worker_count() + 4).min(crate::limits::MAX_POOL_PICTURES),
-            n => n as usize,
-        };
-        let make = move || crate::ffi::picture::new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
-        match cfg.pic_prealloc_method {
-            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE => Ok(0),
-            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE => Err(Error::NotSupported(
-                "device-memory pictures are not supported; use HOST_PINNED".into(),
-            )),
-            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => {
-                super::pool::preallocate(ctx as usize, cnt, make)?;
-                Ok(0)
-            }
-            VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED => {
-                let dev = c
-                    .gpu_set()
-                    .map(|g| g.states()[0].device().clone())
-                    .ok_or_else(|| Error::inval("HOST_PINNED needs vmaf_hip_import_state first"))?;
-                super::pool::preallocate(ctx as usize, cnt, move || {
-                    crate::gpu::pin_picture(&dev, make()?)
-                        .map_err(|e| Error::NoMem(format!("page-locking a picture: {e}")))
-                })?;
-                Ok(0)
-            }
-            m => Err(Error::inval(format!("unknown preallocation method {m}"))),
-        }
+        // SAFETY: forwarded caller's contract.
+        unsafe { preallocate(ctx, cfg.pic_params, cfg.pic_prealloc_method, cfg.pic_cnt) }?;
+        Ok(0)
     })
+}
+
+/// The pool behind `vmaf_hip_preallocate_pictures` and `vmaf_cuda_preallocate_pictures`
+/// (whose methods are numbered alike); `cnt` 0 picks the default size.
+///
+/// # Safety
+/// `ctx` is a live context not used concurrently.
+pub(crate) unsafe fn preallocate(
+    ctx: *mut VmafContext,
+    p: crate::ffi::libvmaf::VmafPictureParams,
+    method: c_int,
+    cnt: std::ffi::c_uint,
+) -> crate::error::Result<()> {
+    // SAFETY: live (caller's contract); the guard makes its use exclusive.
+    let c = unsafe { context(ctx) }?;
+    let cnt = match cnt {
+        0 => (2 * c.worker_count() + 4).min(crate::limits::MAX_POOL_PICTURES),
+        n => n as usize,
+    };
+    let first_device = |what: &str| {
+        c.gpu_set()
+            .map(|g| g.states()[0].device().clone())
+            .ok_or_else(|| Error::inval(format!("{what} needs an imported GPU state first")))
+    };
+    let make = move || crate::ffi::picture::new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
+    match method {
+        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE => Ok(()),
+        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE => {
+            let dev = first_device("DEVICE")?;
+            let fmt = crate::ffi::picture::pixel_format(p.pix_fmt)?;
+            let (w, h) = (p.w as usize, p.h as usize);
+            super::pool::preallocate(ctx as usize, cnt, move || {
+                crate::gpu::frames::device_picture(&dev, fmt, p.bpc, w, h)
+            })
+        }
+        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => {
+            super::pool::preallocate(ctx as usize, cnt, make)
+        }
+        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED => {
+            let dev = first_device("HOST_PINNED")?;
+            super::pool::preallocate(ctx as usize, cnt, move || {
+                crate::gpu::pin_picture(&dev, make()?)
+                    .map_err(|e| Error::NoMem(format!("page-locking a picture: {e}")))
+            })
+        }
+        m => Err(Error::inval(format!("unknown preallocation method {m}"))),
+    }
 }
 
 /// Extension: takes a picture from the pool made by `vmaf_hip_preallocate_pictures` (blocking

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
+pub mod cuda;
 pub mod feature;
 pub mod hip;
 pub mod libvmaf;

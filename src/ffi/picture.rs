@@ -153,6 +153,11 @@ pub(crate) unsafe fn shared_picture(pic: &VmafPicture, what: &str) -> Result<Pic
     if !moved {
         return Ok(shared);
     }
+    if shared.device_samples().is_some() {
+        return Err(Error::inval(format!(
+            "{what} picture: the planes of a device picture cannot be moved"
+        )));
+    }
     // The caller pointed planes elsewhere: score what the struct points to, as libvmaf does.
     let mut copy = PictureData::new(shared.pix_fmt, shared.bpc, shared.w[0], shared.h[0])?;
     for i in 0..3 {
@@ -190,12 +195,8 @@ pub(crate) unsafe fn shared_picture(pic: &VmafPicture, what: &str) -> Result<Pic
 fn c_layout_of(data: &PictureData) -> [(*mut c_void, isize); 3] {
     let bps = data.bytes_per_sample();
     std::array::from_fn(|i| {
-        let p = match data.plane(i) {
-            crate::picture::PlaneRef::U8(p) => p.as_ptr(),
-            crate::picture::PlaneRef::U16(p) => p.as_ptr().cast::<u8>(),
-        };
         (
-            p.cast_mut().cast::<c_void>(),
+            std::ptr::without_provenance_mut(data.plane_addr(i)),
             (data.stride[i] * bps) as isize,
         )
     })

@@ -223,6 +223,9 @@ pub struct Device {
     api: Api,
     raw: sys::RawDevice,
     ctx: RawContext,
+    /// Whether `ctx` is a caller's context (used, never retained or released) rather than
+    /// the primary context we retain.
+    borrowed: bool,
     info: DeviceInfo,
     /// Injected failure (`Fault` as u8) for error-path tests.
     fault: std::sync::atomic::AtomicU8,
@@ -264,10 +267,49 @@ impl Device {
                 (dev, ctx)
             }
         };
+        Self::finish_open(api, raw, ctx, false, info)
+    }
+
+    /// The NVIDIA device of a caller's CUDA context `ctx` (upstream's `VmafCudaConfiguration.
+    /// cu_ctx`), which our work then runs in. The caller keeps it alive while we use it.
+    ///
+    /// # Safety
+    /// `ctx` is a live `CUcontext` for as long as the returned device lives.
+    pub(crate) unsafe fn open_context(api: Api, ctx: RawContext) -> Result<Arc<Device>> {
+        let Api::Cuda(c) = api else {
+            return Err(Error::NoDevice(
+                "a CUDA context needs the CUDA driver".into(),
+            ));
+        };
+        // SAFETY: `ctx` is live (contract); it becomes this thread's current context, as every
+        // later call of ours makes it anyway.
+        api.check(unsafe { (c.fns.ctx_set_current)(ctx) }, "cuCtxSetCurrent")?;
+        let mut dev: sys::RawDevice = 0;
+        // SAFETY: writes one CUdevice to a live local.
+        let st = unsafe { (c.fns.ctx_get_device)(&mut dev) };
+        api.check(st, "cuCtxGetDevice")?;
+        let (devices, _) = enumerate();
+        let info = devices
+            .into_iter()
+            .find(|d| d.vendor == Vendor::Nvidia && d.vendor_ordinal == dev)
+            .ok_or_else(|| {
+                Error::NoDevice(format!("CUDA device {dev} of the context is not listed"))
+            })?;
+        Self::finish_open(api, dev, ctx, true, info)
+    }
+
+    fn finish_open(
+        api: Api,
+        raw: sys::RawDevice,
+        ctx: RawContext,
+        borrowed: bool,
+        info: DeviceInfo,
+    ) -> Result<Arc<Device>> {
         let d = Device {
             api,
             raw,
             ctx,
+            borrowed,
             info,
             fault: std::sync::atomic::AtomicU8::new(Fault::None as u8),
             fault_delay: std::sync::atomic::AtomicU64::new(0),
@@ -405,7 +447,7 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
-        if let Api::Cuda(c) = self.api {
+        if let (Api::Cuda(c), false) = (self.api, self.borrowed) {
             // SAFETY: balances the retain in `open`; every object using the context holds an
             // `Arc<Device>`, so none is left.
             let st = unsafe { (c.fns.primary_ctx_release)(self.raw) };

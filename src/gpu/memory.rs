@@ -425,6 +425,26 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         dst.mark_in_use(stream)
     }
 
+    /// Copies the first `dst.len()` elements of this buffer into ordinary host memory after
+    /// the work queued on `stream`, and waits for it.
+    pub fn download_blocking(&self, stream: &Stream, dst: &mut [T]) -> Result<()> {
+        let bytes = self.check_range("download", dst.len(), dst.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (d, src) = (dst.as_mut_ptr().cast::<c_void>(), self.ptr);
+        self.dev.call("copy device to host", |api| match api {
+            // SAFETY: both ranges hold `bytes` bytes; `dst` is borrowed until the
+            // synchronisation below.
+            Api::Hip(h) => unsafe {
+                (h.fns.memcpy_dtoh_async)(d, src as *mut c_void, bytes, stream.raw)
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.memcpy_dtoh_async)(d, src, bytes, stream.raw) },
+        })?;
+        stream.synchronize()
+    }
+
     /// Copies `src` (ordinary host memory) to the start of this buffer and waits for it.
     pub fn upload_blocking(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
         let bytes = self.check_range("upload", src.len(), src.len())?;

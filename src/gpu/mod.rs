@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 
 pub mod code;
 pub mod device;
+pub mod frames;
 pub(crate) mod job;
 pub(crate) mod launch;
 pub mod memory;
@@ -100,6 +101,39 @@ impl GpuState {
         };
         let api = device::Api::load(info.vendor).map_err(|e| Error::NoDevice(e.to_string()))?;
         let device = Device::open(api, info)?;
+        Self::on_device(device, t, found)
+    }
+
+    /// A state on the NVIDIA device of the caller's CUDA context `ctx` (work runs in that
+    /// context), or with `ctx` NULL on the primary context of the first NVIDIA device:
+    /// upstream's `vmaf_cuda_state_init`. `NoDevice` without the CUDA driver or a device.
+    ///
+    /// # Safety
+    /// `ctx` is NULL or a live `CUcontext` that outlives the state.
+    pub unsafe fn with_cuda_context(ctx: *mut std::ffi::c_void) -> Result<Arc<GpuState>> {
+        let t = std::time::Instant::now();
+        let api = device::Api::load(Vendor::Nvidia).map_err(|e| Error::NoDevice(e.to_string()))?;
+        let device = if ctx.is_null() {
+            let (devices, notes) = enumerate();
+            let info = devices
+                .into_iter()
+                .find(|d| d.vendor == Vendor::Nvidia && d.compute_capable)
+                .ok_or_else(|| {
+                    Error::NoDevice(format!("no NVIDIA GPU found ({})", notes.join("; ")))
+                })?;
+            Device::open(api, info)?
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { Device::open_context(api, ctx) }?
+        };
+        Self::on_device(device, t, std::time::Duration::ZERO)
+    }
+
+    fn on_device(
+        device: Arc<Device>,
+        t: std::time::Instant,
+        found: std::time::Duration,
+    ) -> Result<Arc<GpuState>> {
         let stream = Stream::new(&device)?;
         crate::log_debug!(
             "GPU {}: runtime loaded and devices listed in {:.0} ms, context ready in {:.0} ms",

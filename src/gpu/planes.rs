@@ -14,12 +14,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{Error, Result};
+use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs};
 use crate::gpu::kernels::{DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, Event, GpuState, HostRegistration, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData, PlaneRef};
 
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
-pub(crate) trait PlaneAs: Sized + Sample {
+pub(crate) trait PlaneAs: Sized + Sample + DevicePlaneAs {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
     /// The state's cache of uploaded planes of this sample type.
     fn cache(planes: &StatePlanes) -> &PlaneCache<Self>;
@@ -257,19 +258,35 @@ fn ensure_uploaded<T: Sample + PlaneAs>(
 /// picture; dropping it records on the stream the point after every use queued so far, which
 /// holds back the next upload into these planes until the device has passed it.
 pub(crate) struct UploadedLuma<T: Sample, const N: usize> {
-    planes: Vec<Arc<Plane<T>>>,
+    planes: Vec<Held<T>>,
     /// `planes` index of each picture (the same picture twice shares one plane).
     index: [usize; N],
     stream: Arc<Stream>,
 }
 
+/// A luma plane a job reads: a cache entry, or a device picture's own plane.
+enum Held<T: Sample> {
+    Cached(Arc<Plane<T>>),
+    /// Device pictures are read where the caller wrote them (their pool takes them back only
+    /// after the frame's jobs have finished).
+    Direct(Arc<DeviceFrame>),
+}
+
 /// One uploaded luma plane, read-locked while a job queues work on it.
-pub(crate) struct Luma<'a, T: Sample>(RwLockReadGuard<'a, Slot<T>>);
+pub(crate) struct Luma<'a, T: Sample>(LumaRef<'a, T>);
+
+enum LumaRef<'a, T: Sample> {
+    Cached(RwLockReadGuard<'a, Slot<T>>),
+    Direct(&'a DeviceBuffer<T>),
+}
 
 impl<T: Sample> Luma<'_, T> {
     /// The plane as a dense `w`x`h` image (rows `w` samples apart).
     pub(crate) fn dense(&self, w: usize, h: usize) -> DevicePlane<'_, T> {
-        dense(&self.0.dev, w, h)
+        match &self.0 {
+            LumaRef::Cached(g) => dense(&g.dev, w, h),
+            LumaRef::Direct(b) => dense(b, w, h),
+        }
     }
 }
 
@@ -289,11 +306,18 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
             }
         }
         let cache = T::cache(state.planes());
-        let mut planes: Vec<Arc<Plane<T>>> = Vec::with_capacity(N);
+        let mut planes: Vec<Held<T>> = Vec::with_capacity(N);
         let mut index = [0usize; N];
         for (k, pic) in pics.iter().enumerate() {
-            let p = cache.acquire(state, pic)?;
-            index[k] = match planes.iter().position(|q| Arc::ptr_eq(q, &p)) {
+            let p = match device_frame(pic, state.device()) {
+                Some(f) if T::device_plane(f, 0).is_some() => Held::Direct(f.clone()),
+                _ => {
+                    // A device picture of another device goes through the host.
+                    pic.fetch_host(crate::feature::LUMA)?;
+                    Held::Cached(cache.acquire(state, pic)?)
+                }
+            };
+            index[k] = match planes.iter().position(|q| q.same(&p)) {
                 Some(i) => i,
                 None => {
                     planes.push(p);
@@ -310,23 +334,46 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
         // Uploads first, one lock at a time; later only read locks, which no writer can block
         // because every plane here is uploaded and held (so not reusable).
         for (k, pic) in pics.iter().enumerate() {
-            ensure_uploaded(&held.planes[held.index[k]], pic, stream)?;
+            if let Held::Cached(p) = &held.planes[held.index[k]] {
+                ensure_uploaded(p, pic, stream)?;
+            }
         }
         for p in &held.planes {
-            stream.wait_event(&p.ready)?;
+            match p {
+                Held::Cached(p) => stream.wait_event(&p.ready)?,
+                Held::Direct(f) => f.order_after_writes(stream)?,
+            }
         }
         Ok(held)
     }
 
     /// The planes, in the order of the pictures given to [`Self::acquire`].
     pub(crate) fn get(&self) -> [Luma<'_, T>; N] {
-        std::array::from_fn(|k| Luma(read(&self.planes[self.index[k]].slot)))
+        std::array::from_fn(|k| match &self.planes[self.index[k]] {
+            Held::Cached(p) => Luma(LumaRef::Cached(read(&p.slot))),
+            // Checked in `acquire`; the fallback keeps this total.
+            Held::Direct(f) => match T::device_plane(f, 0) {
+                Some(b) => Luma(LumaRef::Direct(b)),
+                None => unreachable!("device picture without a luma plane of its type"),
+            },
+        })
+    }
+}
+
+impl<T: Sample> Held<T> {
+    fn same(&self, other: &Held<T>) -> bool {
+        match (self, other) {
+            (Held::Cached(a), Held::Cached(b)) => Arc::ptr_eq(a, b),
+            (Held::Direct(a), Held::Direct(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 }
 
 impl<T: Sample, const N: usize> Drop for UploadedLuma<T, N> {
     fn drop(&mut self) {
         for p in &self.planes {
+            let Held::Cached(p) = p else { continue };
             if mark_released(p, &self.stream).is_err() {
                 // Without the marker, wait here so the plane is never refilled under a reader
                 // (best effort: the device may be gone).

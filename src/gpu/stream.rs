@@ -97,6 +97,16 @@ impl Event {
         })
     }
 
+    /// Captures the work queued so far on the device's legacy default stream (stream 0 of
+    /// the bound context), where a caller's synchronous copies (`cuMemcpy2D`, `hipMemcpy2D`)
+    /// and work on its blocking streams are ordered.
+    pub fn record_legacy(&self) -> Result<()> {
+        self.dev.call_common("event record", |f| {
+            // SAFETY: a live event of this device; the null stream is always valid.
+            unsafe { (f.event_record)(self.raw, std::ptr::null_mut()) }
+        })
+    }
+
     /// Blocks until the captured work has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.dev.call_common("event synchronize", |f| {

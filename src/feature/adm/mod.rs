@@ -371,6 +371,10 @@ impl Adm {
 }
 
 impl Extractor for Adm {
+    fn host_planes(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn name(&self) -> &'static str {
         "adm"
     }

@@ -299,6 +299,10 @@ impl Cambi {
 }
 
 impl Extractor for Cambi {
+    fn host_planes(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn name(&self) -> &'static str {
         "cambi"
     }

@@ -153,6 +153,10 @@ impl Motion {
 }
 
 impl Extractor for Motion {
+    fn host_planes(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn name(&self) -> &'static str {
         "motion"
     }

@@ -6,6 +6,7 @@
 //! are reused while the picture size stays the same.
 
 use crate::error::{Error, Result};
+use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs};
 use crate::gpu::job::{Job, Parts};
 use crate::gpu::kernels::{self, DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
@@ -119,6 +120,83 @@ fn sse_typed<T: Sample + PlaneAs>(
     })
 }
 
+/// Read-back buffers of the device-picture path.
+struct Sums {
+    dev: DeviceBuffer<u64>,
+    host: PinnedHostBuffer<u64>,
+}
+
+/// [`sse_typed`] for two pictures already in the state's device memory: the kernels read
+/// their planes where the caller wrote them.
+fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
+    state: &Arc<GpuState>,
+    (r, fr): (&PictureData, &DeviceFrame),
+    (d, fd): (&PictureData, &DeviceFrame),
+    n_planes: usize,
+) -> Result<[u64; 3]> {
+    let mut job = Job::<Sums, T, 0>::start(
+        state,
+        [],
+        |_| true,
+        |st| {
+            Ok(Sums {
+                dev: DeviceBuffer::new(st.device(), 3)?,
+                host: PinnedHostBuffer::new(st.device(), 3)?,
+            })
+        },
+    )?;
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: s,
+            ..
+        } = job.parts();
+        fr.order_after_writes(stream)?;
+        fd.order_after_writes(stream)?;
+        s.dev.zero(stream)?;
+        for i in 0..n_planes {
+            let missing = || Error::inval("GPU PSNR: device picture without plane");
+            let plane = |pic: &PictureData, buf| DevicePlane {
+                buf,
+                offset: 0,
+                w: pic.w[i],
+                h: pic.h[i],
+                stride: pic.stride[i],
+            };
+            kernels::psnr_sse(
+                state,
+                stream,
+                plane(r, T::device_plane(fr, i).ok_or_else(missing)?),
+                plane(d, T::device_plane(fd, i).ok_or_else(missing)?),
+                &s.dev,
+                i,
+            )?;
+        }
+        s.dev.download_async(stream, &mut s.host, 3)?;
+    }
+    job.wait(|s, _| {
+        let sums = s.host.as_slice()?;
+        Ok([sums[0], sums[1], sums[2]])
+    })
+}
+
+/// Both pictures' device memory on `state`'s device, or None; host copies of every plane of
+/// a device picture that is not (on another device, or beside a host picture).
+fn device_pair<'p>(
+    state: &Arc<GpuState>,
+    r: &'p PictureData,
+    d: &'p PictureData,
+) -> Result<Option<(&'p DeviceFrame, &'p DeviceFrame)>> {
+    let dev = state.device();
+    if let (Some(fr), Some(fd)) = (device_frame(r, dev), device_frame(d, dev)) {
+        return Ok(Some((fr, fd)));
+    }
+    r.fetch_host(crate::feature::ALL_PLANES)?;
+    d.fetch_host(crate::feature::ALL_PLANES)?;
+    Ok(None)
+}
+
 /// Sum over each plane of (reference - distorted)^2 as exact integers: `[Y, U, V]` (chroma 0 for
 /// 4:0:0). Both pictures must have the same format, depth and size; strides may differ.
 pub fn sse_planes(
@@ -135,6 +213,13 @@ pub fn sse_planes(
     let n_planes = r.pix_fmt.plane_count();
     if n_planes == 0 {
         return Err(Error::inval("GPU PSNR: unknown pixel format"));
+    }
+    if let Some((fr, fd)) = device_pair(state, r, d)? {
+        return if r.bpc == 8 {
+            sse_device::<u8>(state, (r, fr), (d, fd), n_planes)
+        } else {
+            sse_device::<u16>(state, (r, fr), (d, fd), n_planes)
+        };
     }
     if r.bpc == 8 {
         sse_typed::<u8>(state, r, d, n_planes)

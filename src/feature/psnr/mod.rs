@@ -208,6 +208,15 @@ impl Psnr {
 }
 
 impl Extractor for Psnr {
+    fn host_planes(&self) -> u8 {
+        // The GPU path reads device pictures in place (and fetches what it needs otherwise).
+        if self.gpu.is_some() {
+            0
+        } else {
+            crate::feature::ALL_PLANES
+        }
+    }
+
     fn name(&self) -> &'static str {
         "psnr"
     }

@@ -160,6 +160,10 @@ impl FloatMsSsim {
 }
 
 impl Extractor for FloatMsSsim {
+    fn host_planes(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn name(&self) -> &'static str {
         "float_ms_ssim"
     }

@@ -121,6 +121,10 @@ impl FloatSsim {
 }
 
 impl Extractor for FloatSsim {
+    fn host_planes(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn name(&self) -> &'static str {
         "float_ssim"
     }

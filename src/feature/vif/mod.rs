@@ -95,6 +95,10 @@ impl Vif {
 }
 
 impl Extractor for Vif {
+    fn host_planes(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn name(&self) -> &'static str {
         "vif"
     }

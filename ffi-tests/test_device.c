@@ -1,0 +1,381 @@
+/* Pictures in device memory. Without an NVIDIA GPU: the argument checks of libvmaf_cuda.h and of
+ * the DEVICE method (-EINVAL, -ENODEV). With one: frames are filled on the GPU the way FFmpeg's
+ * libvmaf_cuda filter fills them (a pitched "decoded" frame in device memory, copied into the
+ * fetched picture with cuMemcpy2D under the caller's own CUcontext), through upstream's CUDA API
+ * with a caller context and with the primary context, and through libvmaf_hip.h's DEVICE pool,
+ * with 0 and 2 worker threads, 8- and 10-bit. The model, PSNR (read on the GPU in place) and
+ * CIEDE (a CPU extractor, which reads host copies of all three planes) must equal a CPU run over
+ * the same frames in host pictures, bit for bit. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libvmaf/libvmaf.h>
+#include <libvmaf/libvmaf_cuda.h>
+#include "libvmaf_hip.h"
+
+#include "check.h"
+
+#define W 176
+#define H 144
+#define PITCH_PAD 40
+#define FRAMES 24
+#define N_SCORES 8
+
+static const char *feature_names[N_SCORES - 1] = {
+    "VMAF_integer_feature_adm2_score", "VMAF_integer_feature_vif_scale0_score",
+    "VMAF_integer_feature_motion2_score", "psnr_y", "psnr_cb", "psnr_cr", "ciede2000"};
+
+/* The CUDA driver calls a decoder would make (loaded here, not linked). */
+typedef unsigned long long CUdeviceptr_t;
+typedef struct {
+    size_t srcXInBytes, srcY;
+    int srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr_t srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    int dstMemoryType;
+    void *dstHost;
+    CUdeviceptr_t dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} Memcpy2D;
+#define MEMORYTYPE_HOST 1
+#define MEMORYTYPE_DEVICE 2
+
+static struct {
+    int (*init)(unsigned);
+    int (*device_get)(int *, int);
+    int (*ctx_create)(void **, unsigned, int);
+    int (*ctx_destroy)(void *);
+    int (*ctx_push)(void *);
+    int (*ctx_pop)(void **);
+    int (*primary_retain)(void **, int);
+    int (*primary_release)(int);
+    int (*mem_alloc)(CUdeviceptr_t *, size_t);
+    int (*mem_free)(CUdeviceptr_t);
+    int (*memcpy2d)(const Memcpy2D *);
+} cu;
+
+static int load_cuda(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return -1;
+#define SYM(field, name) if (!(*(void **)&cu.field = dlsym(lib, name))) return -1
+    SYM(init, "cuInit");
+    SYM(device_get, "cuDeviceGet");
+    SYM(ctx_create, "cuCtxCreate_v2");
+    SYM(ctx_destroy, "cuCtxDestroy_v2");
+    SYM(ctx_push, "cuCtxPushCurrent_v2");
+    SYM(ctx_pop, "cuCtxPopCurrent_v2");
+    SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+    SYM(primary_release, "cuDevicePrimaryCtxRelease_v2");
+    SYM(mem_alloc, "cuMemAlloc_v2");
+    SYM(mem_free, "cuMemFree_v2");
+    SYM(memcpy2d, "cuMemcpy2D_v2");
+#undef SYM
+    return cu.init(0) == 0 ? 0 : -1;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_device: timed out\n";
+    if (write(2, msg, sizeof(msg) - 1) < 0) _exit(3);
+    _exit(2);
+}
+
+static unsigned sample(unsigned x, unsigned y, unsigned i, int p, int dist, unsigned bpc)
+{
+    unsigned v = 16 + ((x + i) * 2 + y * 3 + ((((x + i) >> 3) ^ (y >> 3)) & 3) * 40 + p * 50) % 220;
+    if (dist) v = v / 24 * 24 + (x * 7 + y * 13 + i + p) % 5;
+    return v << (bpc - 8);
+}
+
+/* Writes frame `i` into plane rows of `pitch` bytes at `mem` (host memory). */
+static void render(unsigned char *mem, const unsigned *pw, const unsigned *ph, size_t pitch,
+                   unsigned i, int dist, unsigned bpc, size_t *plane_off)
+{
+    size_t off = 0;
+    for (int p = 0; p < 3; p++) {
+        plane_off[p] = off;
+        for (unsigned y = 0; y < ph[p]; y++)
+            for (unsigned x = 0; x < pw[p]; x++) {
+                unsigned v = sample(x, y, i, p, dist, bpc);
+                unsigned char *at = mem + off + y * pitch;
+                if (bpc == 8)
+                    at[x] = (unsigned char)v;
+                else
+                    ((uint16_t *)at)[x] = (uint16_t)v;
+            }
+        off += ph[p] * pitch;
+    }
+}
+
+enum mode { HOST_ALLOC, CUDA_OWN_CTX, CUDA_PRIMARY, HIP_DEVICE };
+static const char *mode_name[] = {"host", "cuda api, caller context", "cuda api, primary context",
+                                  "hip DEVICE pool"};
+
+/* A "decoder": the frame in device memory with padded rows, as NVDEC hands it out. */
+struct decoded {
+    CUdeviceptr_t mem;
+    size_t pitch, off[3];
+};
+
+static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *model, double *out)
+{
+    const unsigned pw[3] = {W, W / 2, W / 2}, ph[3] = {H, H / 2, H / 2};
+    const size_t bps = bpc > 8 ? 2 : 1;
+    VmafConfiguration cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.log_level = VMAF_LOG_LEVEL_WARNING;
+    cfg.n_threads = n_threads;
+    VmafContext *vmaf = NULL;
+    if (vmaf_init(&vmaf, cfg)) return -1;
+    int rc = 0;
+    void *own_ctx = NULL, *cur = NULL;
+    VmafCudaState *cu_state = NULL;
+    VmafHipState *hip = NULL;
+    struct decoded dec = {0};
+    if (mode == CUDA_OWN_CTX) {
+        int dev;
+        if (cu.device_get(&dev, 0) || cu.ctx_create(&own_ctx, 0, dev)) return -1;
+        cu.ctx_pop(&cur);
+    }
+    if (mode == CUDA_OWN_CTX || mode == CUDA_PRIMARY) {
+        VmafCudaConfiguration cc = {.cu_ctx = own_ctx};
+        rc = vmaf_cuda_state_init(&cu_state, cc);
+        if (!rc) rc = vmaf_cuda_import_state(vmaf, cu_state);
+    } else if (mode == HIP_DEVICE) {
+        VmafHipConfiguration hc = {.device_index = -1, .flags = 0};
+        rc = vmaf_hip_state_init(&hip, hc);
+        if (!rc) rc = vmaf_hip_import_state(vmaf, hip);
+    }
+    if (!rc) rc = vmaf_use_features_from_model(vmaf, model);
+    if (!rc) rc = vmaf_use_feature(vmaf, "psnr", NULL);
+    if (!rc) rc = vmaf_use_feature(vmaf, "ciede", NULL);
+    if (!rc && (mode == CUDA_OWN_CTX || mode == CUDA_PRIMARY)) {
+        VmafCudaPictureConfiguration pc = {
+            .pic_params = {.w = W, .h = H, .bpc = bpc, .pix_fmt = VMAF_PIX_FMT_YUV420P},
+            .pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_DEVICE};
+        rc = vmaf_cuda_preallocate_pictures(vmaf, pc);
+    } else if (!rc && mode == HIP_DEVICE) {
+        VmafHipPictureConfiguration pc;
+        memset(&pc, 0, sizeof(pc));
+        pc.pic_params.w = W;
+        pc.pic_params.h = H;
+        pc.pic_params.bpc = bpc;
+        pc.pic_params.pix_fmt = VMAF_PIX_FMT_YUV420P;
+        pc.pic_prealloc_method = VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE;
+        rc = vmaf_hip_preallocate_pictures(vmaf, pc);
+    }
+    /* The decoder's context: the caller's own, or the primary one. */
+    void *dec_ctx = own_ctx;
+    int primary_dev = -1;
+    if (!rc && mode != HOST_ALLOC && !dec_ctx) {
+        if (cu.device_get(&primary_dev, 0) || cu.primary_retain(&dec_ctx, primary_dev)) rc = -1;
+    }
+    dec.pitch = W * bps + PITCH_PAD;
+    size_t host_len = dec.pitch * (H + H);
+    unsigned char *host = calloc(1, host_len);
+    if (!host) rc = -1;
+    if (!rc && mode != HOST_ALLOC) {
+        cu.ctx_push(dec_ctx);
+        if (cu.mem_alloc(&dec.mem, host_len)) rc = -1;
+        cu.ctx_pop(&cur);
+    }
+    VmafPicture ref, dis;
+    memset(&ref, 0, sizeof(ref));
+    memset(&dis, 0, sizeof(dis));
+    for (unsigned i = 0; !rc && i < 2 * FRAMES; i++) {
+        unsigned frame = i / 2;
+        int dist = i % 2;
+        VmafPicture *pic = dist ? &dis : &ref;
+        render(host, pw, ph, dec.pitch, frame, dist, bpc, dec.off);
+        if (mode == HOST_ALLOC) {
+            if (vmaf_picture_alloc(pic, VMAF_PIX_FMT_YUV420P, bpc, W, H)) {
+                rc = -1;
+                break;
+            }
+            for (int p = 0; p < 3; p++)
+                for (unsigned y = 0; y < ph[p]; y++)
+                    memcpy((unsigned char *)pic->data[p] + y * pic->stride[p],
+                           host + dec.off[p] + y * dec.pitch, pw[p] * bps);
+        } else {
+            int err = mode == HIP_DEVICE ? vmaf_hip_fetch_preallocated_picture(vmaf, pic)
+                                         : vmaf_cuda_fetch_preallocated_picture(vmaf, pic);
+            if (err) {
+                rc = -1;
+                break;
+            }
+            cu.ctx_push(dec_ctx);
+            Memcpy2D up = {.srcMemoryType = MEMORYTYPE_HOST, .srcHost = host, .srcPitch = dec.pitch,
+                           .dstMemoryType = MEMORYTYPE_DEVICE, .dstDevice = dec.mem,
+                           .dstPitch = dec.pitch, .WidthInBytes = dec.pitch, .Height = 2 * H};
+            if (cu.memcpy2d(&up)) rc = -1;
+            for (int p = 0; !rc && p < 3; p++) {
+                Memcpy2D m = {.srcMemoryType = MEMORYTYPE_DEVICE, .srcDevice = dec.mem + dec.off[p],
+                              .srcPitch = dec.pitch, .dstMemoryType = MEMORYTYPE_DEVICE,
+                              .dstDevice = (CUdeviceptr_t)(uintptr_t)pic->data[p],
+                              .dstPitch = (size_t)pic->stride[p], .WidthInBytes = pw[p] * bps,
+                              .Height = ph[p]};
+                if (cu.memcpy2d(&m)) rc = -1;
+            }
+            cu.ctx_pop(&cur);
+            if (rc) break;
+        }
+        if (dist && vmaf_read_pictures(vmaf, &ref, &dis, frame)) rc = -1;
+    }
+    if (!rc && vmaf_read_pictures(vmaf, NULL, NULL, 0)) rc = -1;
+    for (unsigned i = 0; !rc && i < FRAMES; i++) {
+        if (vmaf_score_at_index(vmaf, model, &out[i * N_SCORES], i)) rc = -1;
+        for (int f = 0; !rc && f < N_SCORES - 1; f++)
+            if (vmaf_feature_score_at_index(vmaf, feature_names[f], &out[i * N_SCORES + 1 + f], i))
+                rc = -1;
+    }
+    if (vmaf_close(vmaf)) rc = -1;
+    vmaf_hip_state_free(&hip);
+    if (dec.mem) {
+        cu.ctx_push(dec_ctx);
+        cu.mem_free(dec.mem);
+        cu.ctx_pop(&cur);
+    }
+    if (primary_dev >= 0) cu.primary_release(primary_dev);
+    /* Our contexts are closed: the caller's context may go (FFmpeg's order). */
+    if (own_ctx) cu.ctx_destroy(own_ctx);
+    free(host);
+    return rc;
+}
+
+static void argument_checks(int have_gpu)
+{
+    VmafCudaConfiguration cc = {.cu_ctx = NULL};
+    CHECK(vmaf_cuda_state_init(NULL, cc) == -EINVAL);
+    CHECK(vmaf_cuda_import_state(NULL, NULL) == -EINVAL);
+    VmafCudaPictureConfiguration pc = {
+        .pic_params = {.w = W, .h = H, .bpc = 8, .pix_fmt = VMAF_PIX_FMT_YUV420P},
+        .pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_DEVICE};
+    CHECK(vmaf_cuda_preallocate_pictures(NULL, pc) == -EINVAL);
+    CHECK(vmaf_cuda_fetch_preallocated_picture(NULL, NULL) == -EINVAL);
+
+    VmafConfiguration cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.log_level = VMAF_LOG_LEVEL_NONE;
+    VmafContext *vmaf = NULL;
+    CHECK(vmaf_init(&vmaf, cfg) == 0);
+    /* DEVICE and HOST_PINNED need an imported state; unknown methods are refused. */
+    CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == -EINVAL);
+    pc.pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_HOST_PINNED;
+    CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == -EINVAL);
+    pc.pic_prealloc_method = (enum VmafCudaPicturePreallocationMethod)7;
+    CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == -EINVAL);
+    VmafPicture pic;
+    memset(&pic, 0, sizeof(pic));
+    CHECK(vmaf_cuda_fetch_preallocated_picture(vmaf, &pic) == -EINVAL);
+    VmafHipPictureConfiguration hpc;
+    memset(&hpc, 0, sizeof(hpc));
+    hpc.pic_params.w = W;
+    hpc.pic_params.h = H;
+    hpc.pic_params.bpc = 8;
+    hpc.pic_params.pix_fmt = VMAF_PIX_FMT_YUV420P;
+    hpc.pic_prealloc_method = VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE;
+    CHECK(vmaf_hip_preallocate_pictures(vmaf, hpc) == -EINVAL);
+    /* HOST works without a GPU, as upstream's. */
+    pc.pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_HOST;
+    CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == 0);
+    CHECK(vmaf_cuda_fetch_preallocated_picture(vmaf, &pic) == 0);
+    CHECK(pic.w[0] == W && pic.h[1] == H / 2 && pic.data[0] != NULL);
+    CHECK(vmaf_picture_unref(&pic) == 0);
+    CHECK(vmaf_close(vmaf) == 0);
+
+    VmafCudaState *st = (VmafCudaState *)&cfg;
+    int rc = vmaf_cuda_state_init(&st, cc);
+    if (have_gpu) {
+        CHECK(rc == 0 && st != NULL);
+        /* A device picture's planes cannot be moved by the caller. */
+        CHECK(vmaf_init(&vmaf, cfg) == 0);
+        CHECK(vmaf_cuda_import_state(vmaf, st) == 0);
+        pc.pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_DEVICE;
+        pc.pic_params.w = 0;
+        CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == -EINVAL);
+        pc.pic_params.w = W;
+        pc.pic_params.bpc = 17;
+        CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == -EINVAL);
+        pc.pic_params.bpc = 8;
+        CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == 0);
+        VmafPicture a, b;
+        CHECK(vmaf_cuda_fetch_preallocated_picture(vmaf, &a) == 0);
+        CHECK(vmaf_cuda_fetch_preallocated_picture(vmaf, &b) == 0);
+        CHECK(a.stride[0] == W && a.stride[1] == W / 2 && a.data[0] != b.data[0]);
+        a.data[0] = (char *)a.data[0] + 1;
+        CHECK(vmaf_read_pictures(vmaf, &a, &b, 0) == -EINVAL);
+        a.data[0] = (char *)a.data[0] - 1;
+        CHECK(vmaf_picture_unref(&a) == 0);
+        CHECK(vmaf_picture_unref(&b) == 0);
+        CHECK(vmaf_close(vmaf) == 0);
+    } else {
+        CHECK(rc == -ENODEV && st == NULL);
+    }
+}
+
+int main(void)
+{
+    signal(SIGALRM, on_alarm);
+    alarm(600);
+    const char *require = getenv("VMAF_TEST_REQUIRE_GPU");
+    int have_gpu = load_cuda() == 0;
+    if (have_gpu) {
+        int dev;
+        have_gpu = cu.device_get(&dev, 0) == 0;
+    }
+    if (!have_gpu && require && strcmp(require, "1") == 0) {
+        fprintf(stderr, "VMAF_TEST_REQUIRE_GPU=1 but no NVIDIA device\n");
+        return 1;
+    }
+    argument_checks(have_gpu);
+    if (!have_gpu) {
+        printf("test_device: argument checks ok; GPU runs skipped: no device\n");
+        return failures ? 1 : 0;
+    }
+
+    VmafModel *model = NULL;
+    VmafModelConfig mcfg;
+    memset(&mcfg, 0, sizeof(mcfg));
+    CHECK(vmaf_model_load(&model, &mcfg, "vmaf_v0.6.1") == 0);
+    if (!model) return 1;
+    static double want[FRAMES * N_SCORES], got[FRAMES * N_SCORES];
+    static const unsigned depths[] = {8, 10}, threads[] = {0, 2};
+    for (unsigned d = 0; d < 2; d++) {
+        CHECK(run(HOST_ALLOC, depths[d], 0, model, want) == 0);
+        for (int mode = CUDA_OWN_CTX; mode <= HIP_DEVICE; mode++)
+            for (unsigned t = 0; t < 2; t++) {
+                memset(got, 0, sizeof(got));
+                int rc = run(mode, depths[d], threads[t], model, got);
+                int same = rc == 0 && memcmp(got, want, sizeof(want)) == 0;
+                printf("%s, %u-bit, %u threads: %s\n", mode_name[mode], depths[d], threads[t],
+                       same ? "ok" : "DIFFERS");
+                if (!same) {
+                    failures++;
+                    for (unsigned i = 0; i < FRAMES * N_SCORES; i++)
+                        if (got[i] != want[i]) {
+                            fprintf(stderr, "  rc %d; frame %u score %u: %.17g vs %.17g\n", rc,
+                                    i / N_SCORES, i % N_SCORES, got[i], want[i]);
+                            break;
+                        }
+                }
+            }
+        const double *mid = &want[FRAMES / 2 * N_SCORES];
+        CHECK(mid[0] > 1.0 && mid[0] < 99.0 && mid[4] > 10.0 && mid[7] > 0.0);
+    }
+    vmaf_model_destroy(model);
+    printf("test_device: %s\n", failures ? "FAILED" : "ok");
+    return failures ? 1 : 0;
+}

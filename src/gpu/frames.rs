@@ -1,0 +1,198 @@
+//! Pictures in device memory: DEVICE pools (`vmaf_hip_preallocate_pictures`,
+//! `vmaf_cuda_preallocate_pictures`) hand out pictures whose `data[]` are device addresses the
+//! caller fills on the GPU (a decoder's frames copied device to device).
+//!
+//! Every plane is one dense allocation (row pitch = width), so GPU extractors read the luma in
+//! place as the dense plane their kernels expect. The caller's copies are ordered before ours
+//! with an event recorded on the legacy default stream at `vmaf_read_pictures`: synchronous
+//! copies (`cuMemCpy2D`, FFmpeg's way) and work on the caller's blocking streams land there;
+//! a caller using its own non-blocking stream synchronises it first. CPU code (extractors
+//! without a GPU version) reads host copies of the planes it needs, made once per picture.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+use crate::gpu::kernels::Sample;
+use crate::gpu::{Device, DeviceBuffer, Event, Stream};
+use crate::picture::{plane_dims, DeviceSamples, PictureData, PixelFormat, PlaneRef};
+
+/// The planes of one device picture, typed by sample size.
+pub(crate) enum DevPlanes {
+    U8(Vec<DeviceBuffer<u8>>),
+    U16(Vec<DeviceBuffer<u16>>),
+}
+
+/// Device memory of one picture, shared with the jobs that read it.
+pub(crate) struct DeviceFrame {
+    device: Arc<Device>,
+    planes: DevPlanes,
+    /// Recorded on the legacy default stream when the picture is submitted.
+    written: Event,
+}
+
+impl DeviceFrame {
+    /// Makes `stream`'s later work wait for the caller's writes.
+    pub(crate) fn order_after_writes(&self, stream: &Stream) -> Result<()> {
+        stream.wait_event(&self.written)
+    }
+}
+
+/// Plane `i` of a device picture as device samples of type `T`.
+pub(crate) trait DevicePlaneAs: Sample {
+    fn device_plane(frame: &DeviceFrame, i: usize) -> Option<&DeviceBuffer<Self>>;
+}
+
+impl DevicePlaneAs for u8 {
+    fn device_plane(frame: &DeviceFrame, i: usize) -> Option<&DeviceBuffer<u8>> {
+        match &frame.planes {
+            DevPlanes::U8(p) => p.get(i),
+            DevPlanes::U16(_) => None,
+        }
+    }
+}
+
+impl DevicePlaneAs for u16 {
+    fn device_plane(frame: &DeviceFrame, i: usize) -> Option<&DeviceBuffer<u16>> {
+        match &frame.planes {
+            DevPlanes::U16(p) => p.get(i),
+            DevPlanes::U8(_) => None,
+        }
+    }
+}
+
+/// Host copy of one plane.
+enum HostPlane {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+}
+
+/// [`DeviceSamples`] of the GPU layer.
+pub(crate) struct DevicePicture {
+    frame: Arc<DeviceFrame>,
+    host: [OnceLock<HostPlane>; 3],
+    /// Serialises making host copies (one download per plane even when threads race).
+    fetching: Mutex<Option<Stream>>,
+}
+
+/// The device memory behind `pic`, when it is a device picture on `device`.
+pub(crate) fn device_frame<'p>(
+    pic: &'p PictureData,
+    device: &Arc<Device>,
+) -> Option<&'p Arc<DeviceFrame>> {
+    let d = pic
+        .device_samples()?
+        .as_any()
+        .downcast_ref::<DevicePicture>()?;
+    Arc::ptr_eq(&d.frame.device, device).then_some(&d.frame)
+}
+
+impl DeviceSamples for DevicePicture {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn address(&self, i: usize) -> usize {
+        let a = match &self.frame.planes {
+            DevPlanes::U8(p) => p.get(i).map(|b| b.ptr().addr()),
+            DevPlanes::U16(p) => p.get(i).map(|b| b.ptr().addr()),
+        };
+        a.unwrap_or(0) as usize
+    }
+
+    fn host(&self, i: usize) -> Option<PlaneRef<'_>> {
+        Some(match self.host.get(i)?.get()? {
+            HostPlane::U8(v) => PlaneRef::U8(v),
+            HostPlane::U16(v) => PlaneRef::U16(v),
+        })
+    }
+
+    fn fetch_host(&self, i: usize) -> Result<()> {
+        let Some(slot) = self.host.get(i) else {
+            return Err(Error::inval(format!("no plane {i}")));
+        };
+        if slot.get().is_some() {
+            return Ok(());
+        }
+        let mut stream = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.get().is_some() {
+            return Ok(());
+        }
+        let stream = match &mut *stream {
+            Some(s) => s,
+            None => stream.insert(Stream::new(&self.frame.device)?),
+        };
+        self.frame.order_after_writes(stream)?;
+        let plane = match &self.frame.planes {
+            DevPlanes::U8(p) => {
+                let buf = p
+                    .get(i)
+                    .ok_or_else(|| Error::inval(format!("no plane {i}")))?;
+                let mut v = crate::limits::try_filled(buf.len(), 0u8, "host copy of a plane")?;
+                buf.download_blocking(stream, &mut v)?;
+                HostPlane::U8(v)
+            }
+            DevPlanes::U16(p) => {
+                let buf = p
+                    .get(i)
+                    .ok_or_else(|| Error::inval(format!("no plane {i}")))?;
+                let mut v = crate::limits::try_filled(buf.len(), 0u16, "host copy of a plane")?;
+                buf.download_blocking(stream, &mut v)?;
+                HostPlane::U16(v)
+            }
+        };
+        let _ = slot.set(plane);
+        Ok(())
+    }
+
+    fn forget_host(&mut self) {
+        for h in &mut self.host {
+            h.take();
+        }
+    }
+
+    fn mark_written(&self) -> Result<()> {
+        self.frame.written.record_legacy()
+    }
+}
+
+/// A `w`x`h` picture of `pix_fmt` at `bpc` bits in `device`'s memory, every plane dense.
+pub fn device_picture(
+    device: &Arc<Device>,
+    pix_fmt: PixelFormat,
+    bpc: u32,
+    w: usize,
+    h: usize,
+) -> Result<PictureData> {
+    crate::picture::check_geometry(pix_fmt, bpc, w, h)?;
+    let dims = plane_dims(pix_fmt, w, h);
+    let n = pix_fmt.plane_count();
+    let lens = dims.map(|(pw, ph)| pw.checked_mul(ph));
+    if lens.iter().any(Option::is_none) {
+        return Err(Error::inval("picture too large"));
+    }
+    let lens = lens.map(|l| l.unwrap_or(0));
+    let planes = if bpc == 8 {
+        DevPlanes::U8(
+            (0..n)
+                .map(|i| DeviceBuffer::new(device, lens[i]))
+                .collect::<Result<_>>()?,
+        )
+    } else {
+        DevPlanes::U16(
+            (0..n)
+                .map(|i| DeviceBuffer::new(device, lens[i]))
+                .collect::<Result<_>>()?,
+        )
+    };
+    let frame = DeviceFrame {
+        device: device.clone(),
+        planes,
+        written: Event::new(device)?,
+    };
+    let samples = DevicePicture {
+        frame: Arc::new(frame),
+        host: Default::default(),
+        fetching: Mutex::new(None),
+    };
+    PictureData::on_device(pix_fmt, bpc, w, h, dims.map(|d| d.0), Box::new(samples))
+}
