@@ -10,6 +10,9 @@
 //!   HOST_PINNED), GPU only; floor as for `pool`.
 //! * `premade`: the frames in memory handed over in place (`vmaf_hip_picture_wrap`), the
 //!   pre-made figure through the C API; its "floor" is wrapping and releasing alone.
+//! * `device`: frames already in GPU memory (as a hardware decoder leaves them), copied device
+//!   to device into pictures of a DEVICE pool (`vmaf_hip_preallocate_pictures`), as FFmpeg's
+//!   `libvmaf_cuda` filter does; GPU only; floor: fetch, copy, unref.
 //!
 //! * `cli`: the `vmaf` tool end to end on y4m files in the page cache (`--vmaf PATH`); floor:
 //!   reading both files to memory, on two threads as the tool does.
@@ -37,6 +40,7 @@ use vmaf_hip::ffi::hip::{
     vmaf_hip_fetch_preallocated_picture, vmaf_hip_import_state, vmaf_hip_picture_wrap,
     vmaf_hip_preallocate_pictures, vmaf_hip_state_free, vmaf_hip_state_init, HipStateHandle,
     VmafHipConfiguration, VmafHipPictureConfiguration,
+    VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE,
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED,
 };
 use vmaf_hip::ffi::libvmaf::{
@@ -56,6 +60,52 @@ struct Input {
     bpc: u32,
     /// Per frame: reference planes and distorted planes, each plane's bytes.
     frames: Vec<[Vec<Vec<u8>>; 2]>,
+    /// The same frames in GPU memory (planes back to back), for the `device` path.
+    resident: Option<Resident>,
+}
+
+/// Frames in device memory and the stream the "decoder" copies them out on.
+struct Resident {
+    state: std::sync::Arc<vmaf_hip::gpu::GpuState>,
+    frames: Vec<[vmaf_hip::gpu::DeviceBuffer<u8>; 2]>,
+}
+
+impl Resident {
+    fn new(input: &Input) -> Resident {
+        let state = vmaf_hip::gpu::GpuState::new(None).expect("GPU for resident frames");
+        let frames = input
+            .frames
+            .iter()
+            .map(|f| {
+                f.each_ref().map(|planes| {
+                    let bytes: Vec<u8> = planes.concat();
+                    let mut b = vmaf_hip::gpu::DeviceBuffer::new(state.device(), bytes.len())
+                        .expect("device memory");
+                    b.upload_blocking(state.stream(), &bytes).expect("upload");
+                    b
+                })
+            })
+            .collect();
+        Resident { state, frames }
+    }
+
+    /// Copies frame `fi`'s picture `which` into the device picture `pic` and waits (the
+    /// library orders its reads after the legacy default stream only).
+    fn copy_into(&self, input: &Input, fi: usize, which: usize, pic: &VmafPicture) {
+        let src = &self.frames[fi][which];
+        let mut off = 0;
+        for (p, plane) in input.frames[fi][which].iter().enumerate() {
+            assert_eq!(pic.h[p] as usize * pic.stride[p] as usize, plane.len());
+            // SAFETY: `pic` is a device picture of the state's device whose plane `p` holds
+            // `plane.len()` bytes (asserted: dense rows); it is ours until read.
+            unsafe {
+                src.copy_to_address_async(self.state.stream(), off, pic.data[p] as u64, plane.len())
+            }
+            .expect("device copy");
+            off += plane.len();
+        }
+        self.state.stream().synchronize().expect("copy");
+    }
 }
 
 fn planes_of(pic: &Picture, scale: usize, bpc: u32) -> Vec<Vec<u8>> {
@@ -100,6 +150,7 @@ fn load_input(scale: usize, bpc: u32) -> Input {
             .zip(&dists)
             .map(|(r, d)| [planes_of(r, scale, bpc), planes_of(d, scale, bpc)])
             .collect(),
+        resident: None,
     }
 }
 
@@ -141,6 +192,8 @@ enum Path {
     /// Frames already in memory, handed over in place (`vmaf_hip_picture_wrap`): the
     /// pre-made figure through the C API, no feeding cost.
     Premade,
+    /// Frames in device memory copied into a DEVICE pool.
+    Device,
 }
 
 impl Path {
@@ -150,6 +203,7 @@ impl Path {
             Path::Pool => "pool",
             Path::Pinned => "pinned",
             Path::Premade => "premade",
+            Path::Device => "device",
         }
     }
 }
@@ -201,10 +255,14 @@ fn session(input: &Input, path: Path, threads: u32, gpu: &[*mut HipStateHandle])
                 };
                 assert_eq!(vmaf_preallocate_pictures(ctx, pc), 0);
             }
-            Path::Pinned => {
+            Path::Pinned | Path::Device => {
                 let pc = VmafHipPictureConfiguration {
                     pic_params: params,
-                    pic_prealloc_method: VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED,
+                    pic_prealloc_method: if path == Path::Device {
+                        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE
+                    } else {
+                        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED
+                    },
                     pic_cnt: pool,
                 };
                 assert_eq!(vmaf_hip_preallocate_pictures(ctx, pc), 0);
@@ -239,9 +297,10 @@ fn picture(
     s: &Session,
     input: &Input,
     path: Path,
-    planes: &[Vec<u8>],
+    (fi, which): (usize, usize),
     split: &mut Split,
 ) -> VmafPicture {
+    let planes = &input.frames[fi][which];
     let t = Instant::now();
     // SAFETY: all-zero is the empty VmafPicture; the calls get valid pointers.
     let mut pic: VmafPicture = unsafe { std::mem::zeroed() };
@@ -283,13 +342,16 @@ fn picture(
         match path {
             Path::Alloc => vmaf_picture_alloc(&mut pic, 1, input.bpc, input.w, input.h),
             Path::Pool => vmaf_fetch_preallocated_picture(s.ctx, &mut pic),
-            Path::Pinned => vmaf_hip_fetch_preallocated_picture(s.ctx, &mut pic),
+            Path::Pinned | Path::Device => vmaf_hip_fetch_preallocated_picture(s.ctx, &mut pic),
             Path::Premade => unreachable!(),
         }
     };
     assert_eq!(rc, 0);
     let t2 = Instant::now();
-    fill(&pic, planes);
+    match (&input.resident, path) {
+        (Some(r), Path::Device) => r.copy_into(input, fi, which, &pic),
+        _ => fill(&pic, planes),
+    }
     split.get += (t2 - t).as_secs_f64();
     split.fill += t2.elapsed().as_secs_f64();
     pic
@@ -301,9 +363,9 @@ fn floor(input: &Input, path: Path, frames: usize, gpu: &[*mut HipStateHandle]) 
     let mut split = Split::default();
     let t = Instant::now();
     for i in 0..frames {
-        let f = &input.frames[i % input.frames.len()];
-        let mut r = picture(&s, input, path, &f[0], &mut split);
-        let mut d = picture(&s, input, path, &f[1], &mut split);
+        let fi = i % input.frames.len();
+        let mut r = picture(&s, input, path, (fi, 0), &mut split);
+        let mut d = picture(&s, input, path, (fi, 1), &mut split);
         // SAFETY: pictures from the library, released once.
         unsafe {
             vmaf_picture_unref(&mut r);
@@ -327,9 +389,9 @@ fn scored(
     let mut split = Split::default();
     let t = Instant::now();
     for i in 0..frames {
-        let f = &input.frames[i % input.frames.len()];
-        let mut r = picture(&s, input, path, &f[0], &mut split);
-        let mut d = picture(&s, input, path, &f[1], &mut split);
+        let fi = i % input.frames.len();
+        let mut r = picture(&s, input, path, (fi, 0), &mut split);
+        let mut d = picture(&s, input, path, (fi, 1), &mut split);
         let t0 = Instant::now();
         // SAFETY: live context, pictures from the library (taken over by the call).
         assert_eq!(
@@ -571,7 +633,7 @@ fn main() {
     });
     let only = opt("--only");
     let paths: Vec<String> = opt("--paths")
-        .map_or("premade,alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
+        .map_or("premade,device,alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
         .split(',')
         .map(str::to_string)
         .collect();
@@ -627,7 +689,7 @@ fn main() {
         "input", "path", "floor fps", "scored fps"
     );
     for (scale, bpc) in [(1, 8), (1, 10), (2, 8), (2, 10)] {
-        let input = load_input(scale, bpc);
+        let mut input = load_input(scale, bpc);
         if only
             .as_ref()
             .is_some_and(|o| !input.name.contains(o.as_str()))
@@ -635,11 +697,21 @@ fn main() {
             continue;
         }
         let n = if scale == 2 { frames / 3 } else { frames };
+        if !gpu.is_empty() && paths.iter().any(|p| p == "device") {
+            input.resident = Some(Resident::new(&input));
+        }
         // Kernels are compiled or loaded at the first frames on a device: not timed.
         scored(&input, Path::Alloc, 16, 4, &gpu);
         let mut reference = None;
-        for path in [Path::Premade, Path::Alloc, Path::Pool, Path::Pinned] {
-            if (path == Path::Pinned && gpu.is_empty()) || !paths.iter().any(|p| p == path.name()) {
+        for path in [
+            Path::Premade,
+            Path::Device,
+            Path::Alloc,
+            Path::Pool,
+            Path::Pinned,
+        ] {
+            let gpu_only = matches!(path, Path::Pinned | Path::Device);
+            if (gpu_only && gpu.is_empty()) || !paths.iter().any(|p| p == path.name()) {
                 continue;
             }
             let (fl, fl_split) = floor(&input, path, n, &gpu);

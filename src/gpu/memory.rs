@@ -445,6 +445,34 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         stream.synchronize()
     }
 
+    /// Queues a copy of `bytes` bytes from `offset` bytes into this buffer to device address
+    /// `dst` (a caller's device picture: how a decoder hands frames over).
+    ///
+    /// # Safety
+    /// `dst` addresses `bytes` writable bytes of device memory on this device that nothing
+    /// else uses until the copy has finished.
+    pub unsafe fn copy_to_address_async(
+        &self,
+        stream: &Stream,
+        offset: usize,
+        dst: u64,
+        bytes: usize,
+    ) -> Result<()> {
+        let total = self.len * std::mem::size_of::<T>();
+        if offset.checked_add(bytes).is_none_or(|end| end > total) {
+            return Err(Error::inval("device copy past the end of the buffer"));
+        }
+        let src = self.ptr + offset as u64;
+        self.dev.call("copy device to device", |api| match api {
+            // SAFETY: the source range lies in this buffer (checked); `dst` per the contract.
+            Api::Hip(h) => unsafe {
+                (h.fns.memcpy_dtod_async)(dst as *mut c_void, src as *mut c_void, bytes, stream.raw)
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.memcpy_dtod_async)(dst, src, bytes, stream.raw) },
+        })
+    }
+
     /// Copies `src` (ordinary host memory) to the start of this buffer and waits for it.
     pub fn upload_blocking(&mut self, stream: &Stream, src: &[T]) -> Result<()> {
         let bytes = self.check_range("upload", src.len(), src.len())?;

@@ -123,6 +123,8 @@ fn_table! {
             fn(*mut c_void, *const c_void, usize, RawStream) -> Status;
         memcpy_dtoh_async = "hipMemcpyDtoHAsync":
             fn(*mut c_void, *mut c_void, usize, RawStream) -> Status;
+        memcpy_dtod_async = "hipMemcpyDtoDAsync":
+            fn(*mut c_void, *mut c_void, usize, RawStream) -> Status;
         memset_d8_async = "hipMemsetD8Async": fn(*mut c_void, u8, usize, RawStream) -> Status;
         stream_create = "hipStreamCreateWithFlags": fn(*mut RawStream, c_uint) -> Status;
         stream_destroy = "hipStreamDestroy": fn(RawStream) -> Status;
@@ -169,6 +171,8 @@ fn_table! {
             fn(RawDevPtr, *const c_void, usize, RawStream) -> Status;
         memcpy_dtoh_async = "cuMemcpyDtoHAsync_v2":
             fn(*mut c_void, RawDevPtr, usize, RawStream) -> Status;
+        memcpy_dtod_async = "cuMemcpyDtoDAsync_v2":
+            fn(RawDevPtr, RawDevPtr, usize, RawStream) -> Status;
         memset_d8_async = "cuMemsetD8Async": fn(RawDevPtr, u8, usize, RawStream) -> Status;
         stream_create = "cuStreamCreate": fn(*mut RawStream, c_uint) -> Status;
         stream_destroy = "cuStreamDestroy_v2": fn(RawStream) -> Status;
