@@ -64,9 +64,12 @@ struct Input {
     resident: Option<Resident>,
 }
 
-/// Frames in device memory and the stream the "decoder" copies them out on.
+/// Frames in device memory and the stream the "decoder" copies them out on: the legacy
+/// default stream, as FFmpeg's `cuMemcpy2D` does (which returns before a device-to-device
+/// copy is done; the library orders its reads after it).
 struct Resident {
     state: std::sync::Arc<vmaf_hip::gpu::GpuState>,
+    legacy: vmaf_hip::gpu::Stream,
     frames: Vec<[vmaf_hip::gpu::DeviceBuffer<u8>; 2]>,
 }
 
@@ -86,11 +89,15 @@ impl Resident {
                 })
             })
             .collect();
-        Resident { state, frames }
+        let legacy = vmaf_hip::gpu::Stream::legacy(state.device());
+        Resident {
+            state,
+            legacy,
+            frames,
+        }
     }
 
-    /// Copies frame `fi`'s picture `which` into the device picture `pic` and waits (the
-    /// library orders its reads after the legacy default stream only).
+    /// Queues copying frame `fi`'s picture `which` into the device picture `pic`.
     fn copy_into(&self, input: &Input, fi: usize, which: usize, pic: &VmafPicture) {
         let src = &self.frames[fi][which];
         let mut off = 0;
@@ -104,7 +111,6 @@ impl Resident {
             .expect("device copy");
             off += plane.len();
         }
-        self.state.stream().synchronize().expect("copy");
     }
 }
 
@@ -371,6 +377,10 @@ fn floor(input: &Input, path: Path, frames: usize, gpu: &[*mut HipStateHandle]) 
             vmaf_picture_unref(&mut r);
             vmaf_picture_unref(&mut d);
         }
+    }
+    if let (Some(r), Path::Device) = (&input.resident, path) {
+        // The copies are queued, not done: the floor includes them.
+        r.legacy.synchronize().expect("device copies");
     }
     let fps = frames as f64 / t.elapsed().as_secs_f64();
     close(s);

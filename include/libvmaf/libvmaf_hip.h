@@ -83,7 +83,15 @@ int vmaf_hip_list_devices(void);
 enum VmafHipPicturePreallocationMethod {
     /* No pool: the call does nothing and returns 0. */
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE = 0,
-    /* Device memory the caller fills itself: not implemented yet (-ENOSYS). */
+    /* Device memory of the first imported state's GPU, filled by the caller:
+     * data[i] are device addresses (CUdeviceptr on NVIDIA, HIP device
+     * pointers on AMD), every plane dense (stride[i] = width times bytes per
+     * sample). GPU extractors read the planes in place; CPU extractors in the
+     * same context read host copies of only the planes they use. Writes on
+     * the legacy default stream (synchronous copies such as cuMemcpy2D or
+     * hipMemcpy2D) are ordered before the library's reads; a caller writing
+     * on a non-blocking stream of its own synchronises it before
+     * vmaf_read_pictures(). The data[] pointers cannot be moved. */
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE = 1,
     /* Ordinary host memory, as vmaf_preallocate_pictures(). */
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST = 2,
@@ -102,12 +110,12 @@ typedef struct VmafHipPictureConfiguration {
 } VmafHipPictureConfiguration;
 
 /* Allocates the context's picture pool (replacing an earlier one, also one
- * from vmaf_preallocate_pictures()). HOST_PINNED needs vmaf_hip_import_state()
- * first and page-locks the pictures for every device.
+ * from vmaf_preallocate_pictures()). HOST_PINNED and DEVICE need
+ * vmaf_hip_import_state() first; HOST_PINNED page-locks the pictures for
+ * every device, DEVICE allocates them on the first imported state's device.
  * -EINVAL: vmaf is NULL, bad size, format or depth, a count above 1024, unknown method, or
- *          HOST_PINNED without an imported state.
- * -ENOSYS: DEVICE (not implemented yet).
- * -ENOMEM: memory could not be allocated or page-locked. */
+ *          HOST_PINNED / DEVICE without an imported state.
+ * -ENOMEM: host or device memory could not be allocated or page-locked. */
 int vmaf_hip_preallocate_pictures(VmafContext *vmaf, VmafHipPictureConfiguration cfg);
 
 /* Takes a picture from the pool into *pic, blocking while all are in use (a

@@ -31,6 +31,16 @@ impl Stream {
         })
     }
 
+    /// The device's legacy default stream (stream 0 of its context), where a caller's
+    /// synchronous copies go: work queued here comes before what a device picture's reader
+    /// does after `vmaf_read_pictures` (see `frames`). Never destroyed.
+    pub fn legacy(dev: &Arc<Device>) -> Stream {
+        Stream {
+            dev: dev.clone(),
+            raw: std::ptr::null_mut(),
+        }
+    }
+
     pub fn device(&self) -> &Arc<Device> {
         &self.dev
     }
@@ -55,6 +65,9 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         let raw = self.raw;
+        if raw.is_null() {
+            return;
+        }
         let r = self.dev.call_common("stream destroy", |f| {
             // SAFETY: destroying our own handle once; queued work still completes.
             unsafe { (f.stream_destroy)(raw) }
