@@ -35,10 +35,11 @@ const DEFAULT_AMD_ARCHS: &[&str] = &[
     "gfx1101", "gfx1102", "gfx1200", "gfx1201",
 ];
 const DEFAULT_CUDA_ARCHS: &[&str] = &["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
-/// The one arch of the clang PTX. The driver JITs PTX for its own arch or any later one, so the
-/// oldest arch wins: sm_70 (Volta: V100, still common in clouds) is the first with
-/// `shfl.sync`/`bar.sync` semantics as the kernels need them, and sm_75 PTX would add nothing
-/// they use. The JIT optimises for the actual device either way.
+/// The one arch of the clang PTX. The driver JITs PTX for its arch and every later one, so the
+/// oldest arch worth serving wins: sm_70 rather than sm_75 keeps Volta (V100, still rented in
+/// clouds) and costs nothing, as no instruction the kernels use is newer than sm_70; pre-Volta
+/// parts are not a target (the nvcc list starts at sm_75). The JIT optimises for the actual
+/// device either way.
 const PTX_ARCH: &str = "sm_70";
 /// PTX ISA of the clang PTX: 6.0 is the least sm_70 accepts (CUDA 9.0); drivers load every ISA
 /// up to their own (7.0 for CUDA 11.0, our oldest), so the lowest one loads everywhere.

@@ -85,7 +85,7 @@ VMAF_BARE long long vmaf_shfl_down_sync(long long v, int offset)
 #endif
 
 /* Fixed-width integers without <stdint.h> (nvrtc has no C library headers).
- * All four targets are LP64 on the device side. */
+ * Every target is LP64 on the device side. */
 typedef signed char vmaf_i8;
 typedef unsigned char vmaf_u8;
 typedef short vmaf_i16;
