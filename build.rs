@@ -3,12 +3,15 @@
 //! Every `kernels/*.hip` source (and the prelude) is always embedded as text, for run-time
 //! compilation with hiprtc/nvrtc. When `hipcc` is found, each source is also compiled ahead of
 //! time into one AMD offload bundle holding a code object per gfx arch; when `nvcc` is found,
-//! into one NVIDIA fatbin (SASS per sm arch plus PTX). Missing tools, or a tool that fails, only
-//! produce a warning: the library then compiles at run time.
+//! into one NVIDIA fatbin (SASS per sm arch plus PTX). When a clang with the NVPTX backend is
+//! found, each source is also compiled to PTX for [`PTX_ARCH`] (CUDA device-only mode, no CUDA
+//! headers or libdevice needed): NVIDIA hosts with only the driver, no nvrtc, JIT that. Missing
+//! tools, or a tool that fails, only produce a warning: the library then compiles at run time.
 //!
 //! Environment: `VMAF_HIP_ARCHS` (comma/space separated gfx list, empty = no AMD AOT),
-//! `VMAF_HIP_CUDA_ARCHS` (sm_XX list, empty = no NVIDIA AOT), `VMAF_HIP_AOT=0` (skip both),
-//! `HIPCC`/`NVCC` (explicit compiler paths), `HIP_PATH`, `ROCM_PATH`, `CUDA_PATH`.
+//! `VMAF_HIP_CUDA_ARCHS` (sm_XX list, empty = no NVIDIA AOT), `VMAF_HIP_PTX=0` (no PTX),
+//! `VMAF_HIP_AOT=0` (none of the three), `HIPCC`/`NVCC`/`CLANG` (explicit compiler paths),
+//! `HIP_PATH`, `ROCM_PATH`, `CUDA_PATH`.
 //!
 //! The script reruns (and the crate rebuilds) when any of those variables or `PATH` change, and
 //! when a compiler it found changes or disappears. A compiler that appears in a directory
@@ -32,6 +35,15 @@ const DEFAULT_AMD_ARCHS: &[&str] = &[
     "gfx1101", "gfx1102", "gfx1200", "gfx1201",
 ];
 const DEFAULT_CUDA_ARCHS: &[&str] = &["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
+/// The one arch of the clang PTX. The driver JITs PTX for its arch and every later one, so the
+/// oldest arch worth serving wins: sm_70 rather than sm_75 keeps Volta (V100, still rented in
+/// clouds) and costs nothing, as no instruction the kernels use is newer than sm_70; pre-Volta
+/// parts are not a target (the nvcc list starts at sm_75). The JIT optimises for the actual
+/// device either way.
+const PTX_ARCH: &str = "sm_70";
+/// PTX ISA of the clang PTX: 6.0 is the least sm_70 accepts (CUDA 9.0); drivers load every ISA
+/// up to their own (7.0 for CUDA 11.0, our oldest), so the lowest one loads everywhere.
+const PTX_ISA_FEATURE: &str = "+ptx60";
 
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -52,8 +64,10 @@ fn main() {
         "VMAF_HIP_ARCHS",
         "VMAF_HIP_CUDA_ARCHS",
         "VMAF_HIP_AOT",
+        "VMAF_HIP_PTX",
         "HIPCC",
         "NVCC",
+        "CLANG",
         "HIP_PATH",
         "ROCM_PATH",
         "CUDA_PATH",
@@ -82,6 +96,8 @@ fn main() {
     } else {
         None
     };
+    let ptx_wanted = aot && env::var("VMAF_HIP_PTX").map_or(true, |v| v != "0");
+    let clang = if ptx_wanted { find_nvptx_clang() } else { None };
 
     let amd_archs = match &hipcc {
         Some(h) => amd_archs(h, &out),
@@ -92,12 +108,35 @@ fn main() {
         None => Vec::new(),
     };
     // A found compiler that changes (upgrade) or disappears reruns the probe.
-    for tool in hipcc.iter().chain(nvcc.iter()) {
+    for tool in hipcc.iter().chain(nvcc.iter()).chain(clang.iter()) {
         if tool.is_absolute() && tool.is_file() {
             println!("cargo:rerun-if-changed={}", tool.display());
         }
     }
     let (mut amd_built, mut nv_built) = (0usize, 0usize);
+    // All sources at once (vif alone takes about 2 s).
+    let ptx: Vec<Option<PathBuf>> = match &clang {
+        Some(c) => {
+            let no_cuda = out.join("no-cuda");
+            let _ = fs::create_dir_all(&no_cuda);
+            let handles: Vec<_> = sources
+                .iter()
+                .map(|src| {
+                    let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
+                    let dst = out.join(format!("{stem}.ptx"));
+                    let (c, kdir, src, no_cuda) =
+                        (c.clone(), kdir.clone(), src.clone(), no_cuda.clone());
+                    std::thread::spawn(move || build_ptx(&c, &kdir, &src, &dst, &no_cuda))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().ok().flatten())
+                .collect()
+        }
+        None => vec![None; sources.len()],
+    };
+    let ptx_built = ptx.iter().filter(|p| p.is_some()).count();
 
     let mut table = String::new();
     let prelude = kdir.join("vmaf_prelude.h");
@@ -120,13 +159,15 @@ fn main() {
     )
     .unwrap();
     writeln!(table, "pub static CUDA_ARCHS: &[&str] = &{:?};", cuda_archs).unwrap();
+    writeln!(table, "/// The arch of every embedded clang PTX.").unwrap();
+    writeln!(table, "pub static PTX_ARCH: &str = {PTX_ARCH:?};").unwrap();
     writeln!(
         table,
         "/// Every kernels/*.hip source with what was built from it."
     )
     .unwrap();
     writeln!(table, "pub static KERNELS: &[EmbeddedKernel] = &[").unwrap();
-    for src in &sources {
+    for (src, ptx) in sources.iter().zip(ptx) {
         let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
         let amd = match &hipcc {
             Some(h) if !amd_archs.is_empty() => build_amd(
@@ -154,9 +195,13 @@ fn main() {
             Some(p) => format!("Some(include_bytes!({p:?}))"),
             None => "None".to_string(),
         };
+        let ptx = match ptx {
+            Some(p) => format!("Some(include_str!({p:?}))"),
+            None => "None".to_string(),
+        };
         writeln!(
             table,
-            "    EmbeddedKernel {{ name: {stem:?}, source: include_str!({src:?}), amd_bundle: {}, nvidia_fatbin: {} }},",
+            "    EmbeddedKernel {{ name: {stem:?}, source: include_str!({src:?}), amd_bundle: {}, nvidia_fatbin: {}, nvidia_ptx: {ptx} }},",
             embed(amd),
             embed(nv)
         )
@@ -188,8 +233,29 @@ fn main() {
             format!("embedded {vendor} {what} for {}", archs.join(","))
         }
     };
+    let ptx_part = {
+        let n = sources.len();
+        let which = clang
+            .as_deref()
+            .and_then(Path::file_name)
+            .map_or("clang".into(), |f| f.to_string_lossy());
+        if !aot {
+            "no NVIDIA PTX (VMAF_HIP_AOT=0)".to_string()
+        } else if !ptx_wanted {
+            "no NVIDIA PTX (VMAF_HIP_PTX=0)".to_string()
+        } else if clang.is_none() {
+            "no NVIDIA PTX (no clang with the NVPTX backend found)".to_string()
+        } else if ptx_built == 0 {
+            format!("no NVIDIA PTX ({which} failed)")
+        } else if ptx_built < n {
+            format!("embedded NVIDIA PTX for {PTX_ARCH} by {which} ({ptx_built} of {n} kernels)")
+        } else {
+            format!("embedded NVIDIA PTX for {PTX_ARCH} by {which}")
+        }
+    };
     let summary = format!(
-        "vmaf-hip: {}; {}; other GPU archs compile the kernels at run time via hiprtc/nvrtc",
+        "vmaf-hip: {}; {}; {ptx_part}; other GPU archs compile the kernels at run time via \
+         hiprtc/nvrtc{}",
         part(
             "AMD",
             "code objects",
@@ -204,6 +270,11 @@ fn main() {
             &cuda_archs,
             why("nvcc", nvcc.is_some(), &cuda_archs)
         ),
+        if ptx_built > 0 {
+            ", or on NVIDIA without nvrtc the driver JITs the PTX"
+        } else {
+            ""
+        },
     );
     println!("cargo:warning={summary}");
     writeln!(
@@ -214,6 +285,81 @@ fn main() {
     writeln!(table, "pub static BUILD_SUMMARY: &str = {summary:?};").unwrap();
     fs::write(out.join("gpu_probe.txt"), format!("{summary}\n")).unwrap();
     fs::write(out.join("vmaf_kernels.rs"), table).unwrap();
+}
+
+/// A clang that can emit PTX: `$CLANG`, else `clang` on PATH, else the newest `clang-NN` on
+/// PATH; the first candidate whose `-print-targets` lists nvptx64 (distribution clangs do; ROCm's
+/// own does not).
+fn find_nvptx_clang() -> Option<PathBuf> {
+    let mut cands: Vec<PathBuf> = Vec::new();
+    if let Some(p) = env::var_os("CLANG").filter(|v| !v.is_empty()) {
+        cands.push(PathBuf::from(p));
+    } else if let Some(path) = env::var_os("PATH") {
+        let dirs: Vec<PathBuf> = env::split_paths(&path).collect();
+        cands.extend(dirs.iter().map(|d| d.join("clang")).filter(|p| p.is_file()));
+        let mut versioned: Vec<(u32, PathBuf)> = dirs
+            .iter()
+            .filter_map(|d| fs::read_dir(d).ok())
+            .flat_map(|rd| rd.filter_map(|e| e.ok()))
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let v: u32 = name.strip_prefix("clang-")?.parse().ok()?;
+                Some((v, e.path()))
+            })
+            .collect();
+        // Newest first; the stable sort keeps PATH order among equal versions.
+        versioned.sort_by_key(|v| std::cmp::Reverse(v.0));
+        cands.extend(versioned.into_iter().map(|(_, p)| p));
+    }
+    cands.into_iter().find(|c| {
+        Command::new(c)
+            .arg("-print-targets")
+            .stderr(Stdio::null())
+            .output()
+            .is_ok_and(|o| {
+                o.status.success() && String::from_utf8_lossy(&o.stdout).contains("nvptx64")
+            })
+    })
+}
+
+/// Compiles `src` to PTX text for [`PTX_ARCH`]: CUDA device-only mode without the CUDA headers
+/// (the prelude supplies what the kernels use) or libdevice. `no_cuda` is an empty directory
+/// given as the CUDA install so that one on the machine cannot raise the PTX ISA version.
+/// The result is checked to be PTX for that arch before it is embedded.
+fn build_ptx(clang: &Path, kdir: &Path, src: &Path, dst: &Path, no_cuda: &Path) -> Option<PathBuf> {
+    let mut cmd = Command::new(clang);
+    // -ffp-contract=off: clang's CUDA default fuses a*b+c into fma; nvcc/nvrtc here run with
+    // -fmad=false, and float steps must round as on the CPU.
+    cmd.args([
+        "-x",
+        "cuda",
+        "--cuda-device-only",
+        "-S",
+        "-nocudainc",
+        "-nocudalib",
+    ])
+    .arg(format!("--cuda-gpu-arch={PTX_ARCH}"))
+    .arg(format!("--cuda-path={}", no_cuda.display()))
+    .args(["-Xclang", "-target-feature", "-Xclang", PTX_ISA_FEATURE])
+    .args(["-O3", "-ffp-contract=off", "-I"])
+    .arg(kdir)
+    .arg(src)
+    .arg("-o")
+    .arg(dst);
+    let built = run_tool(cmd, "clang (PTX)", src, dst)?;
+    let text = fs::read_to_string(&built).unwrap_or_default();
+    let target = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".target"))
+        .map(str::trim);
+    if target != Some(PTX_ARCH) || !text.contains(".entry") {
+        println!(
+            "cargo:warning=clang PTX for {} is not {PTX_ARCH} PTX with entry points (target {target:?}); not embedded",
+            src.display()
+        );
+        return None;
+    }
+    Some(built)
 }
 
 /// `$ENV_VAR`, then `name` on PATH, then `<root>/bin/name` for each root variable, then

@@ -3,11 +3,80 @@
  * Every kernel source file includes this first. The same text must compile under
  *   hipcc  (__HIP__, offline),     hiprtc (__HIP__ and __HIPCC_RTC__),
  *   nvcc   (__CUDACC__, offline),  nvrtc  (__CUDACC__ and __CUDACC_RTC__),
- * so kernels use only what is spelled here plus the builtins all four share
- * (blockIdx, blockDim, threadIdx, gridDim, warpSize, __syncthreads, __shared__).
+ *   clang in CUDA mode without CUDA headers (-nocudainc -nocudalib; build.rs uses it
+ *   to make PTX for hosts that have the driver but no nvrtc; VMAF_BARE_CLANG_CUDA below),
+ * so kernels use only what is spelled here plus the builtins all of them share
+ * (blockIdx, blockDim, threadIdx, gridDim, warpSize, __syncthreads, __shared__,
+ * __constant__) and the few CUDA intrinsics the bare-clang section supplies.
  * Run-time compilers get this file as a named header ("vmaf_prelude.h"). */
 #ifndef VMAF_PRELUDE_H
 #define VMAF_PRELUDE_H
+
+/* Clang's CUDA mode force-includes its runtime wrapper (which pulls in the CUDA
+ * headers) unless -nocudainc is given; without it, nothing but the compiler's
+ * own builtins exists, so this section spells the CUDA vocabulary the kernels
+ * use. The intrinsics map to clang's __nvvm_* builtins (never to libdevice's
+ * __nv_* functions: -nocudalib leaves those unresolved in the PTX). */
+#if defined(__clang__) && defined(__CUDA__) && !defined(__HIP__) && \
+    !defined(__CLANG_CUDA_RUNTIME_WRAPPER_H__)
+#define VMAF_BARE_CLANG_CUDA 1
+#include <__clang_cuda_builtin_vars.h>
+#define __host__ __attribute__((host))
+#define __device__ __attribute__((device))
+#define __global__ __attribute__((global))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
+
+#define VMAF_BARE static __device__ __forceinline__
+/* Every *_rn builtin rounds to nearest even with denormals kept, as the CUDA
+ * intrinsics of the same name; a - b is a + (-b) exactly. */
+VMAF_BARE float __fadd_rn(float a, float b) { return __nvvm_add_rn_f(a, b); }
+VMAF_BARE float __fsub_rn(float a, float b) { return __nvvm_add_rn_f(a, -b); }
+VMAF_BARE float __fmul_rn(float a, float b) { return __nvvm_mul_rn_f(a, b); }
+VMAF_BARE float __fdiv_rn(float a, float b) { return __nvvm_div_rn_f(a, b); }
+VMAF_BARE double __dadd_rn(double a, double b) { return __nvvm_add_rn_d(a, b); }
+VMAF_BARE double __dsub_rn(double a, double b) { return __nvvm_add_rn_d(a, -b); }
+VMAF_BARE double __dmul_rn(double a, double b) { return __nvvm_mul_rn_d(a, b); }
+VMAF_BARE double __ddiv_rn(double a, double b) { return __nvvm_div_rn_d(a, b); }
+VMAF_BARE double __dsqrt_rn(double a) { return __nvvm_sqrt_rn_d(a); }
+VMAF_BARE float __int2float_rn(int a) { return __nvvm_i2f_rn(a); }
+VMAF_BARE float __ll2float_rn(long long a) { return __nvvm_ll2f_rn(a); }
+VMAF_BARE unsigned __float_as_uint(float a) { return (unsigned)__nvvm_bitcast_f2i(a); }
+/* Leading zeros, 32 (64) for zero like the CUDA intrinsics; the zero test folds
+ * into one clz.b32/b64, which is defined at zero. */
+VMAF_BARE int __clz(int a) { return a == 0 ? 32 : __builtin_clz((unsigned)a); }
+VMAF_BARE int __clzll(long long a)
+{
+    return a == 0 ? 64 : __builtin_clzll((unsigned long long)a);
+}
+/* The one atomicAdd overload the kernels use (global or shared memory). */
+VMAF_BARE unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
+{
+    return (unsigned long long)__nvvm_atom_add_gen_ll((long long *)p, (long long)v);
+}
+/* shfl.sync.down over the whole warp (clamp 31); 64-bit values move as two halves. */
+VMAF_BARE unsigned vmaf_shfl_down_sync(unsigned v, int offset)
+{
+    return (unsigned)__nvvm_shfl_sync_down_i32(0xffffffffu, (int)v, offset, 0x1f);
+}
+VMAF_BARE int vmaf_shfl_down_sync(int v, int offset)
+{
+    return __nvvm_shfl_sync_down_i32(0xffffffffu, v, offset, 0x1f);
+}
+VMAF_BARE unsigned long long vmaf_shfl_down_sync(unsigned long long v, int offset)
+{
+    const unsigned lo = vmaf_shfl_down_sync((unsigned)v, offset);
+    const unsigned hi = vmaf_shfl_down_sync((unsigned)(v >> 32), offset);
+    return ((unsigned long long)hi << 32) | lo;
+}
+VMAF_BARE long long vmaf_shfl_down_sync(long long v, int offset)
+{
+    return (long long)vmaf_shfl_down_sync((unsigned long long)v, offset);
+}
+#undef VMAF_BARE
+#endif
 
 /* hipcc (at least Debian's 5.2) declares the thread builtins only through this
  * header; hiprtc provides them itself and cannot open system headers. */
@@ -16,7 +85,7 @@
 #endif
 
 /* Fixed-width integers without <stdint.h> (nvrtc has no C library headers).
- * All four targets are LP64 on the device side. */
+ * Every target is LP64 on the device side. */
 typedef signed char vmaf_i8;
 typedef unsigned char vmaf_u8;
 typedef short vmaf_i16;
@@ -44,6 +113,8 @@ typedef unsigned long long vmaf_u64;
  * _sync form. Callers keep whole warps converged when they shuffle. */
 #if defined(__HIP__)
 #define VMAF_SHFL_DOWN(v, offset) __shfl_down((v), (offset))
+#elif defined(VMAF_BARE_CLANG_CUDA)
+#define VMAF_SHFL_DOWN(v, offset) vmaf_shfl_down_sync((v), (offset))
 #else
 #define VMAF_SHFL_DOWN(v, offset) __shfl_down_sync(0xffffffffu, (v), (offset))
 #endif

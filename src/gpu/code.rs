@@ -1,5 +1,7 @@
 //! Getting device code for a kernel source: the ahead-of-time object built by build.rs when it
-//! fits the device, else a run-time compile (hiprtc / nvrtc) cached on disk.
+//! fits the device, else a run-time compile (hiprtc / nvrtc) cached on disk, else (NVIDIA) the
+//! clang PTX build.rs embedded, which the driver JIT-compiles. See [`load_order`] for why nvrtc
+//! comes before the PTX.
 //!
 //! Cache entries live in `$VMAF_HIP_CACHE_DIR`, else `$XDG_CACHE_HOME/vmaf-hip`, else
 //! `~/.cache/vmaf-hip`; `VMAF_HIP_CACHE=0` disables the cache. The file name carries a hash of
@@ -26,6 +28,8 @@ pub struct EmbeddedKernel {
     pub amd_bundle: Option<&'static [u8]>,
     /// nvcc fatbin (SASS for [`CUDA_ARCHS`] and PTX).
     pub nvidia_fatbin: Option<&'static [u8]>,
+    /// PTX text for [`PTX_ARCH`] from clang (CUDA device-only mode), for drivers without nvrtc.
+    pub nvidia_ptx: Option<&'static str>,
 }
 
 include!(concat!(env!("OUT_DIR"), "/vmaf_kernels.rs"));
@@ -120,73 +124,245 @@ pub fn select_amd_object<'a>(bundle: &'a [u8], device_arch: &str) -> Option<&'a 
         .map(|e| e.data)
 }
 
-/// Objects from `$VMAF_HIP_AOT_DIR/<kernel>.hipfb` and `.fatbin`, which take the place of the
-/// built-in ones: lets a hipcc/nvcc build be tried on a machine without a Rust toolchain.
-fn external_objects(name: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+/// Objects from `$VMAF_HIP_AOT_DIR/<kernel>.hipfb`, `.fatbin` and `.ptx`, which take the place
+/// of the built-in ones: lets a hipcc/nvcc/clang build be tried on a machine without a Rust
+/// toolchain.
+struct External {
+    amd: Option<Vec<u8>>,
+    nv: Option<Vec<u8>>,
+    ptx: Option<String>,
+}
+
+fn external_objects(name: &str) -> External {
     match std::env::var_os("VMAF_HIP_AOT_DIR").filter(|d| !d.is_empty()) {
         Some(d) => {
             let d = PathBuf::from(d);
-            (
-                std::fs::read(d.join(format!("{name}.hipfb"))).ok(),
-                std::fs::read(d.join(format!("{name}.fatbin"))).ok(),
-            )
+            External {
+                amd: std::fs::read(d.join(format!("{name}.hipfb"))).ok(),
+                nv: std::fs::read(d.join(format!("{name}.fatbin"))).ok(),
+                ptx: std::fs::read_to_string(d.join(format!("{name}.ptx"))).ok(),
+            }
         }
-        None => (None, None),
+        None => External {
+            amd: None,
+            nv: None,
+            ptx: None,
+        },
     }
 }
 
-/// Loads `kernel` on `dev`: the AOT object first, then the cache, then a fresh compile.
-/// `VMAF_HIP_FORCE_RTC=1` skips the AOT objects; `VMAF_HIP_NO_RTC=1` forbids run-time
-/// compilation (deployments that must run only the shipped code, and tests of the AOT path).
-pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
-    let t = std::time::Instant::now();
-    let m = load_module_from_any(dev, kernel)?;
-    crate::log_debug!(
-        "{}: module loaded in {:.1} ms",
-        kernel.name,
-        t.elapsed().as_secs_f64() * 1e3
-    );
-    Ok(m)
+/// Where a module's device code comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeSource {
+    /// build.rs's hipcc offload bundle or nvcc fatbin (or `$VMAF_HIP_AOT_DIR`'s).
+    Builtin,
+    /// The disk cache, else hiprtc/nvrtc for the device's exact arch (stored in the cache).
+    RunTime,
+    /// build.rs's clang PTX for [`PTX_ARCH`], JIT-compiled by the CUDA driver.
+    Ptx,
 }
 
-fn load_module_from_any(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
+/// What a module load has to choose from.
+#[derive(Debug, Clone, Copy)]
+pub struct Supply {
+    pub vendor: Vendor,
+    /// A built-in bundle (AMD) or fatbin (NVIDIA) exists; whether it fits is up to the loader.
+    pub builtin: bool,
+    /// Embedded PTX exists (only NVIDIA uses it).
+    pub ptx: bool,
+    /// hiprtc/nvrtc can be opened (and is not disabled by `VMAF_HIP_NVRTC=0`).
+    pub rtc_available: bool,
+    /// `VMAF_HIP_FORCE_RTC=1`: only the run-time compiler.
+    pub force_rtc: bool,
+    /// `VMAF_HIP_NO_RTC=1`: never the run-time compiler.
+    pub no_rtc: bool,
+}
+
+/// The sources to try, in order.
+///
+/// The built-in object first: nvcc/hipcc code for the device's arch needs no compile at all.
+/// Then the cache / run-time compiler, then the PTX: the PTX gives bit-identical results (the
+/// integer kernels have a single right answer, and float steps use explicitly rounded
+/// intrinsics with contraction off in every compiler), but nvrtc targets the exact arch with
+/// NVIDIA's own front end and its result is cached by us, while the PTX is sm_70 code the
+/// driver JITs on every new process unless its own compute cache has it. So the PTX serves
+/// hosts with only the driver, or an nvrtc that fails (say, one too old for the device).
+///
+/// The run-time compiler is left out when it is not available (its absence is then reported by
+/// the caller), unless it is the only thing left to try, so that the error names it.
+/// `VMAF_HIP_NO_RTC=1` still allows the PTX: like the PTX inside an nvcc fatbin, which the
+/// driver JITs for a newer GPU, it is shipped code, not a compile of ours.
+pub fn load_order(s: &Supply) -> Vec<CodeSource> {
+    let mut order = Vec::with_capacity(3);
+    if s.builtin && !s.force_rtc {
+        order.push(CodeSource::Builtin);
+    }
+    let ptx = s.vendor == Vendor::Nvidia && s.ptx && !s.force_rtc;
+    if !s.no_rtc && (s.rtc_available || (order.is_empty() && !ptx)) {
+        order.push(CodeSource::RunTime);
+    }
+    if ptx {
+        order.push(CodeSource::Ptx);
+    }
+    order
+}
+
+/// Loads `kernel` on `dev`, trying the sources in [`load_order`]; logs (debug) which one served.
+/// `VMAF_HIP_FORCE_RTC=1` skips the built-in objects and the PTX; `VMAF_HIP_NO_RTC=1` forbids
+/// run-time compilation (deployments that must run only the shipped code, and tests of the
+/// AOT path); `VMAF_HIP_NVRTC=0` acts as if nvrtc were not installed.
+pub fn load_module(dev: &Arc<Device>, kernel: &EmbeddedKernel) -> Result<Arc<Module>> {
+    load_module_with_source(dev, kernel).map(|(m, _)| m)
+}
+
+/// [`load_module`], also saying where the code came from.
+pub fn load_module_with_source(
+    dev: &Arc<Device>,
+    kernel: &EmbeddedKernel,
+) -> Result<(Arc<Module>, CodeSource)> {
     static SUMMARY: std::sync::Once = std::sync::Once::new();
     SUMMARY.call_once(|| crate::log::log(crate::log::LogLevel::Debug, BUILD_SUMMARY));
+    let t = std::time::Instant::now();
     let info = dev.info();
-    let (ext_amd, ext_nv) = external_objects(kernel.name);
-    let mut amd = ext_amd.as_deref().or(kernel.amd_bundle);
-    let mut nv = ext_nv.as_deref().or(kernel.nvidia_fatbin);
-    if std::env::var("VMAF_HIP_FORCE_RTC").is_ok_and(|v| v == "1") {
-        (amd, nv) = (None, None);
-    }
-    let aot_note = match (info.vendor, amd, nv) {
-        (Vendor::Amd, Some(bundle), _) => match select_amd_object(bundle, &info.arch) {
-            Some(obj) => match Module::load(dev, obj) {
-                Ok(m) => return Ok(m),
-                Err(e) => format!("built-in code object for {} refused: {e}", info.arch),
-            },
-            None => format!("no built-in code object for {}", info.arch),
+    let env_on = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
+    let ext = external_objects(kernel.name);
+    let amd = ext.amd.as_deref().or(kernel.amd_bundle);
+    let nv = ext.nv.as_deref().or(kernel.nvidia_fatbin);
+    let ptx = ext.ptx.as_deref().or(kernel.nvidia_ptx);
+    let mut supply = Supply {
+        vendor: info.vendor,
+        builtin: match info.vendor {
+            Vendor::Amd => amd.is_some(),
+            Vendor::Nvidia => nv.is_some(),
         },
-        (Vendor::Nvidia, _, Some(fatbin)) => match Module::load(dev, fatbin) {
-            Ok(m) => return Ok(m),
-            Err(e) => format!("built-in fatbin refused for {}: {e}", info.arch),
-        },
-        _ => "built without ahead-of-time kernels".to_string(),
+        ptx: ptx.is_some(),
+        // Not known yet: see below.
+        rtc_available: false,
+        force_rtc: env_on("VMAF_HIP_FORCE_RTC"),
+        no_rtc: env_on("VMAF_HIP_NO_RTC"),
     };
-    if std::env::var("VMAF_HIP_NO_RTC").is_ok_and(|v| v == "1") {
-        return Err(Error::NoDevice(format!(
-            "{}: {aot_note}, and VMAF_HIP_NO_RTC=1 forbids compiling it",
-            kernel.name
-        )));
+    // Why each source that did not serve failed, for the log and the final error.
+    let mut notes: Vec<String> = Vec::new();
+    // A compile or load failure of the run-time compiler: returned if nothing else serves, and
+    // worth a warning if something does (a kernel nvrtc rejects is a bug to report).
+    let mut hard: Option<Error> = None;
+    let mut attempt = |source: CodeSource| -> std::result::Result<(Arc<Module>, String), String> {
+        match source {
+            CodeSource::Builtin => match (info.vendor, amd, nv) {
+                (Vendor::Amd, Some(bundle), _) => match select_amd_object(bundle, &info.arch) {
+                    Some(obj) => Module::load(dev, obj)
+                        .map(|m| (m, format!("built-in code object for {}", info.arch)))
+                        .map_err(|e| {
+                            format!("built-in code object for {} refused: {e}", info.arch)
+                        }),
+                    None => Err(format!("no built-in code object for {}", info.arch)),
+                },
+                (Vendor::Nvidia, _, Some(fatbin)) => Module::load(dev, fatbin)
+                    .map(|m| (m, "built-in fatbin".to_string()))
+                    .map_err(|e| format!("built-in fatbin refused for {}: {e}", info.arch)),
+                _ => Err("no built-in object".to_string()),
+            },
+            CodeSource::RunTime => match compile_cached_traced(dev, kernel, cache_dir()) {
+                Ok(found) => Ok(found),
+                Err(Error::NoDevice(m)) => Err(m),
+                Err(e) => {
+                    let note = e.to_string();
+                    hard.get_or_insert(e);
+                    Err(note)
+                }
+            },
+            CodeSource::Ptx => match ptx {
+                Some(text) => load_ptx(dev, text)
+                    .map(|m| (m, format!("embedded PTX ({PTX_ARCH}, JIT by the driver)")))
+                    .map_err(|e| format!("embedded PTX refused for {}: {e}", info.arch)),
+                None => Err("no embedded PTX".to_string()),
+            },
+        }
+    };
+    // The built-in object never depends on the run-time compiler, and when it serves, opening
+    // hiprtc/nvrtc (a large library) would be wasted time; so it goes first, alone.
+    let mut tried_builtin = false;
+    let mut found = None;
+    if load_order(&supply).first() == Some(&CodeSource::Builtin) {
+        tried_builtin = true;
+        match attempt(CodeSource::Builtin) {
+            Ok(m) => found = Some((m, CodeSource::Builtin)),
+            Err(note) => {
+                crate::log_debug!("{}: {note}; trying the next source", kernel.name);
+                notes.push(note);
+            }
+        }
+    } else if !supply.builtin {
+        notes.push("built without ahead-of-time objects".into());
     }
-    crate::log::log(
-        crate::log::LogLevel::Debug,
-        &format!("{}: {aot_note}; compiling at run time", kernel.name),
-    );
-    compile_cached(dev, kernel, cache_dir()).map_err(|e| match e {
-        Error::NoDevice(m) => Error::NoDevice(format!("{aot_note}, and {m}")),
-        other => other,
-    })
+    if found.is_none() {
+        let rtc_missing = rtc_unavailable(info.vendor);
+        supply.rtc_available = rtc_missing.is_none();
+        let order = load_order(&supply);
+        if supply.no_rtc {
+            notes.push("VMAF_HIP_NO_RTC=1 forbids compiling at run time".into());
+        } else if let Some(why) = rtc_missing.filter(|_| !order.contains(&CodeSource::RunTime)) {
+            notes.push(why);
+        }
+        for source in order {
+            if source == CodeSource::Builtin && tried_builtin {
+                continue;
+            }
+            match attempt(source) {
+                Ok(m) => {
+                    found = Some((m, source));
+                    break;
+                }
+                Err(note) => {
+                    crate::log_debug!("{}: {note}; trying the next source", kernel.name);
+                    notes.push(note);
+                }
+            }
+        }
+    }
+    if let Some(((m, what), source)) = found {
+        if let Some(e) = &hard {
+            crate::log_warn!("{}: {e}; using {what} instead", kernel.name);
+        }
+        crate::log_debug!(
+            "{}: module from {what} in {:.1} ms",
+            kernel.name,
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        return Ok((m, source));
+    }
+    if let Some(e) = hard {
+        return Err(e);
+    }
+    Err(Error::NoDevice(format!(
+        "{}: no usable device code: {}",
+        kernel.name,
+        notes.join("; ")
+    )))
+}
+
+/// Why the run-time compiler for `vendor` cannot be used, or None when it can.
+fn rtc_unavailable(vendor: Vendor) -> Option<String> {
+    match vendor {
+        Vendor::Amd => sys::hiprtc().err().map(str::to_string),
+        Vendor::Nvidia => sys::nvrtc().err().map(|e| {
+            format!(
+                "{e}; nvrtc comes with the CUDA toolkit, not the driver: install it, or use a \
+                 build made with nvcc or with clang (embedded PTX)"
+            )
+        }),
+    }
+}
+
+/// Hands PTX text to the driver, which JIT-compiles it for the device (and keeps the result in
+/// its own compute cache, `~/.nv/ComputeCache` unless `CUDA_CACHE_PATH`/`CUDA_CACHE_DISABLE`
+/// say otherwise, so we cache nothing ourselves).
+fn load_ptx(dev: &Arc<Device>, text: &str) -> Result<Arc<Module>> {
+    // cuModuleLoadData tells PTX from a binary by its text and reads it up to a NUL.
+    let mut image = Vec::with_capacity(text.len() + 1);
+    image.extend_from_slice(text.as_bytes());
+    image.push(0);
+    Module::load(dev, &image)
 }
 
 /// 64-bit FNV-1a: stable across Rust releases (unlike `DefaultHasher`), enough for cache keys
@@ -263,11 +439,8 @@ fn rtc_job(api: Api, arch: &str) -> Result<RtcJob> {
             }
         }
         Vendor::Nvidia => {
-            let rtc = sys::nvrtc().map_err(|e| {
-                Error::NoDevice(format!(
-                    "{e}; nvrtc comes with the CUDA toolkit, not the driver: install it or use a \
-                     build made with nvcc"
-                ))
+            let rtc = sys::nvrtc().map_err(|_| {
+                Error::NoDevice(rtc_unavailable(Vendor::Nvidia).unwrap_or_default())
             })?;
             RtcJob {
                 options: vec![format!("--gpu-architecture={arch}"), "-fmad=false".into()],
@@ -288,6 +461,15 @@ pub fn compile_cached(
     kernel: &EmbeddedKernel,
     dir: Option<PathBuf>,
 ) -> Result<Arc<Module>> {
+    compile_cached_traced(dev, kernel, dir).map(|(m, _)| m)
+}
+
+/// [`compile_cached`], also saying whether the cache or the compiler served (for the log).
+fn compile_cached_traced(
+    dev: &Arc<Device>,
+    kernel: &EmbeddedKernel,
+    dir: Option<PathBuf>,
+) -> Result<(Arc<Module>, String)> {
     let arch = dev.info().arch.clone();
     if arch.is_empty() {
         return Err(Error::NoDevice(
@@ -313,7 +495,7 @@ pub fn compile_cached(
         if let Ok(bytes) = std::fs::read(p) {
             match decode_entry(&bytes) {
                 Some(obj) => match Module::load(dev, obj) {
-                    Ok(m) => return Ok(m),
+                    Ok(m) => return Ok((m, format!("cache entry {}", p.display()))),
                     Err(e) => crate::log_warn!("cached {} refused ({e}); recompiling", p.display()),
                 },
                 None => crate::log_warn!("cache entry {} is damaged; recompiling", p.display()),
@@ -328,7 +510,11 @@ pub fn compile_cached(
             crate::log_warn!("could not write kernel cache {}: {e}", p.display());
         }
     }
-    Ok(module)
+    let rtc = match dev.api().vendor() {
+        Vendor::Amd => "hiprtc",
+        Vendor::Nvidia => "nvrtc",
+    };
+    Ok((module, format!("{rtc} compile for {arch}")))
 }
 
 /// Writes via a temporary file and a rename, so readers never see half an entry.
@@ -423,6 +609,11 @@ pub fn compile_source(
     options: &[String],
 ) -> Result<Vec<u8>> {
     let fns = rtc_fns(vendor)?;
+    // hiprtc (seen with HIP 5.2) crashes when two programs compile at once; nvrtc is documented
+    // thread-safe. Compiles are rare (results are cached), so AMD's simply take turns.
+    static HIPRTC_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn =
+        (vendor == Vendor::Amd).then(|| HIPRTC_TURN.lock().unwrap_or_else(|e| e.into_inner()));
     let cstr = |s: &str| CString::new(s).map_err(|_| Error::inval("NUL in kernel text"));
     let src = cstr(source)?;
     let file = cstr(&format!("{name}.hip"))?;
@@ -619,6 +810,10 @@ mod tests {
     /// Likewise for nvrtc (on machines with the CUDA toolkit).
     #[test]
     fn nvrtc_compiles_psnr_for_sm90() {
+        if sys::nvrtc_disabled() {
+            println!("skipped: nvrtc disabled by VMAF_HIP_NVRTC=0");
+            return;
+        }
         if sys::nvrtc().is_err() {
             crate::testutil::skip_no_device("nvrtc not available");
             return;
@@ -630,5 +825,178 @@ mod tests {
         ];
         let obj = compile_source(Vendor::Nvidia, psnr.name, psnr.source, &opts).unwrap();
         assert!(obj.starts_with(b"\x7fELF"), "CUBIN is an ELF image");
+    }
+
+    fn supply(vendor: Vendor) -> Supply {
+        Supply {
+            vendor,
+            builtin: false,
+            ptx: false,
+            rtc_available: false,
+            force_rtc: false,
+            no_rtc: false,
+        }
+    }
+
+    #[test]
+    fn load_order_prefers_builtin_then_nvrtc_then_ptx() {
+        use CodeSource::{Builtin, Ptx, RunTime};
+        let nv = supply(Vendor::Nvidia);
+        let full = Supply {
+            builtin: true,
+            ptx: true,
+            rtc_available: true,
+            ..nv
+        };
+        assert_eq!(load_order(&full), [Builtin, RunTime, Ptx]);
+        // A driver-only host (or VMAF_HIP_NVRTC=0): straight to the PTX.
+        let driver_only = Supply {
+            rtc_available: false,
+            builtin: false,
+            ..full
+        };
+        assert_eq!(load_order(&driver_only), [Ptx]);
+        assert_eq!(
+            load_order(&Supply {
+                builtin: true,
+                ..driver_only
+            }),
+            [Builtin, Ptx]
+        );
+        // nvrtc present, no PTX in the build: as before.
+        let no_ptx = Supply { ptx: false, ..full };
+        assert_eq!(load_order(&no_ptx), [Builtin, RunTime]);
+        // Nothing else to try: the run-time compiler stays, so its absence is the error.
+        assert_eq!(
+            load_order(&Supply {
+                builtin: false,
+                rtc_available: false,
+                ..no_ptx
+            }),
+            [RunTime]
+        );
+        // NO_RTC keeps the shipped code, PTX included; FORCE_RTC drops all of it.
+        assert_eq!(
+            load_order(&Supply {
+                no_rtc: true,
+                ..full
+            }),
+            [Builtin, Ptx]
+        );
+        assert_eq!(
+            load_order(&Supply {
+                force_rtc: true,
+                ..full
+            }),
+            [RunTime]
+        );
+        assert_eq!(load_order(&Supply { no_rtc: true, ..nv }), []);
+        // AMD never uses PTX.
+        let amd = Supply {
+            vendor: Vendor::Amd,
+            ..full
+        };
+        assert_eq!(load_order(&amd), [Builtin, RunTime]);
+        assert_eq!(
+            load_order(&Supply {
+                rtc_available: false,
+                builtin: false,
+                ..amd
+            }),
+            [RunTime]
+        );
+    }
+
+    /// (`.version` major, minor; `.target`) from a PTX header.
+    fn ptx_header(ptx: &str) -> (Option<(u32, u32)>, Option<&str>) {
+        let field = |key: &str| {
+            ptx.lines()
+                .map(str::trim)
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::trim)
+        };
+        let version = field(".version").and_then(|v| {
+            let (a, b) = v.split_once('.')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        });
+        (version, field(".target"))
+    }
+
+    /// The bit width of each `.param` of entry `name`, or None if the PTX has no such entry.
+    fn ptx_entry_params(ptx: &str, name: &str) -> Option<Vec<u32>> {
+        let at = ptx.find(&format!(".entry {name}("))?;
+        let body = &ptx[at..];
+        let list = &body[..body.find(')')?];
+        Some(
+            list.lines()
+                .filter_map(|l| l.trim().strip_prefix(".param"))
+                .map(|l| {
+                    let ty = l.split_whitespace().next().unwrap_or("");
+                    ty.trim_start_matches(|c: char| !c.is_ascii_digit())
+                        .parse()
+                        .unwrap_or(0)
+                })
+                .collect(),
+        )
+    }
+
+    /// When build.rs found a clang with NVPTX, every kernel carries PTX that a CUDA 11.0 driver
+    /// loads (ISA <= 7.0, our oldest supported driver) for sm_70, with every entry point the
+    /// launchers use and parameter widths matching their declared argument types.
+    #[test]
+    fn ptx_embedded_for_every_kernel() {
+        let with_ptx = KERNELS.iter().filter(|k| k.nvidia_ptx.is_some()).count();
+        if with_ptx == 0 {
+            println!("skipped: built without an NVPTX clang ({BUILD_SUMMARY})");
+            return;
+        }
+        assert_eq!(with_ptx, KERNELS.len(), "{BUILD_SUMMARY}");
+        assert!(BUILD_SUMMARY.contains("embedded NVIDIA PTX for sm_70"));
+        assert_eq!(PTX_ARCH, "sm_70");
+        let mut entries = 0;
+        for (file, sigs) in crate::gpu::launch::MODULES {
+            let k = embedded(file).unwrap();
+            let ptx = k.nvidia_ptx.unwrap();
+            let (version, target) = ptx_header(ptx);
+            let version = version.unwrap_or_else(|| panic!("{file}: no .version"));
+            assert!(
+                ((6, 0)..=(7, 0)).contains(&version),
+                "{file}: .version {version:?}"
+            );
+            assert_eq!(target, Some(PTX_ARCH), "{file}");
+            assert!(ptx.contains(".address_size 64"), "{file}");
+            // Fully linked: no calls into libdevice or anything else outside the module.
+            assert!(
+                !ptx.contains(".extern .func"),
+                "{file}: unresolved functions"
+            );
+            for (name, types) in sigs() {
+                let widths = ptx_entry_params(ptx, name)
+                    .unwrap_or_else(|| panic!("{file}: no .entry {name} in the PTX"));
+                let want: Vec<u32> = types
+                    .iter()
+                    .map(|t| match t.as_str() {
+                        t if t.starts_with('*') => 64,
+                        "i64" | "u64" | "f64" => 64,
+                        "i32" | "u32" | "f32" => 32,
+                        "i16" | "u16" => 16,
+                        _ => 8,
+                    })
+                    .collect();
+                assert_eq!(widths, want, "{file}: parameters of {name} ({types:?})");
+                entries += 1;
+            }
+        }
+        assert!(entries >= 25, "only {entries} entries checked");
+    }
+
+    #[test]
+    fn ptx_header_parsing() {
+        let p = "//\n.version 6.0\n.target sm_70\n.address_size 64\n\n\
+                 .visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .u32 k_param_1\n)\n{\n}\n";
+        assert_eq!(ptx_header(p), (Some((6, 0)), Some("sm_70")));
+        assert_eq!(ptx_entry_params(p, "k"), Some(vec![64, 32]));
+        assert_eq!(ptx_entry_params(p, "j"), None);
+        assert_eq!(ptx_header("garbage"), (None, None));
     }
 }

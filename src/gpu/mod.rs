@@ -6,7 +6,8 @@
 //! device on every thread they are used from, split by concern: [`device`] (runtime, device,
 //! faults), [`stream`] (streams, events), [`memory`] (device, pinned and registered host memory)
 //! and [`module`] (loaded code, kernels, launches). [`code`] finds device code for a kernel
-//! source (ahead-of-time object, else a cached hiprtc/nvrtc compile); `launch` (crate-private,
+//! source (ahead-of-time object, else a cached hiprtc/nvrtc compile, else on NVIDIA the embedded
+//! clang PTX the driver JITs); `launch` (crate-private,
 //! also reachable as `gpu::kernels`) has the typed, bounds-checked launchers, one module per
 //! kernels/*.hip file, each declaring its kernels' argument tuples, which a test checks against
 //! the `VMAF_KERNEL` signatures; `planes` caches uploaded luma planes. [`GpuState`] is what

@@ -575,8 +575,17 @@ pub fn hiprtc() -> Result<&'static Rtc<HiprtcFns>, &'static str> {
         .map_err(|e| e.as_str())
 }
 
+/// `VMAF_HIP_NVRTC=0`: behave as if nvrtc were not installed (read on every call, so a test can
+/// prove that a host with only the driver gets working kernels from the embedded PTX).
+pub fn nvrtc_disabled() -> bool {
+    std::env::var("VMAF_HIP_NVRTC").is_ok_and(|v| v == "0")
+}
+
 /// nvrtc: ships with the CUDA toolkit, not the driver (CUDA 13 and 12 sonames, then any).
 pub fn nvrtc() -> Result<&'static Rtc<NvrtcFns>, &'static str> {
+    if nvrtc_disabled() {
+        return Err("nvrtc disabled by VMAF_HIP_NVRTC=0");
+    }
     NVRTC
         .get_or_init(|| {
             let cands = candidates(

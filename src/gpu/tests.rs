@@ -196,6 +196,10 @@ fn describe_lists_each_device() {
 #[test]
 fn rtc_cache_round_trip() {
     let Some(state) = test_state() else { return };
+    if state.info().vendor == Vendor::Nvidia && sys::nvrtc_disabled() {
+        println!("skipped: nvrtc disabled by VMAF_HIP_NVRTC=0");
+        return;
+    }
     let dir = std::env::temp_dir().join(format!("vmaf-hip-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let kernel = code::embedded("psnr").unwrap();
@@ -228,6 +232,35 @@ fn rtc_cache_round_trip() {
     assert_ne!(rewritten, bad);
     assert!(code::decode_entry(&rewritten).is_some());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every kernel source loads from some source and resolves every entry point its launchers use.
+/// With `VMAF_HIP_NVRTC=0` on NVIDIA, a module without a fitting nvcc fatbin must come from the
+/// embedded PTX: the proof that a host with only the driver gets every kernel.
+#[test]
+fn every_module_loads_with_its_entries() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let driver_only = state.info().vendor == Vendor::Nvidia && sys::nvrtc().is_err();
+    for (file, sigs) in launch::MODULES {
+        let k = code::embedded(file).unwrap();
+        let (m, source) = code::load_module_with_source(dev, k)
+            .unwrap_or_else(|e| panic!("{file}: {e} ({})", code::BUILD_SUMMARY));
+        println!("{file}: {source:?}");
+        if driver_only {
+            assert!(
+                matches!(source, code::CodeSource::Ptx | code::CodeSource::Builtin),
+                "{file} from {source:?} without nvrtc"
+            );
+            if k.nvidia_fatbin.is_none() {
+                assert_eq!(source, code::CodeSource::Ptx, "{file}");
+            }
+        }
+        for (name, _) in sigs() {
+            m.kernel(name)
+                .unwrap_or_else(|e| panic!("{file}: entry {name}: {e}"));
+        }
+    }
 }
 
 /// A context with `threads` workers on a fresh GPU state (whose buffers are allocated on first
