@@ -121,8 +121,12 @@ compare_json() {
 
 vmaf_cuda() { echo "libvmaf_cuda=log_fmt=json:log_path=$WORK/$1.json"; }
 vmaf_cpu() { echo "libvmaf=log_fmt=json:log_path=$WORK/$1.json"; }
+# one CUDA device for both decoders and the filters (-hwaccel_device N
+# would open a context per input)
 HWDEV=(-init_hw_device "cuda=cu:$DEV" -filter_hw_device cu)
-NVDEC=(-hwaccel cuda -hwaccel_device "$DEV" -hwaccel_output_format cuda)
+NVDEC=(-hwaccel cuda -hwaccel_device cu -hwaccel_output_format cuda)
+# FFmpeg's documented form, the device picked by FFmpeg
+NVDEC_PLAIN=(-hwaccel cuda -hwaccel_output_format cuda)
 TO420='scale_cuda=format=yuv420p:interp_algo=nearest'
 
 # ------------------------------------------------------------------ filters
@@ -149,7 +153,7 @@ in_() { echo "$B/inputs/$1_$2.mp4"; }
 # ------------------------------------------------------------------ no device
 
 if [ $NO_DEVICE = 1 ]; then
-    ff no-device.nvdec "${NVDEC[@]}" -i "$(in_ "$first_parity" dist)" "${NVDEC[@]}" -i "$(in_ "$first_parity" ref)" \
+    ff no-device.nvdec "${NVDEC_PLAIN[@]}" -i "$(in_ "$first_parity" dist)" "${NVDEC_PLAIN[@]}" -i "$(in_ "$first_parity" ref)" \
         -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda no-device.nvdec)" -f null -
     if [ "$RC" = 0 ]; then
         fail "no-device.nvdec: succeeded: there is a device here, run without --no-device"
@@ -175,9 +179,11 @@ fi
 
 # ------------------------------------------------------------------ NVDEC?
 
-ff nvdec-probe "${NVDEC[@]}" -i "$(in_ "$first_parity" ref)" -f null -
+ff nvdec-probe "${HWDEV[@]}" "${NVDEC[@]}" -i "$(in_ "$first_parity" ref)" -f null -
 USE_NVDEC=0
-if [ "$RC" = 0 ]; then
+if ! echo "$filters" | grep -q ' scale_cuda '; then
+    note "no scale_cuda in this ffmpeg: NVDEC's nv12 frames cannot reach libvmaf_cuda; encoded inputs are decoded in software and uploaded with hwupload_cuda instead"
+elif [ "$RC" = 0 ]; then
     USE_NVDEC=1
     pass "NVDEC decodes $(basename "$(in_ "$first_parity" ref)") into CUDA frames"
 else
@@ -212,7 +218,7 @@ for line in "${INPUTS[@]}"; do
     ran_ok "$name.cpu" || continue
     if [ $USE_NVDEC = 1 ]; then
         label="$name.nvdec"
-        ff "$label" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        ff "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
             -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda "$label")" -f null -
     else
         label="$name.swdec-upload"
@@ -221,6 +227,28 @@ for line in "${INPUTS[@]}"; do
     fi
     ran_ok "$label" || continue
     compare_json "$label" "$WORK/$name.cpu.json" "libvmaf (CPU) on software-decoded $codec"
+done
+
+# 10-bit HEVC: NVDEC gives p010le, scale_cuda turns it into yuv444p16 (the
+# other format libvmaf_cuda takes: bpc 16, the 10 bits at the top of each
+# sample). The CPU filter reads the same frames, downloaded (hwdownload).
+TO444='scale_cuda=format=yuv444p16:interp_algo=nearest'
+for line in "${INPUTS[@]}"; do
+    read -r name codec clip kind <<<"$line"
+    [ "$kind" = 10bit ] || continue
+    if [ $USE_NVDEC = 0 ]; then
+        note "$name: skipped (10-bit needs NVDEC and scale_cuda)"
+        continue
+    fi
+    d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+    ff "$name.cpu" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v]$TO444,hwdownload,format=yuv444p16[d];[1:v]$TO444,hwdownload,format=yuv444p16[r];[d][r]$(vmaf_cpu "$name.cpu")" -f null -
+    ran_ok "$name.cpu" || continue
+    label="$name.nvdec"
+    ff "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v]$TO444[d];[1:v]$TO444[r];[d][r]$(vmaf_cuda "$label")" -f null -
+    ran_ok "$label" || continue
+    compare_json "$label" "$WORK/$name.cpu.json" "libvmaf (CPU) on the same NVDEC frames (yuv444p16, downloaded)"
 done
 
 # ------------------------------------------------------------------ unsupported formats
@@ -234,7 +262,7 @@ if [ $USE_NVDEC = 1 ]; then
         case $kind in parity) want=nv12 ;; 10bit) want=p010le ;; *) continue ;; esac
         [ -n "${SEEN_FMT[$want]:-}" ] && continue
         SEEN_FMT[$want]=1
-        ff "unsupported.$name" "${NVDEC[@]}" -i "$(in_ "$name" dist)" "${NVDEC[@]}" -i "$(in_ "$name" ref)" \
+        ff "unsupported.$name" "${NVDEC_PLAIN[@]}" -i "$(in_ "$name" dist)" "${NVDEC_PLAIN[@]}" -i "$(in_ "$name" ref)" \
             -lavfi "[0:v][1:v]$(vmaf_cuda "unsupported.$name")" -f null -
         expect_clean_failure "unsupported.$name" "Unsupported input format: $want"
     done
@@ -261,12 +289,12 @@ for line in "${INPUTS[@]}"; do
     d=$(in_ "$name" dist) r=$(in_ "$name" ref)
     loop=(-stream_loop $((LOOPS - 1)))
     if [ $USE_NVDEC = 1 ]; then
-        ff "$name.decode" -progress "$WORK/$name.decode.progress" "${loop[@]}" "${NVDEC[@]}" -i "$d" -f null -
+        ff "$name.decode" -progress "$WORK/$name.decode.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" -f null -
         ran_ok "$name.decode" && fps_line "$name.decode" "$codec $clip NVDEC decode only (1 stream)"
-        ff "$name.decode2" -progress "$WORK/$name.decode2.progress" "${loop[@]}" "${NVDEC[@]}" -i "$d" \
+        ff "$name.decode2" -progress "$WORK/$name.decode2.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" \
             "${loop[@]}" "${NVDEC[@]}" -i "$r" -map 0:v -f null - -map 1:v -f null -
         ran_ok "$name.decode2" && fps_line "$name.decode2" "$codec $clip NVDEC decode only (2 streams)"
-        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${loop[@]}" "${NVDEC[@]}" -i "$d" "${loop[@]}" "${NVDEC[@]}" -i "$r" \
+        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" "${loop[@]}" "${NVDEC[@]}" -i "$r" \
             -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda "$name.vmaf")" -f null -
         ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$codec $clip NVDEC + libvmaf_cuda"
     else

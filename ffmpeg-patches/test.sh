@@ -413,7 +413,7 @@ sys.exit(0 if ok else 2)'
 }
 
 find_nvcodec() {
-    local v dir src
+    local v dir src orig
     if [ -n "${VMAF_FFMPEG_NVCODEC_HEADERS:-}" ]; then
         NVCODEC_PC="$VMAF_FFMPEG_NVCODEC_HEADERS/lib/pkgconfig"
         if ! NVCODEC_VERSION=$(ffnvcodec_ok "$NVCODEC_PC"); then
@@ -431,13 +431,25 @@ find_nvcodec() {
     [ -n "$v" ] && log "system ffnvcodec $v is too old for FFmpeg 7.1's configure"
     dir="$CACHE/nv-codec-headers-$NVCODEC_DEB_VERSION"
     if [ ! -f "$dir/lib/pkgconfig/ffnvcodec.pc" ]; then
-        if ! STEP_SOFT=1 fetch_deb_source nv-codec-headers "$NVCODEC_DEB_VERSION" "$CACHE/src-nv-codec-headers"; then
+        # Only the upstream tarball is needed (headers, Makefile, .pc): apt
+        # checks its hash against the signed index even when another file of
+        # the source package cannot be fetched (a mirror lacking the
+        # .debian.tar.xz, seen here), so such a failure is not fatal.
+        orig="$CACHE/src-nv-codec-headers/nv-codec-headers_${NVCODEC_DEB_VERSION%-*}.orig.tar.xz"
+        if [ ! -f "$orig" ]; then
+            STEP_SOFT=1 fetch_deb_source nv-codec-headers "$NVCODEC_DEB_VERSION" "$CACHE/src-nv-codec-headers" || true
+            if [ -f "$CACHE/src-nv-codec-headers.tmp/$(basename "$orig")" ]; then
+                rm -rf "$CACHE/src-nv-codec-headers"
+                mv "$CACHE/src-nv-codec-headers.tmp" "$CACHE/src-nv-codec-headers"
+            fi
+        fi
+        if [ ! -f "$orig" ]; then
             cuda_skip "no nv-codec-headers: apt-get source nv-codec-headers=$NVCODEC_DEB_VERSION ($DEB_SUITE) failed; set VMAF_FFMPEG_NVCODEC_HEADERS (see the head of $0)"
             return 1
         fi
         src="$WORK/nv-codec-headers"
-        if ! STEP_SOFT=1 step nv-codec-headers-install sh -c "rm -rf '$src' '$dir' &&
-            dpkg-source --no-copy -x '$CACHE/src-nv-codec-headers/nv-codec-headers_$NVCODEC_DEB_VERSION.dsc' '$src' &&
+        if ! STEP_SOFT=1 step nv-codec-headers-install sh -c "rm -rf '$src' '$dir' && mkdir -p '$src' &&
+            tar -xJf '$orig' -C '$src' --strip-components=1 &&
             make -C '$src' install PREFIX='$dir'"; then
             cuda_skip "nv-codec-headers $NVCODEC_DEB_VERSION did not install"
             return 1
@@ -568,7 +580,8 @@ encode_cuda_inputs() {
         esac
         for side in ref dist; do
             src="$ROOT/tests/data/clips/${side}_$clip.y4m.xz"
-            STEP_SOFT=1 step "encode-${name}_$side" sh -c 'xz -dc "$1" | "$2" -nostdin -hide_banner -y -f yuv4mpegpipe -i - "$@" -an "$3"' \
+            STEP_SOFT=1 step "encode-${name}_$side" sh -c 'src=$1 enc=$2 out=$3; shift 3
+                xz -dc "$src" | "$enc" -nostdin -hide_banner -y -f yuv4mpegpipe -i - "$@" -an "$out"' \
                 sh "$src" "$ENCODER" "$dir.tmp/${name}_$side.mp4" "${opts[@]}" || return 1
         done
     done <<<"$CUDA_INPUTS"
@@ -599,13 +612,14 @@ cuda_variant() {
     [ "$CUDA" = 0 ] && return 0
     check_encoder || return 0
     find_nvcodec || return 0
+    # with its prerequisites there, a failure is one
     if ! build_ffmpeg_cuda; then
-        cuda_skip "FFmpeg build failed (log above)"
+        fail "CUDA variant: FFmpeg build failed (log above)"
         return 0
     fi
     pass "FFmpeg $DEB_VERSION unmodified (no patch; vf_libvmaf.c is the release's), ffnvcodec $NVCODEC_VERSION: configure enabled libvmaf_cuda_filter with our libvmaf.pc$([ "$CUDA_SCALE" = 1 ] && echo ", scale_cuda (PTX by clang)")"
     if ! encode_cuda_inputs; then
-        cuda_skip "encoding the inputs failed (log above)"
+        fail "CUDA variant: encoding the inputs failed (log above)"
         return 0
     fi
     pass "CUDA inputs (H.264 crf 18, HEVC crf 20, HEVC Main10 crf 20): $CUDA_INPUT_DIR"
