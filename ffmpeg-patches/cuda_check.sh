@@ -177,6 +177,18 @@ if [ $NO_DEVICE = 1 ]; then
     exit $FAILED
 fi
 
+# ------------------------------------------------------------------ device?
+
+clip=$(awk -v n="$first_parity" '$1 == n { print $3 }' "$B/inputs/list")
+ff device-probe "${HWDEV[@]}" -i "$WORK/clips/ref_$clip.y4m" -frames:v 1 -vf hwupload_cuda -f null -
+if [ "$RC" != 0 ]; then
+    tail -n 10 "$WORK/device-probe.err"
+    fail "no usable NVIDIA device $DEV ($(first_error device-probe)); on a machine without one, run with --no-device"
+    summary
+    exit 1
+fi
+pass "CUDA device $DEV: hwupload_cuda works"
+
 # ------------------------------------------------------------------ NVDEC?
 
 ff nvdec-probe "${HWDEV[@]}" "${NVDEC[@]}" -i "$(in_ "$first_parity" ref)" -f null -

@@ -73,7 +73,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --prebuilt) PREBUILT=$(cd "$2" && pwd); shift 2 ;;
     --cuda-only) CUDA_ONLY=1; shift ;;
-    -h|--help) sed -n '2,62p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
