@@ -5,6 +5,12 @@
 #   ffmpeg-patches/test.sh                  build everything, run the CPU checks
 #   ffmpeg-patches/test.sh --prebuilt DIR   only run the checks with DIR/bin/ffmpeg
 #                                           (DIR/lib holds libvmaf.so.3)
+#   ffmpeg-patches/test.sh --cuda-only      only (re)make the CUDA bundle (library
+#                                           rebuilt, FFmpeg and inputs cached) and
+#                                           check it (no GPU: clean failures)
+#   VMAF_FFMPEG_CUDA=1 ffmpeg-patches/test.sh --prebuilt CUDA_BUNDLE
+#                                           GPU machine: the libvmaf_cuda checks
+#                                           (cuda_check.sh in the bundle)
 #
 # Environment:
 #   VMAF_FFMPEG_CACHE       cache for the FFmpeg source and build, and the meson
@@ -22,6 +28,27 @@
 #                           fail cleanly (a machine without GPU).
 #   VMAF_FFMPEG_NOHIP       0: skip the second FFmpeg build (without
 #                           --enable-libvmaf-hip) and its checks
+#   VMAF_FFMPEG_CUDA        the CUDA variant: an unmodified FFmpeg (Debian source,
+#                           no patch) with ffnvcodec, NVDEC and libvmaf_cuda, plus
+#                           H.264/HEVC inputs, bundled in VMAF_FFMPEG_CUDA_BUNDLE.
+#                           auto (default): built when its prerequisites are
+#                           there, else skipped with the reason; 0: skipped;
+#                           1: required. With --prebuilt, 1 runs the CUDA checks
+#                           (DIR is then a CUDA bundle) instead of the libvmaf ones.
+#   VMAF_FFMPEG_CUDA_BUNDLE default $VMAF_FFMPEG_CACHE/bundle-cuda
+#   VMAF_FFMPEG_NVCODEC_HEADERS  prefix of nv-codec-headers (>= 12.1.14.0, or an
+#                           11.1 >= 11.1.5.3 / 12.0 >= 12.0.16.1: FFmpeg 7.1's
+#                           configure refuses bookworm's 11.1.5.2), i.e. with
+#                           lib/pkgconfig/ffnvcodec.pc. Unset: ffnvcodec from
+#                           pkg-config if recent enough, else Debian trixie's
+#                           nv-codec-headers source package (cached), else skip.
+#                           From GitHub: git clone
+#                           https://github.com/FFmpeg/nv-codec-headers -b n12.1.14.0
+#                           && make -C nv-codec-headers install PREFIX=DIR
+#   VMAF_FFMPEG_ENCODER     an ffmpeg with libx264 and libx265 to encode the CUDA
+#                           inputs (default: ffmpeg on PATH; apt-get install ffmpeg)
+#   VMAF_FFMPEG_NVCC        clang that compiles scale_cuda's PTX (cuda_llvm;
+#                           default: clang, clang-19 ... clang-14 on PATH)
 #   VMAF_FFMPEG_JOBS        make -j (default 2)
 #   VMAF_FFMPEG_KEEP        1: keep the temporary work directory
 #
@@ -37,15 +64,27 @@ HIP_DEVICE=${VMAF_FFMPEG_HIP_DEVICE:-}
 DEB_VERSION='7:7.1.5-0+deb13u1'
 DEB_SUITE=trixie
 PREBUILT=
+CUDA=${VMAF_FFMPEG_CUDA:-auto}
+CUDA_BUNDLE=${VMAF_FFMPEG_CUDA_BUNDLE:-$CACHE/bundle-cuda}
+CUDA_ONLY=0
+NVCODEC_DEB_VERSION=12.1.14.0-1
 
 while [ $# -gt 0 ]; do
     case $1 in
     --prebuilt) PREBUILT=$(cd "$2" && pwd); shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --cuda-only) CUDA_ONLY=1; shift ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
     esac
 done
 case $HIP_DEVICE in ''|[0-9]|[0-9][0-9]) ;; *) echo "bad VMAF_FFMPEG_HIP_DEVICE" >&2; exit 2 ;; esac
+case $CUDA in auto|0|1) ;; *) echo "bad VMAF_FFMPEG_CUDA (auto, 0 or 1)" >&2; exit 2 ;; esac
+[ $CUDA_ONLY = 1 ] && [ "$CUDA" = 0 ] && { echo "--cuda-only with VMAF_FFMPEG_CUDA=0" >&2; exit 2; }
+
+# GPU machine: the CUDA bundle carries its own checker
+if [ -n "$PREBUILT" ] && [ "$CUDA" = 1 ]; then
+    exec "$HERE/cuda_check.sh" "$PREBUILT"
+fi
 
 mkdir -p "$CACHE"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vmaf-hip-ffmpeg.XXXXXX")
@@ -77,6 +116,8 @@ step() {
         return 0
     fi
     tail -n 40 "$logf"
+    # the optional CUDA variant is skipped, not failed, on a missing prerequisite
+    [ "${STEP_SOFT:-0}" = 1 ] && return 1
     die "$name (log above: $logf)"
 }
 
@@ -191,19 +232,27 @@ apt_update_source_index() {
     return 1
 }
 
-fetch_source() {
-    local dsc="$CACHE/src/ffmpeg_${DEB_VERSION#*:}.dsc"
+# $1 source package, $2 version, $3 directory (in the cache) for its files;
+# fetched once (the index update once per run).
+fetch_deb_source() {
+    local pkg=$1 version=$2 dir=$3 dsc="$3/$1_${2#*:}.dsc"
     if [ -f "$dsc" ]; then
-        log "FFmpeg source: cached $dsc"
+        log "$pkg source: cached $dsc"
         return 0
     fi
-    step apt-update apt_update_source_index
-    pass "apt: deb-src index for $DEB_SUITE verified with keys: $(cat "$WORK/apt/how")"
-    rm -rf "$CACHE/src.tmp" && mkdir -p "$CACHE/src.tmp"
+    if [ ! -f "$WORK/apt/how" ]; then
+        step apt-update apt_update_source_index || return 1
+        pass "apt: deb-src index for $DEB_SUITE verified with keys: $(cat "$WORK/apt/how")"
+    fi
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
     # shellcheck disable=SC2046
-    step apt-source sh -c "cd '$CACHE/src.tmp' && apt-get $(apt_opts "$(cat "$WORK/apt/extra")") source --download-only 'ffmpeg=$DEB_VERSION'"
-    rm -rf "$CACHE/src" && mv "$CACHE/src.tmp" "$CACHE/src"
-    [ -f "$dsc" ] || die "apt-get source did not produce $dsc"
+    step "apt-source-$pkg" sh -c "cd '$dir.tmp' && apt-get $(apt_opts "$(cat "$WORK/apt/extra")") source --download-only '$pkg=$version'" || return 1
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+    [ -f "$dsc" ] || { fail "apt-get source did not produce $dsc"; return 1; }
+}
+
+fetch_source() {
+    fetch_deb_source ffmpeg "$DEB_VERSION" "$CACHE/src"
 }
 
 # ---------------------------------------------------------------- FFmpeg build
@@ -291,6 +340,311 @@ build_ffmpeg() {
     fi
     mkdir -p "$PREFIX/bin"
     cp "$tree/ffmpeg" "$PREFIX/bin/$bin"
+}
+
+# ---------------------------------------------------------------- CUDA variant
+#
+# FFmpeg's libvmaf_cuda filter, unmodified: our patch changes code that
+# libvmaf_cuda runs too (the shared option table, init_cuda(), uninit()), so
+# this variant is built from the pristine Debian source (Debian carries no
+# patches for FFmpeg 7.1.5), whose libavfilter/vf_libvmaf.c is checked to be
+# upstream's release tarball's. Its libvmaf filter, on the CPU with our
+# library, is the reference in the checks.
+
+FF_CUDA_CONFIGURE=(
+    --disable-everything --disable-autodetect --disable-doc --disable-debug
+    --disable-network --disable-x86asm --disable-programs --enable-ffmpeg
+    --disable-avdevice --disable-swresample
+    --enable-protocol=file,pipe
+    --enable-demuxer=yuv4mpegpipe,rawvideo,mov,h264,hevc
+    --enable-parser=h264,hevc
+    --enable-decoder=rawvideo,h264,hevc
+    --enable-encoder=wrapped_avframe
+    --enable-muxer=null
+    --enable-filter=libvmaf,libvmaf_cuda,hwupload_cuda,hwdownload,scale,format,null
+    --enable-ffnvcodec --enable-cuda --enable-nvdec --enable-hwaccel=h264_nvdec,hevc_nvdec
+    --enable-libvmaf
+    --disable-iconv
+    '--extra-ldexeflags=-Wl,--enable-new-dtags,-rpath,\\\$\$ORIGIN/../lib'
+)
+# scale_cuda (NVDEC gives nv12/p010, libvmaf_cuda takes yuv420p/yuv444p16)
+# needs its kernels compiled to PTX: clang does that without the CUDA toolkit
+# (cuda_llvm; FFmpeg's compat/cuda headers stand in for CUDA's).
+FF_CUDA_SCALE=(--enable-filter=scale_cuda --enable-cuda-llvm)
+
+# encoded inputs: name codec clip kind (cuda_check.sh's inputs/list)
+CUDA_INPUTS='h264_natural_576x324 h264 natural_576x324_420p8 parity
+hevc_natural_576x324 hevc natural_576x324_420p8 parity
+h264_life_320x240 h264 life_320x240_420p8 parity
+hevc_life_320x240 hevc life_320x240_420p8 parity
+hevc10_natural_640x360 hevc natural_640x360_420p10 10bit
+h264_natural_1920x1080 h264 natural_1920x1080_420p8 throughput'
+# near-lossless, but real encodes
+X264_OPTS=(-c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p)
+X265_OPTS=(-c:v libx265 -preset medium -crf 20 -tag:v hvc1 -x265-params log-level=error)
+
+cuda_skip() {
+    if [ "$CUDA" = 1 ]; then
+        fail "CUDA variant: $1"
+    else
+        RESULTS+=("SKIP  CUDA variant: $1")
+        log "SKIP  CUDA variant: $1"
+    fi
+}
+
+NVCODEC_PC=   # directory with the ffnvcodec.pc to use ("" = pkg-config's own)
+NVCODEC_VERSION=
+# $1: directory for PKG_CONFIG_PATH or "". Prints ffnvcodec's version; fails
+# when there is none or FFmpeg 7.1's configure would refuse it.
+ffnvcodec_ok() {
+    PKG_CONFIG_PATH="$1${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" python3 -c '
+import subprocess, sys
+try:
+    v = subprocess.run(["pkg-config", "--modversion", "ffnvcodec"], capture_output=True,
+                       text=True, check=True).stdout.strip()
+    t = tuple(int(x) for x in v.split("."))
+except Exception:
+    sys.exit(1)
+print(v)
+# the ranges of configure'"'"'s check_pkg_config ffnvcodec lines
+ok = (t >= (12, 1, 14, 0) or (12, 0, 16, 1) <= t < (12, 1) or (11, 1, 5, 3) <= t < (12, 0)
+      or (11, 0, 10, 3) <= t < (11, 1) or (8, 1, 24, 15) <= t < (8, 2))
+sys.exit(0 if ok else 2)'
+}
+
+find_nvcodec() {
+    local v dir src orig
+    if [ -n "${VMAF_FFMPEG_NVCODEC_HEADERS:-}" ]; then
+        NVCODEC_PC="$VMAF_FFMPEG_NVCODEC_HEADERS/lib/pkgconfig"
+        if ! NVCODEC_VERSION=$(ffnvcodec_ok "$NVCODEC_PC"); then
+            cuda_skip "VMAF_FFMPEG_NVCODEC_HEADERS=$VMAF_FFMPEG_NVCODEC_HEADERS: no ffnvcodec.pc there that FFmpeg 7.1 accepts (${NVCODEC_VERSION:-none})"
+            return 1
+        fi
+        log "nv-codec-headers $NVCODEC_VERSION: $VMAF_FFMPEG_NVCODEC_HEADERS"
+        return 0
+    fi
+    if v=$(ffnvcodec_ok ""); then
+        NVCODEC_PC= NVCODEC_VERSION=$v
+        log "nv-codec-headers $v: pkg-config (system)"
+        return 0
+    fi
+    [ -n "$v" ] && log "system ffnvcodec $v is too old for FFmpeg 7.1's configure"
+    dir="$CACHE/nv-codec-headers-$NVCODEC_DEB_VERSION"
+    if [ ! -f "$dir/lib/pkgconfig/ffnvcodec.pc" ]; then
+        # Only the upstream tarball is needed (headers, Makefile, .pc): apt
+        # checks its hash against the signed index even when another file of
+        # the source package cannot be fetched (a mirror lacking the
+        # .debian.tar.xz, seen here), so such a failure is not fatal.
+        orig="$CACHE/src-nv-codec-headers/nv-codec-headers_${NVCODEC_DEB_VERSION%-*}.orig.tar.xz"
+        if [ ! -f "$orig" ]; then
+            STEP_SOFT=1 fetch_deb_source nv-codec-headers "$NVCODEC_DEB_VERSION" "$CACHE/src-nv-codec-headers" || true
+            if [ -f "$CACHE/src-nv-codec-headers.tmp/$(basename "$orig")" ]; then
+                rm -rf "$CACHE/src-nv-codec-headers"
+                mv "$CACHE/src-nv-codec-headers.tmp" "$CACHE/src-nv-codec-headers"
+            fi
+        fi
+        if [ ! -f "$orig" ]; then
+            cuda_skip "no nv-codec-headers: apt-get source nv-codec-headers=$NVCODEC_DEB_VERSION ($DEB_SUITE) failed; set VMAF_FFMPEG_NVCODEC_HEADERS (see the head of $0)"
+            return 1
+        fi
+        src="$WORK/nv-codec-headers"
+        if ! STEP_SOFT=1 step nv-codec-headers-install sh -c "rm -rf '$src' '$dir' && mkdir -p '$src' &&
+            tar -xJf '$orig' -C '$src' --strip-components=1 &&
+            make -C '$src' install PREFIX='$dir'"; then
+            cuda_skip "nv-codec-headers $NVCODEC_DEB_VERSION did not install"
+            return 1
+        fi
+    fi
+    NVCODEC_PC="$dir/lib/pkgconfig"
+    if ! NVCODEC_VERSION=$(ffnvcodec_ok "$NVCODEC_PC"); then
+        cuda_skip "$dir: unusable ffnvcodec.pc"
+        return 1
+    fi
+    log "nv-codec-headers $NVCODEC_VERSION: $dir (Debian $DEB_SUITE source package)"
+}
+
+find_clang() {
+    local c
+    for c in ${VMAF_FFMPEG_NVCC:-clang clang-19 clang-18 clang-17 clang-16 clang-15 clang-14}; do
+        if command -v "$c" >/dev/null; then
+            echo "$c"
+            return 0
+        fi
+    done
+    return 1
+}
+
+ENCODER=${VMAF_FFMPEG_ENCODER:-ffmpeg}
+check_encoder() {
+    local encs
+    if ! command -v "$ENCODER" >/dev/null; then
+        cuda_skip "no '$ENCODER' to encode the H.264/HEVC inputs (apt-get install ffmpeg, or set VMAF_FFMPEG_ENCODER)"
+        return 1
+    fi
+    encs=$("$ENCODER" -hide_banner -encoders 2>/dev/null || true)
+    if ! echo "$encs" | grep -q ' libx264 ' || ! echo "$encs" | grep -q ' libx265 '; then
+        cuda_skip "$ENCODER has no libx264/libx265 encoder (set VMAF_FFMPEG_ENCODER)"
+        return 1
+    fi
+}
+
+# $1: tree, $2: clang or empty
+configure_ffmpeg_cuda() {
+    local tree=$1 nvcc=$2 orig
+    cd "$tree"
+    # unmodified: no Debian patch, and the filter's source is the release's
+    if [ -f debian/patches/series ] && grep -qv '^\s*\(#\|$\)' debian/patches/series; then
+        echo "debian/patches/series is not empty"
+        return 1
+    fi
+    orig=$(ls "$CACHE"/src/ffmpeg_*.orig.tar.xz)
+    tar -xJOf "$orig" "ffmpeg-$(echo "${DEB_VERSION#*:}" | sed 's/-.*//')/libavfilter/vf_libvmaf.c" | cmp - libavfilter/vf_libvmaf.c
+    echo "libavfilter/vf_libvmaf.c: identical to $(basename "$orig")'s"
+    if [ -n "$nvcc" ]; then
+        set -- "${FF_CUDA_SCALE[@]}" "--nvcc=$nvcc"
+    else
+        set --
+    fi
+    PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${NVCODEC_PC:+:$NVCODEC_PC}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
+        ./configure "${FF_CUDA_CONFIGURE[@]}" "$@"
+    # configure's own probe for the filter (check_pkg_config libvmaf_cuda
+    # "libvmaf >= 2.0.0" libvmaf_cuda.h vmaf_cuda_state_init), against our
+    # libvmaf.pc; what it enabled
+    grep -F 'check_pkg_config libvmaf_cuda' ffbuild/config.log
+    grep '^#define CONFIG_LIBVMAF_CUDA_FILTER 1$' config_components.h
+    grep '^#define CONFIG_LIBVMAF_FILTER 1$' config_components.h
+    grep '^#define CONFIG_HWUPLOAD_CUDA_FILTER 1$' config_components.h
+    grep '^#define CONFIG_H264_NVDEC_HWACCEL 1$' config_components.h
+    grep '^#define CONFIG_HEVC_NVDEC_HWACCEL 1$' config_components.h
+    if [ -n "$nvcc" ]; then grep '^#define CONFIG_SCALE_CUDA_FILTER 1$' config_components.h; fi
+    grep -F 'rpath,\$$ORIGIN/../lib' ffbuild/config.mak
+}
+
+# $1: clang (or "none")
+cuda_build_key() {
+    { echo "cuda $DEB_VERSION $NVCODEC_VERSION $1"
+      [ "$1" = none ] || "$1" --version 2>/dev/null | head -n 1
+      printf '%s\n' "${FF_CUDA_CONFIGURE[@]}" "${FF_CUDA_SCALE[@]}"
+      cat "$ROOT"/include/libvmaf/*.h; } | sha256sum | cut -c1-16
+}
+
+# installs $PREFIX/bin/ffmpeg-cuda; CUDA_SCALE=1 when scale_cuda is in it
+CUDA_SCALE=0
+build_ffmpeg_cuda() {
+    local nvcc key tree
+    nvcc=$(find_clang) || nvcc=
+    CUDA_SCALE=1
+    if [ -z "$nvcc" ]; then
+        CUDA_SCALE=0
+        RESULTS+=("NOTE  CUDA variant: no clang to compile scale_cuda's PTX (cuda_llvm): without scale_cuda NVDEC's nv12 frames cannot reach libvmaf_cuda, only uploaded ones")
+    fi
+    key=$(cuda_build_key "${nvcc:-none}")
+    tree="$CACHE/ffmpeg-cuda-$key"
+    if [ -x "$tree/ffmpeg" ] && [ -f "$tree/.vmaf-hip-built" ]; then
+        log "FFmpeg (cuda): cached build $tree"
+    else
+        rm -rf "$CACHE/ffmpeg-cuda-"*
+        STEP_SOFT=1 step ffmpeg-cuda-extract \
+            dpkg-source --no-copy -x "$CACHE/src/ffmpeg_${DEB_VERSION#*:}.dsc" "$tree" || return 1
+        STEP_SOFT=1 step ffmpeg-cuda-configure configure_ffmpeg_cuda "$tree" "$nvcc" || return 1
+        STEP_SOFT=1 step ffmpeg-cuda-make make -C "$tree" -j"$JOBS" ffmpeg || return 1
+        grep -F -e 'check_pkg_config libvmaf_cuda' -e 'identical to' "$WORK/ffmpeg-cuda-configure.log" \
+            >"$tree/.vmaf-hip-configure.txt" || true
+        touch "$tree/.vmaf-hip-built"
+    fi
+    cat "$tree/.vmaf-hip-configure.txt" 2>/dev/null || true
+    mkdir -p "$PREFIX/bin"
+    cp "$tree/ffmpeg" "$PREFIX/bin/ffmpeg-cuda"
+}
+
+# encodes the inputs into $CACHE/cuda-inputs-<key>; sets CUDA_INPUT_DIR
+CUDA_INPUT_DIR=
+encode_cuda_inputs() {
+    local key dir name codec clip kind side src opts
+    key=$({ echo "$CUDA_INPUTS"; printf '%s\n' "${X264_OPTS[@]}" "${X265_OPTS[@]}"
+            "$ENCODER" -hide_banner -version | head -n 1
+            cat "$ROOT"/tests/data/clips/*_natural_*.y4m.xz "$ROOT"/tests/data/clips/*_life_*.y4m.xz
+          } | sha256sum | cut -c1-16)
+    dir="$CACHE/cuda-inputs-$key"
+    CUDA_INPUT_DIR=$dir
+    if [ -f "$dir/list" ]; then
+        log "CUDA inputs: cached $dir"
+        return 0
+    fi
+    rm -rf "$CACHE/cuda-inputs-"* && mkdir -p "$dir.tmp"
+    while read -r name codec clip kind; do
+        case $codec-$kind in
+        h264-*) opts=("${X264_OPTS[@]}") ;;
+        hevc-10bit) opts=("${X265_OPTS[@]}" -pix_fmt yuv420p10le -profile:v main10) ;;
+        *) opts=("${X265_OPTS[@]}" -pix_fmt yuv420p) ;;
+        esac
+        for side in ref dist; do
+            src="$ROOT/tests/data/clips/${side}_$clip.y4m.xz"
+            STEP_SOFT=1 step "encode-${name}_$side" sh -c 'src=$1 enc=$2 out=$3; shift 3
+                xz -dc "$src" | "$enc" -nostdin -hide_banner -y -f yuv4mpegpipe -i - "$@" -an "$out"' \
+                sh "$src" "$ENCODER" "$dir.tmp/${name}_$side.mp4" "${opts[@]}" || return 1
+        done
+    done <<<"$CUDA_INPUTS"
+    echo "$CUDA_INPUTS" >"$dir.tmp/list"
+    mv "$dir.tmp" "$dir"
+}
+
+# bin/ffmpeg, lib/libvmaf.so.3, inputs/, clips/ (the parity clips' y4m.xz),
+# expected/ (upstream libvmaf's logs of them), cuda_check.sh, vmaf_json_cmp.py
+assemble_cuda_bundle() {
+    local lib clip
+    rm -rf "$CUDA_BUNDLE"
+    mkdir -p "$CUDA_BUNDLE/bin" "$CUDA_BUNDLE/lib" "$CUDA_BUNDLE/clips" "$CUDA_BUNDLE/expected"
+    cp "$PREFIX/bin/ffmpeg-cuda" "$CUDA_BUNDLE/bin/ffmpeg"
+    for lib in $(readelf -d "$CUDA_BUNDLE/bin/ffmpeg" | sed -n 's/.*(NEEDED).*\[\(libvmaf[^]]*\)\].*/\1/p'); do
+        cp -L "$PREFIX/lib/$lib" "$CUDA_BUNDLE/lib/"
+    done
+    cp -r "$CUDA_INPUT_DIR" "$CUDA_BUNDLE/inputs"
+    for clip in $(echo "$CUDA_INPUTS" | awk '$4 == "parity" { print $3 }' | sort -u); do
+        cp "$ROOT/tests/data/clips/ref_$clip.y4m.xz" "$ROOT/tests/data/clips/dist_$clip.y4m.xz" "$CUDA_BUNDLE/clips/"
+        cp "$ROOT/tests/data/expected/$clip.json" "$CUDA_BUNDLE/expected/"
+    done
+    cp "$HERE/cuda_check.sh" "$HERE/vmaf_json_cmp.py" "$CUDA_BUNDLE/"
+}
+
+cuda_variant() {
+    local sz line
+    [ "$CUDA" = 0 ] && return 0
+    check_encoder || return 0
+    find_nvcodec || return 0
+    # with its prerequisites there, a failure is one
+    if ! build_ffmpeg_cuda; then
+        fail "CUDA variant: FFmpeg build failed (log above)"
+        return 0
+    fi
+    pass "FFmpeg $DEB_VERSION unmodified (no patch; vf_libvmaf.c is the release's), ffnvcodec $NVCODEC_VERSION: configure enabled libvmaf_cuda_filter with our libvmaf.pc$([ "$CUDA_SCALE" = 1 ] && echo ", scale_cuda (PTX by clang)")"
+    if ! encode_cuda_inputs; then
+        fail "CUDA variant: encoding the inputs failed (log above)"
+        return 0
+    fi
+    pass "CUDA inputs (H.264 crf 18, HEVC crf 20, HEVC Main10 crf 20): $CUDA_INPUT_DIR"
+    assemble_cuda_bundle
+    check_binary "$CUDA_BUNDLE/bin/ffmpeg"
+    sz=$(du -sk "$CUDA_BUNDLE" | cut -f1)
+    if [ "$sz" -le $((30 * 1024)) ]; then
+        pass "CUDA bundle: $CUDA_BUNDLE ($((sz / 1024)) MiB)"
+    else
+        fail "CUDA bundle: $CUDA_BUNDLE is $((sz / 1024)) MiB (> 30 MiB)"
+    fi
+    # the full checks where the NVIDIA driver has a device, else clean failures
+    set -- --no-device
+    [ -e /dev/nvidiactl ] && set --
+    log "cuda_check.sh $* $CUDA_BUNDLE"
+    "$CUDA_BUNDLE/cuda_check.sh" "$@" "$CUDA_BUNDLE" >"$WORK/cuda_check.log" 2>&1 || true
+    sed '/^=====/,$d' "$WORK/cuda_check.log" | grep -v '^\[ *[0-9]*s\] \(PASS\|FAIL\|NOTE\)  ' || true
+    while IFS= read -r line; do
+        case $line in
+        "PASS  "*) pass "cuda: ${line#PASS  }" ;;
+        "FAIL  "*) fail "cuda: ${line#FAIL  }" ;;
+        "NOTE  "*) RESULTS+=("NOTE  cuda: ${line#NOTE  }") ;;
+        esac
+    done < <(sed -n '/^=====/,$p' "$WORK/cuda_check.log")
+    grep -q '^ALL PASSED' "$WORK/cuda_check.log" || fail "cuda_check.sh $* did not pass (log: $WORK/cuda_check.log)"
 }
 
 # ---------------------------------------------------------------- checks
@@ -396,6 +750,12 @@ else
     step libvmaf_hip-build build_library
     pass "libvmaf_hip: meson build + install into a temporary prefix"
     fetch_source
+    if [ $CUDA_ONLY = 1 ]; then
+        cuda_variant
+        [ -d "$CUDA_BUNDLE" ] && log "CUDA bundle: $CUDA_BUNDLE ($(du -sh "$CUDA_BUNDLE" | cut -f1))"
+        summary
+        exit $FAILED
+    fi
     build_ffmpeg hip
     pass "FFmpeg $DEB_VERSION: patched (patch -p1 and git am), built with --enable-libvmaf-hip"
     if [ "${VMAF_FFMPEG_NOHIP:-1}" != 0 ]; then
@@ -466,6 +826,10 @@ if [ -z "$PREBUILT" ] && [ "${VMAF_FFMPEG_NOHIP:-1}" != 0 ]; then
     FF=
 fi
 
-[ -z "$PREBUILT" ] && log "relocatable ffmpeg + libvmaf_hip: $BUNDLE"
+if [ -z "$PREBUILT" ]; then
+    cuda_variant
+    log "relocatable ffmpeg + libvmaf_hip: $BUNDLE"
+    [ -d "$CUDA_BUNDLE" ] && [ "$CUDA" != 0 ] && log "CUDA bundle: $CUDA_BUNDLE ($(du -sh "$CUDA_BUNDLE" | cut -f1))"
+fi
 summary
 exit $FAILED

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# Checks FFmpeg's unmodified libvmaf_cuda filter with vmaf-hip's library, from
+# the CUDA bundle made by ffmpeg-patches/test.sh (bin/ffmpeg, lib/libvmaf.so.3,
+# inputs/, clips/, expected/, this script and vmaf_json_cmp.py).
+#
+#   cuda_check.sh [--no-device] [BUNDLE]     (BUNDLE: default this script's dir)
+#
+# With an NVIDIA GPU: libvmaf_cuda on NVDEC frames (scale_cuda to yuv420p,
+# nearest, so the luma is the decoder's) and on uploaded frames (hwupload_cuda)
+# must give the same JSON log, to the last printed digit, as the libvmaf filter
+# on the CPU on the same frames (software decode: H.264/HEVC decoding is
+# bit-exact); unsupported sw formats (nv12, p010le) must fail cleanly; a
+# throughput line for NVDEC + libvmaf_cuda against NVDEC decoding alone.
+# If NVDEC does not work, the encoded inputs are decoded in software and
+# uploaded, and the output says so.
+# --no-device: a machine without NVIDIA GPU; the CUDA pipelines must fail
+# cleanly (non-zero exit status, no signal).
+#
+# Environment: VMAF_FFMPEG_CUDA_LOOPS  times the 1080p clip is played for the
+#              throughput lines (default 75: 600 frames)
+#              VMAF_FFMPEG_CUDA_DEVICE CUDA device index (default 0)
+#              VMAF_FFMPEG_KEEP        1: keep the work directory
+# Exit status 0 when every check passed.
+set -euo pipefail
+
+NO_DEVICE=0
+if [ "${1:-}" = --no-device ]; then
+    NO_DEVICE=1
+    shift
+fi
+B=$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")}" && pwd)
+FF="$B/bin/ffmpeg"
+LOOPS=${VMAF_FFMPEG_CUDA_LOOPS:-75}
+DEV=${VMAF_FFMPEG_CUDA_DEVICE:-0}
+case $LOOPS$DEV in *[!0-9]*) echo "bad VMAF_FFMPEG_CUDA_LOOPS/DEVICE" >&2; exit 2 ;; esac
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/vmaf-cuda-check.XXXXXX")
+cleanup() { [ "${VMAF_FFMPEG_KEEP:-0}" = 1 ] && echo "work directory kept: $WORK" || rm -rf "$WORK"; }
+trap cleanup EXIT
+
+T0=$(date +%s)
+RESULTS=()
+FAILED=0
+log()  { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*"; }
+pass() { RESULTS+=("PASS  $1"); log "PASS  $1"; }
+fail() { RESULTS+=("FAIL  $1"); log "FAIL  $1"; FAILED=1; }
+note() { RESULTS+=("NOTE  $1"); log "NOTE  $1"; }
+summary() {
+    echo
+    echo "============ FFmpeg libvmaf_cuda filter (vmaf-hip, unmodified FFmpeg) ============"
+    [ ${#RESULTS[@]} -gt 0 ] && printf '%s\n' "${RESULTS[@]}"
+    echo "----------------------------------------------------------------------------------"
+    if [ $FAILED = 0 ]; then echo "ALL PASSED ($(($(date +%s) - T0)) s)"; else echo "FAILED ($(($(date +%s) - T0)) s)"; fi
+}
+
+for tool in python3 xz; do
+    command -v $tool >/dev/null || { fail "missing tool: $tool"; summary; exit 1; }
+done
+[ -x "$FF" ] || { fail "no $FF"; summary; exit 1; }
+
+# $1 label, then ffmpeg's arguments. stdout/stderr go to $WORK/<label>.{out,err};
+# RC is the exit status, or "signal N" (ffmpeg exits with its error code modulo
+# 256, so a shell's 128+N would be ambiguous); SECS the wall time.
+ff() {
+    local label=$1 t
+    shift
+    t=$(date +%s%N)
+    (ulimit -c 0; cd "$WORK" && python3 -c '
+import subprocess, sys
+r = subprocess.run(sys.argv[2:])
+with open(sys.argv[1], "w") as f:
+    f.write(f"signal {-r.returncode}" if r.returncode < 0 else str(r.returncode))
+' "$WORK/$label.rc" "$FF" -nostdin -hide_banner -loglevel info "$@" \
+        >"$WORK/$label.out" 2>"$WORK/$label.err") || true
+    RC=$(cat "$WORK/$label.rc" 2>/dev/null || echo "not run")
+    SECS=$(python3 -c "print(f'{($(date +%s%N) - $t) / 1e9:.2f}')")
+}
+
+# first error-looking line of a run's log
+first_error() {
+    grep -m1 -i 'error\|fail\|cannot\|unsupported\|no device\|not found' "$WORK/$1.err" |
+        sed 's/^\[[^]]*\] //' || true
+}
+
+# $1 label: the run must have failed cleanly, with $2 (grep -F) in its log
+expect_clean_failure() {
+    local label=$1 want=$2 msg
+    msg=$(grep -m1 -F -- "$want" "$WORK/$label.err" | sed 's/^\[[^]]*\] //' || true)
+    if [ "$RC" = 0 ]; then
+        fail "$label: ffmpeg succeeded"
+    elif [ "${RC#signal}" != "$RC" ]; then
+        tail -n 10 "$WORK/$label.err"
+        fail "$label: ffmpeg crashed ($RC)"
+    elif [ -z "$msg" ]; then
+        tail -n 10 "$WORK/$label.err"
+        fail "$label: exit status $RC but no '$want' in the log"
+    else
+        pass "$label: exit status $RC, \"$msg\""
+    fi
+}
+
+# $1 label: the run must have succeeded
+ran_ok() {
+    [ "$RC" = 0 ] && return 0
+    tail -n 15 "$WORK/$1.err"
+    fail "$1: ffmpeg exit status $RC: $(first_error "$1")"
+    return 1
+}
+
+# $1 label: every metric of $1.json (the libvmaf_cuda run) equal in $2 (a JSON
+# log of the same frames), to the last printed digit
+compare_json() {
+    local label=$1 ref=$2 what=$3 cmp
+    if cmp=$(python3 "$B/vmaf_json_cmp.py" "$WORK/$label.json" "$ref" 2>&1); then
+        pass "$label: = $what: $(echo "$cmp" | tail -n 1) ($(grep -o 'VMAF score: [0-9.]*' "$WORK/$label.err" | head -n 1), $SECS s)"
+    else
+        echo "$cmp" | head -n 20
+        fail "$label: != $what: $(echo "$cmp" | tail -n 1)"
+    fi
+}
+
+vmaf_cuda() { echo "libvmaf_cuda=log_fmt=json:log_path=$WORK/$1.json"; }
+vmaf_cpu() { echo "libvmaf=log_fmt=json:log_path=$WORK/$1.json"; }
+# one CUDA device for both decoders and the filters (-hwaccel_device N
+# would open a context per input)
+HWDEV=(-init_hw_device "cuda=cu:$DEV" -filter_hw_device cu)
+NVDEC=(-hwaccel cuda -hwaccel_device cu -hwaccel_output_format cuda)
+# FFmpeg's documented form, the device picked by FFmpeg
+NVDEC_PLAIN=(-hwaccel cuda -hwaccel_output_format cuda)
+TO420='scale_cuda=format=yuv420p:interp_algo=nearest'
+
+# ------------------------------------------------------------------ filters
+
+filters=$("$FF" -hide_banner -filters 2>&1 || true)
+for f in libvmaf libvmaf_cuda hwupload_cuda scale_cuda; do
+    if echo "$filters" | grep -q " $f "; then
+        pass "ffmpeg -filters lists $f"
+    else
+        fail "ffmpeg -filters: no $f"
+    fi
+done
+"$FF" -hide_banner -version | head -n 1
+
+mkdir -p "$WORK/clips"
+for c in "$B"/clips/*.y4m.xz; do
+    xz -dc "$c" >"$WORK/clips/$(basename "$c" .xz)"
+done
+# inputs/list: name codec clip kind (parity, 10bit or throughput)
+mapfile -t INPUTS < <(grep -v '^#' "$B/inputs/list")
+first_parity=$(printf '%s\n' "${INPUTS[@]}" | awk '$4 == "parity" { print $1; exit }')
+in_() { echo "$B/inputs/$1_$2.mp4"; }
+
+# ------------------------------------------------------------------ no device
+
+if [ $NO_DEVICE = 1 ]; then
+    ff no-device.nvdec "${NVDEC_PLAIN[@]}" -i "$(in_ "$first_parity" dist)" "${NVDEC_PLAIN[@]}" -i "$(in_ "$first_parity" ref)" \
+        -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda no-device.nvdec)" -f null -
+    if [ "$RC" = 0 ]; then
+        fail "no-device.nvdec: succeeded: there is a device here, run without --no-device"
+    elif [ "${RC#signal}" != "$RC" ]; then
+        fail "no-device.nvdec: ffmpeg crashed ($RC)"
+    else
+        pass "no-device.nvdec: NVDEC + libvmaf_cuda fails cleanly: exit status $RC, \"$(first_error no-device.nvdec)\""
+    fi
+    clip=$(awk -v n="$first_parity" '$1 == n { print $3 }' "$B/inputs/list")
+    ff no-device.upload "${HWDEV[@]}" -i "$WORK/clips/dist_$clip.y4m" -i "$WORK/clips/ref_$clip.y4m" \
+        -lavfi "[0:v]hwupload_cuda[d];[1:v]hwupload_cuda[r];[d][r]$(vmaf_cuda no-device.upload)" -f null -
+    if [ "$RC" = 0 ]; then
+        fail "no-device.upload: succeeded: there is a device here, run without --no-device"
+    elif [ "${RC#signal}" != "$RC" ]; then
+        fail "no-device.upload: ffmpeg crashed ($RC)"
+    else
+        pass "no-device.upload: hwupload_cuda + libvmaf_cuda fails cleanly: exit status $RC, \"$(first_error no-device.upload)\""
+    fi
+    note "skipped: no NVIDIA device (--no-device): no parity or throughput checks"
+    summary
+    exit $FAILED
+fi
+
+# ------------------------------------------------------------------ device?
+
+clip=$(awk -v n="$first_parity" '$1 == n { print $3 }' "$B/inputs/list")
+ff device-probe "${HWDEV[@]}" -i "$WORK/clips/ref_$clip.y4m" -frames:v 1 -vf hwupload_cuda -f null -
+if [ "$RC" != 0 ]; then
+    tail -n 10 "$WORK/device-probe.err"
+    fail "no usable NVIDIA device $DEV ($(first_error device-probe)); on a machine without one, run with --no-device"
+    summary
+    exit 1
+fi
+pass "CUDA device $DEV: hwupload_cuda works"
+
+# ------------------------------------------------------------------ NVDEC?
+
+ff nvdec-probe "${HWDEV[@]}" "${NVDEC[@]}" -i "$(in_ "$first_parity" ref)" -f null -
+USE_NVDEC=0
+if ! echo "$filters" | grep -q ' scale_cuda '; then
+    note "no scale_cuda in this ffmpeg: NVDEC's nv12 frames cannot reach libvmaf_cuda; encoded inputs are decoded in software and uploaded with hwupload_cuda instead"
+elif [ "$RC" = 0 ]; then
+    USE_NVDEC=1
+    pass "NVDEC decodes $(basename "$(in_ "$first_parity" ref)") into CUDA frames"
+else
+    tail -n 10 "$WORK/nvdec-probe.err"
+    note "NVDEC does not work here ($(first_error nvdec-probe)): encoded inputs are decoded in software and uploaded with hwupload_cuda instead"
+fi
+
+# ------------------------------------------------------------------ parity
+
+# Uploaded y4m frames, against the CPU filter on the same y4m and against
+# upstream libvmaf's log of the clip (tests/data/expected).
+for clip in $(printf '%s\n' "${INPUTS[@]}" | awk '$4 == "parity" { print $3 }' | sort -u); do
+    d="$WORK/clips/dist_$clip.y4m" r="$WORK/clips/ref_$clip.y4m"
+    [ -f "$d" ] || continue
+    ff "y4m.$clip.cpu" -i "$d" -i "$r" -lavfi "$(vmaf_cpu "y4m.$clip.cpu")" -f null -
+    ran_ok "y4m.$clip.cpu" || continue
+    ff "y4m.$clip.cuda" "${HWDEV[@]}" -i "$d" -i "$r" \
+        -lavfi "[0:v]hwupload_cuda[d];[1:v]hwupload_cuda[r];[d][r]$(vmaf_cuda "y4m.$clip.cuda")" -f null -
+    ran_ok "y4m.$clip.cuda" || continue
+    compare_json "y4m.$clip.cuda" "$WORK/y4m.$clip.cpu.json" "libvmaf (CPU) on the same y4m"
+    [ -f "$B/expected/$clip.json" ] &&
+        compare_json "y4m.$clip.cuda" "$B/expected/$clip.json" "upstream libvmaf's expected/$clip.json"
+done
+
+# Encoded pairs: NVDEC (or software decode + upload) against the CPU filter on
+# software-decoded frames.
+for line in "${INPUTS[@]}"; do
+    read -r name codec clip kind <<<"$line"
+    [ "$kind" = parity ] || continue
+    d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+    ff "$name.cpu" -i "$d" -i "$r" -lavfi "$(vmaf_cpu "$name.cpu")" -f null -
+    ran_ok "$name.cpu" || continue
+    if [ $USE_NVDEC = 1 ]; then
+        label="$name.nvdec"
+        ff "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+            -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda "$label")" -f null -
+    else
+        label="$name.swdec-upload"
+        ff "$label" "${HWDEV[@]}" -i "$d" -i "$r" \
+            -lavfi "[0:v]hwupload_cuda[d];[1:v]hwupload_cuda[r];[d][r]$(vmaf_cuda "$label")" -f null -
+    fi
+    ran_ok "$label" || continue
+    compare_json "$label" "$WORK/$name.cpu.json" "libvmaf (CPU) on software-decoded $codec"
+done
+
+# 10-bit HEVC: NVDEC gives p010le, scale_cuda turns it into yuv444p16 (the
+# other format libvmaf_cuda takes: bpc 16, the 10 bits at the top of each
+# sample). The CPU filter reads the same frames, downloaded (hwdownload).
+TO444='scale_cuda=format=yuv444p16:interp_algo=nearest'
+for line in "${INPUTS[@]}"; do
+    read -r name codec clip kind <<<"$line"
+    [ "$kind" = 10bit ] || continue
+    if [ $USE_NVDEC = 0 ]; then
+        note "$name: skipped (10-bit needs NVDEC and scale_cuda)"
+        continue
+    fi
+    d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+    ff "$name.cpu" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v]$TO444,hwdownload,format=yuv444p16[d];[1:v]$TO444,hwdownload,format=yuv444p16[r];[d][r]$(vmaf_cpu "$name.cpu")" -f null -
+    ran_ok "$name.cpu" || continue
+    label="$name.nvdec"
+    ff "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v]$TO444[d];[1:v]$TO444[r];[d][r]$(vmaf_cuda "$label")" -f null -
+    ran_ok "$label" || continue
+    compare_json "$label" "$WORK/$name.cpu.json" "libvmaf (CPU) on the same NVDEC frames (yuv444p16, downloaded)"
+done
+
+# ------------------------------------------------------------------ unsupported formats
+
+# libvmaf_cuda takes yuv420p and yuv444p16 CUDA frames only; NVDEC gives nv12
+# (8-bit) and p010le (10-bit), hence scale_cuda above.
+declare -A SEEN_FMT=()
+if [ $USE_NVDEC = 1 ]; then
+    for line in "${INPUTS[@]}"; do
+        read -r name codec clip kind <<<"$line"
+        case $kind in parity) want=nv12 ;; 10bit) want=p010le ;; *) continue ;; esac
+        [ -n "${SEEN_FMT[$want]:-}" ] && continue
+        SEEN_FMT[$want]=1
+        ff "unsupported.$name" "${NVDEC_PLAIN[@]}" -i "$(in_ "$name" dist)" "${NVDEC_PLAIN[@]}" -i "$(in_ "$name" ref)" \
+            -lavfi "[0:v][1:v]$(vmaf_cuda "unsupported.$name")" -f null -
+        expect_clean_failure "unsupported.$name" "Unsupported input format: $want"
+    done
+else
+    name=$first_parity
+    ff "unsupported.$name" "${HWDEV[@]}" -i "$(in_ "$name" dist)" -i "$(in_ "$name" ref)" \
+        -lavfi "[0:v]format=nv12,hwupload_cuda[d];[1:v]format=nv12,hwupload_cuda[r];[d][r]$(vmaf_cuda "unsupported.$name")" -f null -
+    expect_clean_failure "unsupported.$name" "Unsupported input format: nv12"
+fi
+
+# ------------------------------------------------------------------ throughput
+
+# frames from -progress's last frame= line
+frames_of() { sed -n 's/^frame=//p' "$WORK/$1.progress" 2>/dev/null | tail -n 1; }
+fps_line() {
+    local label=$1 what=$2 n
+    n=$(frames_of "$label")
+    note "$(printf '%-34s %5s frames %7s s %8s fps' "$what" "${n:-?}" "$SECS" \
+        "$(python3 -c "print(f'{${n:-0} / max($SECS, 1e-9):.1f}')")")"
+}
+for line in "${INPUTS[@]}"; do
+    read -r name codec clip kind <<<"$line"
+    [ "$kind" = throughput ] || continue
+    d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+    loop=(-stream_loop $((LOOPS - 1)))
+    if [ $USE_NVDEC = 1 ]; then
+        ff "$name.decode" -progress "$WORK/$name.decode.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" -f null -
+        ran_ok "$name.decode" && fps_line "$name.decode" "$codec $clip NVDEC decode only (1 stream)"
+        ff "$name.decode2" -progress "$WORK/$name.decode2.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" \
+            "${loop[@]}" "${NVDEC[@]}" -i "$r" -map 0:v -f null - -map 1:v -f null -
+        ran_ok "$name.decode2" && fps_line "$name.decode2" "$codec $clip NVDEC decode only (2 streams)"
+        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" "${loop[@]}" "${NVDEC[@]}" -i "$r" \
+            -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda "$name.vmaf")" -f null -
+        ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$codec $clip NVDEC + libvmaf_cuda"
+    else
+        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" "${loop[@]}" -i "$d" "${loop[@]}" -i "$r" \
+            -lavfi "[0:v]hwupload_cuda[d];[1:v]hwupload_cuda[r];[d][r]$(vmaf_cuda "$name.vmaf")" -f null -
+        ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$codec $clip sw decode + upload + libvmaf_cuda"
+    fi
+done
+
+summary
+exit $FAILED
