@@ -64,12 +64,10 @@ struct Input {
     resident: Option<Resident>,
 }
 
-/// Frames in device memory and the stream the "decoder" copies them out on: the legacy
-/// default stream, as FFmpeg's `cuMemcpy2D` does (which returns before a device-to-device
-/// copy is done; the library orders its reads after it).
+/// Frames in device memory, copied out on the "decoder's" own stream and waited for (copies
+/// left queued on the legacy stream gave wrong scores in this bench: see docs/gpu.md).
 struct Resident {
     state: std::sync::Arc<vmaf_hip::gpu::GpuState>,
-    legacy: vmaf_hip::gpu::Stream,
     frames: Vec<[vmaf_hip::gpu::DeviceBuffer<u8>; 2]>,
 }
 
@@ -89,15 +87,10 @@ impl Resident {
                 })
             })
             .collect();
-        let legacy = vmaf_hip::gpu::Stream::legacy(state.device());
-        Resident {
-            state,
-            legacy,
-            frames,
-        }
+        Resident { state, frames }
     }
 
-    /// Queues copying frame `fi`'s picture `which` into the device picture `pic`.
+    /// Copies frame `fi`'s picture `which` into the device picture `pic` and waits.
     fn copy_into(&self, input: &Input, fi: usize, which: usize, pic: &VmafPicture) {
         let src = &self.frames[fi][which];
         let mut off = 0;
@@ -111,6 +104,7 @@ impl Resident {
             .expect("device copy");
             off += plane.len();
         }
+        self.state.stream().synchronize().expect("device copies");
     }
 }
 
@@ -377,10 +371,6 @@ fn floor(input: &Input, path: Path, frames: usize, gpu: &[*mut HipStateHandle]) 
             vmaf_picture_unref(&mut r);
             vmaf_picture_unref(&mut d);
         }
-    }
-    if let (Some(r), Path::Device) = (&input.resident, path) {
-        // The copies are queued, not done: the floor includes them.
-        r.legacy.synchronize().expect("device copies");
     }
     let fps = frames as f64 / t.elapsed().as_secs_f64();
     close(s);

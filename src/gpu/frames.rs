@@ -151,7 +151,11 @@ impl DeviceSamples for DevicePicture {
     }
 
     fn mark_written(&self) -> Result<()> {
-        self.frame.written.record_legacy()
+        self.frame.written.record_legacy()?;
+        // Waiting here (for the caller's copies, not for our kernels: our streams do not
+        // block on the legacy stream) keeps the ordering independent of how a driver treats
+        // events recorded there; readers also wait on the event.
+        self.frame.written.synchronize()
     }
 }
 
