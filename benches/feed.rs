@@ -69,6 +69,9 @@ struct Input {
 struct Resident {
     state: std::sync::Arc<vmaf_hip::gpu::GpuState>,
     frames: Vec<[vmaf_hip::gpu::DeviceBuffer<u8>; 2]>,
+    /// `VMAF_BENCH_COPY=legacy|legacy-sync`: copy on the legacy default stream instead (left
+    /// queued, or waited for), to check the library's ordering of such copies.
+    legacy: Option<(vmaf_hip::gpu::Stream, bool)>,
 }
 
 impl Resident {
@@ -87,12 +90,22 @@ impl Resident {
                 })
             })
             .collect();
-        Resident { state, frames }
+        let legacy = match std::env::var("VMAF_BENCH_COPY").as_deref() {
+            Ok("legacy") => Some((vmaf_hip::gpu::Stream::legacy(state.device()), false)),
+            Ok("legacy-sync") => Some((vmaf_hip::gpu::Stream::legacy(state.device()), true)),
+            _ => None,
+        };
+        Resident {
+            state,
+            frames,
+            legacy,
+        }
     }
 
     /// Copies frame `fi`'s picture `which` into the device picture `pic` and waits.
     fn copy_into(&self, input: &Input, fi: usize, which: usize, pic: &VmafPicture) {
         let src = &self.frames[fi][which];
+        let stream = self.legacy.as_ref().map_or(self.state.stream(), |l| &l.0);
         let mut off = 0;
         for (p, plane) in input.frames[fi][which].iter().enumerate() {
             assert_eq!(pic.h[p] as usize * pic.stride[p] as usize, plane.len());
@@ -104,7 +117,9 @@ impl Resident {
             .expect("device copy");
             off += plane.len();
         }
-        self.state.stream().synchronize().expect("device copies");
+        if self.legacy.as_ref().is_none_or(|l| l.1) {
+            stream.synchronize().expect("device copies");
+        }
     }
 }
 
