@@ -75,8 +75,8 @@ struct Resident {
 }
 
 impl Resident {
-    fn new(input: &Input) -> Resident {
-        let state = vmaf_hip::gpu::GpuState::new(None).expect("GPU for resident frames");
+    fn new(input: &Input, state: &std::sync::Arc<vmaf_hip::gpu::GpuState>) -> Resident {
+        let state = state.clone();
         let frames = input
             .frames
             .iter()
@@ -245,7 +245,10 @@ fn session(input: &Input, path: Path, threads: u32, gpu: &[*mut HipStateHandle])
         bpc: input.bpc,
         pix_fmt: 1,
     };
-    let pool = 2 * (threads + 1) + 4;
+    let pool = std::env::var("VMAF_BENCH_POOL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2 * (threads + 1) + 4);
     // SAFETY: valid out-pointers; the handles are used only while live.
     unsafe {
         assert_eq!(vmaf_init(&mut ctx, cfg), 0);
@@ -660,6 +663,8 @@ fn main() {
     } else {
         devices.parse().expect("--devices N|all")
     };
+    // The "decoder's" own device state, for the `device` path's resident frames.
+    let mut decoder: Option<std::sync::Arc<vmaf_hip::gpu::GpuState>> = None;
     let mut gpu: Vec<*mut HipStateHandle> = Vec::new();
     while gpu.len() < want {
         let mut state = std::ptr::null_mut();
@@ -713,7 +718,11 @@ fn main() {
         }
         let n = if scale == 2 { frames / 3 } else { frames };
         if !gpu.is_empty() && paths.iter().any(|p| p == "device") {
-            input.resident = Some(Resident::new(&input));
+            if decoder.is_none() {
+                decoder = vmaf_hip::gpu::GpuState::new(None).ok();
+            }
+            let state = decoder.as_ref().expect("GPU for resident frames");
+            input.resident = Some(Resident::new(&input, state));
         }
         // Kernels are compiled or loaded at the first frames on a device: not timed.
         scored(&input, Path::Alloc, 16, 4, &gpu);
@@ -734,6 +743,10 @@ fn main() {
             let mut cells = Vec::new();
             for &t in &threads {
                 let (fps, score, split) = scored(&input, path, n, t, &gpu);
+                if std::env::var_os("VMAF_BENCH_SHOW").is_some() {
+                    println!("{} {} {t}t: pooled {score:.17}", input.name, path.name());
+                    continue;
+                }
                 match reference {
                     None => reference = Some(score),
                     Some(r) => assert_eq!(

@@ -29,7 +29,7 @@ pub type RawPixelFormat = c_uint;
 
 /// Opaque reference to the shared picture behind a `VmafPicture`.
 pub struct VmafRef {
-    pic: Picture,
+    pub(crate) pic: Picture,
 }
 
 /// A picture: plane sizes, strides and sample pointers, plus the reference that keeps them alive.

@@ -313,6 +313,11 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
                 Some(f) if T::device_plane(f, 0).is_some() => Held::Direct(f.clone()),
                 _ => {
                     // A device picture of another device goes through the host.
+                    if pic.device_samples().is_some() {
+                        crate::log_debug!(
+                            "device picture of another device: read through the host"
+                        );
+                    }
                     pic.fetch_host(crate::feature::LUMA)?;
                     Held::Cached(cache.acquire(state, pic)?)
                 }

@@ -539,3 +539,263 @@ fn mid_stream_faults_return_errors_and_every_picture() {
         }
     }
 }
+
+/// A device-to-device copy queued on the legacy default stream (how `cuMemcpy2D` hands a
+/// decoder's frame to a device picture) lands as queued: read back directly, and through a
+/// device picture's host copy after `mark_written` (which orders our reads after it).
+#[test]
+fn legacy_stream_copies_reach_device_pictures() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let (w, h) = (1920usize, 1080usize);
+    let n = w * h;
+    let pattern = |i: usize, k: u32| (i as u32).wrapping_mul(2_654_435_761).wrapping_add(k) as u8;
+    let legacy = Stream::legacy(dev);
+    for k in 0..4u32 {
+        let src_bytes: Vec<u8> = (0..n).map(|i| pattern(i, k)).collect();
+        let mut src = DeviceBuffer::<u8>::new(dev, n).unwrap();
+        src.upload_blocking(state.stream(), &src_bytes).unwrap();
+        let dst = DeviceBuffer::<u8>::new(dev, n).unwrap();
+        // SAFETY: `dst` holds `n` bytes and nothing else uses it.
+        unsafe { src.copy_to_address_async(&legacy, 0, dst.ptr().addr(), n) }.unwrap();
+        legacy.synchronize().unwrap();
+        let mut back = vec![0u8; n];
+        dst.download_blocking(state.stream(), &mut back).unwrap();
+        assert!(back == src_bytes, "direct copy, round {k}");
+
+        let pic =
+            frames::device_picture(dev, crate::picture::PixelFormat::Yuv420p, 8, w, h).unwrap();
+        let d = pic.device_samples().unwrap();
+        // SAFETY: the picture's luma plane holds `n` bytes and is ours.
+        unsafe { src.copy_to_address_async(&legacy, 0, d.address(0) as u64, n) }.unwrap();
+        d.mark_written().unwrap();
+        pic.fetch_host(1).unwrap();
+        assert!(
+            pic.plane_u8(0) == &src_bytes[..],
+            "device picture, round {k}"
+        );
+    }
+}
+
+/// The feed bench's device path, checked step by step: 1080p frames resident in device memory
+/// are copied into DEVICE-pool pictures on the legacy default stream (and waited for), then
+/// scored through the C API with 4 and 0 threads, one GPU state for all runs, the bench's pool
+/// sizes and floor run; what the library sees of each picture must be what was copied, and the
+/// pooled score must equal host pictures of the same frames. (`VMAF_TEST_CLIP=1`: the 1080p
+/// parity clip instead of noise; `VMAF_TEST_FRAMES`, `VMAF_TEST_NO_PEEK`.) This passes on an
+/// H200 while the bench fed the same way (`VMAF_BENCH_COPY=legacy-sync`) does not: see
+/// docs/gpu.md.
+#[test]
+fn device_pool_fed_from_the_legacy_stream() {
+    use crate::ffi::hip::*;
+    use crate::ffi::libvmaf::*;
+    use crate::ffi::model::*;
+    use crate::ffi::picture::*;
+    let Some(state) = test_state() else { return };
+    let (w, h) = (1920usize, 1080usize);
+    let fmt = crate::picture::PixelFormat::Yuv420p;
+    let frames: Vec<[crate::picture::Picture; 2]> = if std::env::var_os("VMAF_TEST_CLIP").is_some()
+    {
+        let r = crate::testutil::load_y4m(&crate::testutil::clip_path(
+            "ref_natural_1920x1080_420p8.y4m",
+        ));
+        let d = crate::testutil::load_y4m(&crate::testutil::clip_path(
+            "dist_natural_1920x1080_420p8.y4m",
+        ));
+        r.into_iter().zip(d).map(|(r, d)| [r, d]).collect()
+    } else {
+        (0..6)
+            .map(|i| {
+                let r = crate::testutil::noise_picture(fmt, 8, w, h, 2 * i);
+                // The distorted frame: the reference with some samples changed.
+                let mut d = r.duplicate();
+                for (k, v) in d.plane_u8_mut(0).iter_mut().enumerate() {
+                    if k % 7 == 0 {
+                        *v = v.wrapping_add(9);
+                    }
+                }
+                [r, Arc::new(d)]
+            })
+            .collect()
+    };
+    let dev = state.device();
+    let resident: Vec<[DeviceBuffer<u8>; 2]> = frames
+        .iter()
+        .map(|f| {
+            f.each_ref().map(|p| {
+                let bytes: Vec<u8> = (0..3).flat_map(|i| p.plane_u8(i).to_vec()).collect();
+                let mut b = DeviceBuffer::<u8>::new(dev, bytes.len()).unwrap();
+                b.upload_blocking(state.stream(), &bytes).unwrap();
+                b
+            })
+        })
+        .collect();
+    let legacy = Stream::legacy(dev);
+    let n: usize = std::env::var("VMAF_TEST_FRAMES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(48);
+    // One GPU state for every run, as the feed bench has.
+    let shared = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+    {
+        let mut hip = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; freed at the end.
+        let rc = unsafe {
+            vmaf_hip_state_init(
+                &mut hip,
+                VmafHipConfiguration {
+                    device_index: -1,
+                    flags: 0,
+                },
+            )
+        };
+        assert_eq!(rc, 0);
+        shared.store(hip, std::sync::atomic::Ordering::Relaxed);
+    }
+    // `score` false: fetch, copy and release only, as the bench's floor does.
+    let run = |device: bool, n_threads: u32, score: bool| -> f64 {
+        let mut hip = std::ptr::null_mut();
+        let shared_hip = shared.load(std::sync::atomic::Ordering::Relaxed);
+        let mut ctx = std::ptr::null_mut();
+        let mut model = std::ptr::null_mut();
+        let cfg = VmafConfiguration {
+            log_level: 1,
+            n_threads,
+            n_subsample: 1,
+            cpumask: 0,
+            gpumask: 0,
+        };
+        let params = VmafPictureParams {
+            w: w as u32,
+            h: h as u32,
+            bpc: 8,
+            pix_fmt: 1,
+        };
+        // SAFETY: valid out-pointers; handles used while live, pictures released once.
+        unsafe {
+            if shared_hip.is_null() {
+                assert_eq!(
+                    vmaf_hip_state_init(
+                        &mut hip,
+                        VmafHipConfiguration {
+                            device_index: -1,
+                            flags: 0
+                        }
+                    ),
+                    0
+                );
+            } else {
+                hip = shared_hip;
+            }
+            assert_eq!(vmaf_init(&mut ctx, cfg), 0);
+            assert_eq!(vmaf_hip_import_state(ctx, hip), 0);
+            let mut mcfg = VmafModelConfig {
+                name: std::ptr::null(),
+                flags: 0,
+            };
+            assert_eq!(
+                vmaf_model_load(&mut model, &mut mcfg, c"vmaf_v0.6.1".as_ptr()),
+                0
+            );
+            assert_eq!(vmaf_use_features_from_model(ctx, model), 0);
+            if device {
+                let pc = VmafHipPictureConfiguration {
+                    pic_params: params,
+                    pic_prealloc_method: VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE,
+                    // The bench's pool size.
+                    pic_cnt: 2 * (n_threads + 1) + 4,
+                };
+                assert_eq!(vmaf_hip_preallocate_pictures(ctx, pc), 0);
+            }
+            for i in 0..n {
+                let f = i % frames.len();
+                let mut pics: [VmafPicture; 2] = std::mem::zeroed();
+                for (k, pic) in pics.iter_mut().enumerate() {
+                    let src = &frames[f][k];
+                    if device {
+                        assert_eq!(vmaf_hip_fetch_preallocated_picture(ctx, pic), 0);
+                        let mut off = 0;
+                        for p in 0..3 {
+                            let len = src.plane_u8(p).len();
+                            assert_eq!(pic.h[p] as usize * pic.stride[p] as usize, len);
+                            resident[f][k]
+                                .copy_to_address_async(&legacy, off, pic.data[p] as u64, len)
+                                .unwrap();
+                            off += len;
+                        }
+                        legacy.synchronize().unwrap();
+                        if !score || std::env::var_os("VMAF_TEST_NO_PEEK").is_some() {
+                            continue;
+                        }
+                        // What the library will read.
+                        let data = &(*pic.r#ref).pic;
+                        data.fetch_host(0b111).unwrap();
+                        for p in 0..3 {
+                            assert!(
+                                data.plane_u8(p) == src.plane_u8(p),
+                                "frame {i} picture {k} plane {p}: not what was copied"
+                            );
+                        }
+                    } else {
+                        assert_eq!(vmaf_picture_alloc(pic, 1, 8, w as u32, h as u32), 0);
+                        for p in 0..3 {
+                            let (pw, ph) = (pic.w[p] as usize, pic.h[p] as usize);
+                            for y in 0..ph {
+                                std::ptr::copy_nonoverlapping(
+                                    src.plane_u8(p)[y * pw..].as_ptr(),
+                                    pic.data[p].cast::<u8>().add(y * pic.stride[p] as usize),
+                                    pw,
+                                );
+                            }
+                        }
+                    }
+                }
+                let [mut r, mut d] = pics;
+                if !score {
+                    vmaf_picture_unref(&mut r);
+                    vmaf_picture_unref(&mut d);
+                    continue;
+                }
+                assert_eq!(vmaf_read_pictures(ctx, &mut r, &mut d, i as u32), 0);
+            }
+            if !score {
+                assert_eq!(vmaf_close(ctx), 0);
+                vmaf_model_destroy(model);
+                if shared_hip.is_null() {
+                    vmaf_hip_state_free(&mut hip);
+                }
+                return 0.0;
+            }
+            assert_eq!(
+                vmaf_read_pictures(ctx, std::ptr::null_mut(), std::ptr::null_mut(), 0),
+                0
+            );
+            let mut score = 0.0;
+            assert_eq!(
+                vmaf_score_pooled(ctx, model, 3, &mut score, 0, n as u32 - 1),
+                0
+            );
+            assert_eq!(vmaf_close(ctx), 0);
+            vmaf_model_destroy(model);
+            if shared_hip.is_null() {
+                vmaf_hip_state_free(&mut hip);
+            }
+            score
+        }
+    };
+    // The bench's floor: fetch, copy, release, before scoring.
+    run(true, 0, false);
+    for threads in [4, 0, 4, 0] {
+        let host = run(false, threads, true);
+        let device = run(true, threads, true);
+        println!("{threads} threads: pooled {device:.17} (host pictures {host:.17})");
+        assert_eq!(
+            device.to_bits(),
+            host.to_bits(),
+            "{threads} threads: pooled {device} vs {host}"
+        );
+    }
+    let mut hip = shared.load(std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: the shared state (or NULL), freed once.
+    unsafe { vmaf_hip_state_free(&mut hip) };
+}
