@@ -123,22 +123,8 @@ impl DeviceSamples for DevicePicture {
         };
         self.frame.order_after_writes(stream)?;
         let plane = match &self.frame.planes {
-            DevPlanes::U8(p) => {
-                let buf = p
-                    .get(i)
-                    .ok_or_else(|| Error::inval(format!("no plane {i}")))?;
-                let mut v = crate::limits::try_filled(buf.len(), 0u8, "host copy of a plane")?;
-                buf.download_blocking(stream, &mut v)?;
-                HostPlane::U8(v)
-            }
-            DevPlanes::U16(p) => {
-                let buf = p
-                    .get(i)
-                    .ok_or_else(|| Error::inval(format!("no plane {i}")))?;
-                let mut v = crate::limits::try_filled(buf.len(), 0u16, "host copy of a plane")?;
-                buf.download_blocking(stream, &mut v)?;
-                HostPlane::U16(v)
-            }
+            DevPlanes::U8(p) => HostPlane::U8(download(p, i, stream)?),
+            DevPlanes::U16(p) => HostPlane::U16(download(p, i, stream)?),
         };
         let _ = slot.set(plane);
         Ok(())
@@ -157,6 +143,20 @@ impl DeviceSamples for DevicePicture {
         // events recorded there; readers also wait on the event.
         self.frame.written.synchronize()
     }
+}
+
+/// Plane `i` of `planes` copied to host memory after the work queued on `stream`.
+fn download<T: Sample + Default>(
+    planes: &[DeviceBuffer<T>],
+    i: usize,
+    stream: &Stream,
+) -> Result<Vec<T>> {
+    let buf = planes
+        .get(i)
+        .ok_or_else(|| Error::inval(format!("no plane {i}")))?;
+    let mut v = crate::limits::try_filled(buf.len(), T::default(), "host copy of a plane")?;
+    buf.download_blocking(stream, &mut v)?;
+    Ok(v)
 }
 
 /// A `w`x`h` picture of `pix_fmt` at `bpc` bits in `device`'s memory, every plane dense.
