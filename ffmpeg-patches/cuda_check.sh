@@ -9,16 +9,19 @@
 # nearest, so the luma is the decoder's) and on uploaded frames (hwupload_cuda)
 # must give the same JSON log, to the last printed digit, as the libvmaf filter
 # on the CPU on the same frames (software decode: H.264/HEVC decoding is
-# bit-exact); unsupported sw formats (nv12, p010le) must fail cleanly; a
-# throughput line for NVDEC + libvmaf_cuda against NVDEC decoding alone.
+# bit-exact); unsupported sw formats (nv12, p010le) must fail cleanly;
+# throughput lines on the long 1080p H.264 pair (the clip encoded 75 times in
+# a row, 600 frames): NVDEC + scale_cuda alone, NVDEC + scale_cuda +
+# libvmaf_cuda, their time ratio, and the CPU libvmaf filter on software
+# decoded frames for reference.
 # If NVDEC does not work, the encoded inputs are decoded in software and
 # uploaded, and the output says so.
 # --no-device: a machine without NVIDIA GPU; the CUDA pipelines must fail
 # cleanly (non-zero exit status, no signal).
 #
-# Environment: VMAF_FFMPEG_CUDA_LOOPS  times the 1080p clip is played for the
-#              throughput lines (default 75: 600 frames)
-#              VMAF_FFMPEG_CUDA_DEVICE CUDA device index (default 0)
+# Environment: VMAF_FFMPEG_CUDA_DEVICE CUDA device index (default 0)
+#              VMAF_FFMPEG_CPU_THREADS n_threads of the CPU libvmaf line
+#                                      (default: nproc)
 #              VMAF_FFMPEG_KEEP        1: keep the work directory
 # Exit status 0 when every check passed.
 set -euo pipefail
@@ -30,9 +33,10 @@ if [ "${1:-}" = --no-device ]; then
 fi
 B=$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")}" && pwd)
 FF="$B/bin/ffmpeg"
-LOOPS=${VMAF_FFMPEG_CUDA_LOOPS:-75}
 DEV=${VMAF_FFMPEG_CUDA_DEVICE:-0}
-case $LOOPS$DEV in *[!0-9]*) echo "bad VMAF_FFMPEG_CUDA_LOOPS/DEVICE" >&2; exit 2 ;; esac
+CPU_THREADS=${VMAF_FFMPEG_CPU_THREADS:-$(nproc)}
+case $DEV in ''|*[!0-9]*) echo "bad VMAF_FFMPEG_CUDA_DEVICE" >&2; exit 2 ;; esac
+case $CPU_THREADS in ''|*[!0-9]*) echo "bad VMAF_FFMPEG_CPU_THREADS" >&2; exit 2 ;; esac
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vmaf-cuda-check.XXXXXX")
 cleanup() { [ "${VMAF_FFMPEG_KEEP:-0}" = 1 ] && echo "work directory kept: $WORK" || rm -rf "$WORK"; }
@@ -289,31 +293,44 @@ fi
 
 # frames from -progress's last frame= line
 frames_of() { sed -n 's/^frame=//p' "$WORK/$1.progress" 2>/dev/null | tail -n 1; }
+# pooled score the filter printed
+score_of() { grep -o 'VMAF score: [0-9.]*' "$WORK/$1.err" | tail -n 1 | sed 's/.*: //' || true; }
 fps_line() {
-    local label=$1 what=$2 n
+    local label=$1 what=$2 n score
     n=$(frames_of "$label")
-    note "$(printf '%-34s %5s frames %7s s %8s fps' "$what" "${n:-?}" "$SECS" \
-        "$(python3 -c "print(f'{${n:-0} / max($SECS, 1e-9):.1f}')")")"
+    score=$(score_of "$label")
+    note "$(printf '%-46s %5s frames %7s s %8s fps%s' "$what" "${n:-?}" "$SECS" \
+        "$(python3 -c "print(f'{${n:-0} / max($SECS, 1e-9):.1f}')")" "${score:+  VMAF $score}")"
 }
 for line in "${INPUTS[@]}"; do
     read -r name codec clip kind <<<"$line"
     [ "$kind" = throughput ] || continue
     d=$(in_ "$name" dist) r=$(in_ "$name" ref)
-    loop=(-stream_loop $((LOOPS - 1)))
+    what="$codec $clip x$(echo "$name" | sed -n 's/.*_x\([0-9]*\)$/\1/p')"
     if [ $USE_NVDEC = 1 ]; then
-        ff "$name.decode" -progress "$WORK/$name.decode.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" -f null -
-        ran_ok "$name.decode" && fps_line "$name.decode" "$codec $clip NVDEC decode only (1 stream)"
-        ff "$name.decode2" -progress "$WORK/$name.decode2.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" \
-            "${loop[@]}" "${NVDEC[@]}" -i "$r" -map 0:v -f null - -map 1:v -f null -
-        ran_ok "$name.decode2" && fps_line "$name.decode2" "$codec $clip NVDEC decode only (2 streams)"
-        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" "${loop[@]}" "${NVDEC[@]}" -i "$d" "${loop[@]}" "${NVDEC[@]}" -i "$r" \
+        # (1) both inputs through NVDEC and scale_cuda, nothing else
+        ff "$name.decode" -progress "$WORK/$name.decode.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+            -lavfi "[0:v]$TO420[d];[1:v]$TO420[r]" -map '[d]' -f null - -map '[r]' -f null -
+        dec_secs=
+        ran_ok "$name.decode" && fps_line "$name.decode" "$what (1) NVDEC+scale_cuda x2, no VMAF" &&
+            dec_secs=$SECS
+        # (2) the same graph feeding libvmaf_cuda
+        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
             -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_cuda "$name.vmaf")" -f null -
-        ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$codec $clip NVDEC + libvmaf_cuda"
+        if ran_ok "$name.vmaf"; then
+            fps_line "$name.vmaf" "$what (2) NVDEC+scale_cuda+libvmaf_cuda"
+            [ -n "$dec_secs" ] && note "$(printf '%-46s %s' "$what (2)/(1) wall time" \
+                "$(python3 -c "print(f'{$SECS / max($dec_secs, 1e-9):.2f}')")")"
+        fi
     else
-        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" "${loop[@]}" -i "$d" "${loop[@]}" -i "$r" \
+        ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" -i "$d" -i "$r" \
             -lavfi "[0:v]hwupload_cuda[d];[1:v]hwupload_cuda[r];[d][r]$(vmaf_cuda "$name.vmaf")" -f null -
-        ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$codec $clip sw decode + upload + libvmaf_cuda"
+        ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$what sw decode+upload+libvmaf_cuda"
     fi
+    # (3) reference: software decode, the libvmaf filter on the CPU
+    ff "$name.cpu" -progress "$WORK/$name.cpu.progress" -i "$d" -i "$r" \
+        -lavfi "[0:v][1:v]libvmaf=n_threads=$CPU_THREADS" -f null -
+    ran_ok "$name.cpu" && fps_line "$name.cpu" "$what (3) sw decode+libvmaf CPU ($CPU_THREADS thr)"
 done
 
 summary

@@ -378,10 +378,18 @@ hevc_natural_576x324 hevc natural_576x324_420p8 parity
 h264_life_320x240 h264 life_320x240_420p8 parity
 hevc_life_320x240 hevc life_320x240_420p8 parity
 hevc10_natural_640x360 hevc natural_640x360_420p10 10bit
-h264_natural_1920x1080 h264 natural_1920x1080_420p8 throughput'
+h264_natural_1920x1080_x75 h264 natural_1920x1080_420p8 throughput'
+# A throughput input is its clip played this many times in a row, encoded as
+# one long stream (8 frames x 75 = 600): looping the short input at run time
+# (-stream_loop) restarts NVDEC, and FFmpeg 7.1 then fails reconfiguring the
+# filter graph (auto_scale_0: "Impossible to convert between the formats").
+THROUGHPUT_LOOPS=75
 # near-lossless, but real encodes
 X264_OPTS=(-c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p)
 X265_OPTS=(-c:v libx265 -preset medium -crf 20 -tag:v hvc1 -x265-params log-level=error)
+# the throughput pair at crf 23: 600 frames at crf 18 make ~17 MB (the noisy
+# distorted clip), too much for the bundle's 30 MiB
+X264_TP_OPTS=(-c:v libx264 -preset medium -crf 23 -pix_fmt yuv420p)
 
 cuda_skip() {
     if [ "$CUDA" = 1 ]; then
@@ -560,8 +568,9 @@ build_ffmpeg_cuda() {
 # encodes the inputs into $CACHE/cuda-inputs-<key>; sets CUDA_INPUT_DIR
 CUDA_INPUT_DIR=
 encode_cuda_inputs() {
-    local key dir name codec clip kind side src opts
-    key=$({ echo "$CUDA_INPUTS"; printf '%s\n' "${X264_OPTS[@]}" "${X265_OPTS[@]}"
+    local key dir name codec clip kind side src opts loops
+    key=$({ echo "$CUDA_INPUTS $THROUGHPUT_LOOPS"
+            printf '%s\n' "${X264_OPTS[@]}" "${X265_OPTS[@]}" "${X264_TP_OPTS[@]}"
             "$ENCODER" -hide_banner -version | head -n 1
             cat "$ROOT"/tests/data/clips/*_natural_*.y4m.xz "$ROOT"/tests/data/clips/*_life_*.y4m.xz
           } | sha256sum | cut -c1-16)
@@ -574,15 +583,23 @@ encode_cuda_inputs() {
     rm -rf "$CACHE/cuda-inputs-"* && mkdir -p "$dir.tmp"
     while read -r name codec clip kind; do
         case $codec-$kind in
+        h264-throughput) opts=("${X264_TP_OPTS[@]}") ;;
         h264-*) opts=("${X264_OPTS[@]}") ;;
         hevc-10bit) opts=("${X265_OPTS[@]}" -pix_fmt yuv420p10le -profile:v main10) ;;
         *) opts=("${X265_OPTS[@]}" -pix_fmt yuv420p) ;;
         esac
+        # -stream_loop needs a seekable input: the y4m in a file
+        loops=1
+        [ "$kind" = throughput ] && loops=$THROUGHPUT_LOOPS
         for side in ref dist; do
             src="$ROOT/tests/data/clips/${side}_$clip.y4m.xz"
-            STEP_SOFT=1 step "encode-${name}_$side" sh -c 'src=$1 enc=$2 out=$3; shift 3
-                xz -dc "$src" | "$enc" -nostdin -hide_banner -y -f yuv4mpegpipe -i - "$@" -an "$out"' \
-                sh "$src" "$ENCODER" "$dir.tmp/${name}_$side.mp4" "${opts[@]}" || return 1
+            STEP_SOFT=1 step "encode-${name}_$side" sh -c 'src=$1 enc=$2 out=$3 loops=$4 y4m=$5; shift 5
+                xz -dc "$src" >"$y4m" || exit 1
+                "$enc" -nostdin -hide_banner -y -stream_loop $((loops - 1)) -f yuv4mpegpipe -i "$y4m" \
+                    "$@" -an "$out"
+                st=$?; rm -f "$y4m"; exit $st' \
+                sh "$src" "$ENCODER" "$dir.tmp/${name}_$side.mp4" "$loops" "$WORK/encode-input.y4m" \
+                "${opts[@]}" || return 1
         done
     done <<<"$CUDA_INPUTS"
     echo "$CUDA_INPUTS" >"$dir.tmp/list"
@@ -622,7 +639,7 @@ cuda_variant() {
         fail "CUDA variant: encoding the inputs failed (log above)"
         return 0
     fi
-    pass "CUDA inputs (H.264 crf 18, HEVC crf 20, HEVC Main10 crf 20): $CUDA_INPUT_DIR"
+    pass "CUDA inputs (H.264 crf 18, HEVC crf 20, HEVC Main10 crf 20; throughput: the 1080p clip x$THROUGHPUT_LOOPS at crf 23, $(du -ck "$CUDA_INPUT_DIR"/*_x"$THROUGHPUT_LOOPS"_*.mp4 | tail -n 1 | cut -f1) KiB): $CUDA_INPUT_DIR"
     assemble_cuda_bundle
     check_binary "$CUDA_BUNDLE/bin/ffmpeg"
     sz=$(du -sk "$CUDA_BUNDLE" | cut -f1)
