@@ -137,11 +137,9 @@ impl DeviceSamples for DevicePicture {
     }
 
     fn mark_written(&self) -> Result<()> {
-        self.frame.written.record_legacy()?;
-        // Waiting here (for the caller's copies, not for our kernels: our streams do not
-        // block on the legacy stream) keeps the ordering independent of how a driver treats
-        // events recorded there; readers also wait on the event.
-        self.frame.written.synchronize()
+        // Readers' streams wait on it on the device; no host wait: a caller's legacy stream may
+        // hold much more than its copies (FFmpeg's decoding and scaling of later frames).
+        self.frame.written.record_legacy()
     }
 }
 
