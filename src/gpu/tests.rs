@@ -582,9 +582,7 @@ fn legacy_stream_copies_reach_device_pictures() {
 /// scored through the C API with 4 and 0 threads, one GPU state for all runs, the bench's pool
 /// sizes and floor run; what the library sees of each picture must be what was copied, and the
 /// pooled score must equal host pictures of the same frames. (`VMAF_TEST_CLIP=1`: the 1080p
-/// parity clip instead of noise; `VMAF_TEST_FRAMES`, `VMAF_TEST_NO_PEEK`.) This passes on an
-/// H200 while the bench fed the same way (`VMAF_BENCH_COPY=legacy-sync`) does not: see
-/// docs/gpu.md.
+/// parity clip instead of noise; `VMAF_TEST_FRAMES`, `VMAF_TEST_NO_PEEK`.)
 #[test]
 fn device_pool_fed_from_the_legacy_stream() {
     use crate::ffi::hip::*;
