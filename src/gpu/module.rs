@@ -143,7 +143,13 @@ impl Kernel {
         cfg: LaunchConfig,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
-        let mut ptrs: Vec<*mut c_void> = args.iter().map(|a| a.arg_ptr()).collect();
+        // A NULL after the last argument: the runtimes read only as many entries as the
+        // kernel declares, and the test double (tests/fakehip) counts up to it.
+        let mut ptrs: Vec<*mut c_void> = args
+            .iter()
+            .map(|a| a.arg_ptr())
+            .chain(std::iter::once(std::ptr::null_mut()))
+            .collect();
         let (g, b) = (cfg.grid, cfg.block);
         let params = ptrs.as_mut_ptr();
         let name = &self.name;

@@ -1,0 +1,136 @@
+/*
+ * Drives libvmaf_hip through its C API against the fake HIP runtime (tests/hip_fake.rs runs one
+ * scenario per process, so each gets its own environment and its own loaded runtime).
+ *
+ *   driver list                  vmaf_hip_list_devices()
+ *   driver init                  vmaf_hip_state_init() for the first and for device 0
+ *   driver score THREADS FRAMES  vif, adm and motion on FRAMES frames of a 256x144 pattern
+ *
+ * Prints "key=value" lines for the test to check, then the fake's object summary
+ * ("fake: dev_allocs=... bad=...") once everything is freed. Exits 0 unless the process could
+ * not run the scenario at all: error codes are printed, not judged, here.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libvmaf.h"
+#include "libvmaf_hip.h"
+
+static VmafHipConfiguration hip_cfg(int device_index)
+{
+    VmafHipConfiguration cfg;
+    cfg.device_index = device_index;
+    cfg.flags = 0;
+    return cfg;
+}
+
+/* The fake's own summary of live objects, from the copy of it our library loaded. */
+static void print_fake_summary(void)
+{
+    const char *path = getenv("VMAF_HIP_AMDHIP_LIBNAME");
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    const char *(*summary)(void) = NULL;
+    if (h)
+        *(void **)&summary = dlsym(h, "fakehip_summary");
+    printf("fake: %s\n", summary ? summary() : "not loaded");
+    if (h)
+        dlclose(h);
+}
+
+static void fill(VmafPicture *pic, int frame, int distorted)
+{
+    for (int p = 0; p < 3; p++) {
+        unsigned char *row = pic->data[p];
+        for (unsigned y = 0; y < pic->h[p]; y++, row += pic->stride[p])
+            for (unsigned x = 0; x < pic->w[p]; x++) {
+                int v = (int)((x * 5 + y * 3 + (unsigned)frame * 7) & 255);
+                row[x] = (unsigned char)(distorted ? (v + (int)(x % 5)) & 255 : v);
+            }
+    }
+}
+
+static int score(int threads, int frames)
+{
+    VmafHipState *state = NULL;
+    int rc = vmaf_hip_state_init(&state, hip_cfg(-1));
+    printf("init=%d\n", rc);
+    if (rc)
+        return 0;
+
+    VmafContext *vmaf = NULL;
+    VmafConfiguration cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_threads = (unsigned)threads;
+    cfg.log_level = VMAF_LOG_LEVEL_NONE;
+    if (vmaf_init(&vmaf, cfg)) {
+        printf("vmaf_init failed\n");
+        return 1;
+    }
+    printf("import=%d\n", vmaf_hip_import_state(vmaf, state));
+    printf("use=%d\n", vmaf_use_feature(vmaf, "vif", NULL) | vmaf_use_feature(vmaf, "adm", NULL) |
+                           vmaf_use_feature(vmaf, "motion", NULL));
+    const unsigned w = 256, h = 144;
+    int first_err = 0;
+    for (int i = 0; i < frames; i++) {
+        VmafPicture ref, dis;
+        if (vmaf_picture_alloc(&ref, VMAF_PIX_FMT_YUV420P, 8, w, h) ||
+            vmaf_picture_alloc(&dis, VMAF_PIX_FMT_YUV420P, 8, w, h)) {
+            printf("picture alloc failed\n");
+            return 1;
+        }
+        fill(&ref, i, 0);
+        fill(&dis, i, 1);
+        rc = vmaf_read_pictures(vmaf, &ref, &dis, (unsigned)i);
+        printf("read%d=%d\n", i, rc);
+        if (rc) {
+            /* As FFmpeg does: the pictures stay ours when the call fails. */
+            vmaf_picture_unref(&ref);
+            vmaf_picture_unref(&dis);
+            if (!first_err)
+                first_err = rc;
+            break;
+        }
+    }
+    rc = vmaf_read_pictures(vmaf, NULL, NULL, 0);
+    printf("flush=%d\n", rc);
+    if (!first_err)
+        first_err = rc;
+    printf("first_error=%d\n", first_err);
+    double s = 0;
+    rc = vmaf_feature_score_at_index(vmaf, "VMAF_integer_feature_adm2_score", &s, 0);
+    printf("adm2_at_0=%d\n", rc);
+    printf("close=%d\n", vmaf_close(vmaf));
+    vmaf_hip_state_free(&state);
+    print_fake_summary();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : "";
+    if (!strcmp(what, "list")) {
+        printf("devices=%d\n", vmaf_hip_list_devices());
+        return 0;
+    }
+    if (!strcmp(what, "init")) {
+        VmafHipState *a = NULL, *b = NULL;
+        printf("init=%d\n", vmaf_hip_state_init(&a, hip_cfg(-1)));
+        printf("init0=%d\n", vmaf_hip_state_init(&b, hip_cfg(0)));
+        VmafHipState *c = NULL;
+        /* One device: ordinal 1 is past the last. */
+        printf("init1=%d\n", vmaf_hip_state_init(&c, hip_cfg(1)));
+        printf("null=%d\n", a == NULL);
+        vmaf_hip_state_free(&a);
+        vmaf_hip_state_free(&b);
+        print_fake_summary();
+        return 0;
+    }
+    if (!strcmp(what, "score") && argc == 4)
+        return score(atoi(argv[2]), atoi(argv[3]));
+    fprintf(stderr, "usage: driver list | init | score THREADS FRAMES\n");
+    return 2;
+}
