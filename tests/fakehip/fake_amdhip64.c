@@ -230,7 +230,7 @@ EXPORT int hipDriverGetVersion(int *v)
 EXPORT int hipGetDeviceCount(int *n)
 {
     int none = env_long("FAKEHIP_NO_DEVICE", 0) != 0;
-    LOG("hipGetDeviceCount -> %d", none ? 0 : 1);
+    LOG("hipGetDeviceCount n=%d -> %d", none ? 0 : 1, none ? hipErrorNoDevice : 0);
     if (!n)
         return hipErrorInvalidValue;
     *n = none ? 0 : 1;

@@ -1,0 +1,663 @@
+//! The AMD host path against a fake HIP runtime (`tests/fakehip/fake_amdhip64.c`, compiled here
+//! with the system C compiler): device listing, state creation, module loading (the gfx90a code
+//! object of the embedded bundle), kernel launches with the argument counts the kernel sources
+//! declare, copies, streams and events, and how runtime failures reach the C API as errnos.
+//!
+//! Each scenario is its own process (`tests/fakehip/driver.c` through the C API, or the `vmaf`
+//! CLI): the runtime is loaded once per process and configured by environment variables. The
+//! fake runs no kernels, so scores are meaningless; the tests check the calls the fake logged.
+//! Skipped when there is no C compiler.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use vmaf_hip::gpu::code;
+
+/// What the fake reports once everything is released: nothing left, nothing misused.
+const CLEAN: &str = "fake: dev_allocs=0 streams=0 events=0 modules=0 host=0 bad=0";
+/// The arch the fake reports (its default).
+const FAKE_ARCH: &str = "gfx90a:sramecc+:xnack-";
+const ENOMEM: i32 = -12;
+const EIO: i32 = -5;
+const ENODEV: i32 = -19;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/` (or `$CARGO_TARGET_DIR`): two levels above this test binary's `deps/`.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root().join("target"))
+}
+
+fn work_dir() -> PathBuf {
+    let d = target_dir().join("hip-fake");
+    std::fs::create_dir_all(d.join("logs")).expect("create target/hip-fake");
+    d
+}
+
+fn show(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".into())
+}
+
+/// Compiles `src` with `args` into `work_dir()/name` (under a temporary name first, so a
+/// program of an earlier run that is still running keeps its file).
+fn compile(src: &str, name: &str, args: &[&str]) -> PathBuf {
+    let out_path = work_dir().join(name);
+    let tmp = work_dir().join(format!("{name}.{}.tmp", std::process::id()));
+    let out = Command::new(cc())
+        .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
+        .arg(root().join(src))
+        .arg("-o")
+        .arg(&tmp)
+        .args(args)
+        .output()
+        .expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {src} failed\n{}",
+        show(&out)
+    );
+    std::fs::rename(&tmp, &out_path).expect("move the build into place");
+    out_path
+}
+
+/// Directory holding a current `libvmaf_hip.so` (as tests/ffi.rs finds it: `cargo test` builds
+/// the cdylib in `deps/`; if it is missing or stale, build it with this binary's profile).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir").to_path_buf();
+    let newest_src = walk_newest(&root().join("src"));
+    let fresh = |p: &Path| {
+        p.metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= newest_src)
+    };
+    let mut lib = deps.join("libvmaf_hip.so");
+    if !fresh(&lib) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let release = deps.parent().and_then(Path::file_name) == Some("release".as_ref());
+        let profile = if release { "release" } else { "test" };
+        let st = Command::new(cargo)
+            .args(["build", "--lib", "--profile", profile])
+            .current_dir(root())
+            .status()
+            .expect("run cargo build");
+        assert!(st.success(), "cargo build --lib failed");
+        lib = deps.parent().expect("profile dir").join("libvmaf_hip.so");
+    }
+    // A private copy: a concurrent cargo build cannot replace it under running scenarios.
+    let dir = work_dir().join("lib");
+    std::fs::create_dir_all(&dir).expect("create lib dir");
+    let tmp = dir.join(format!("libvmaf_hip.so.{}.part", std::process::id()));
+    std::fs::copy(&lib, &tmp).expect("copy cdylib");
+    std::fs::rename(&tmp, dir.join("libvmaf_hip.so")).expect("install cdylib copy");
+    dir
+}
+
+fn walk_newest(dir: &Path) -> std::time::SystemTime {
+    let mut best = std::time::SystemTime::UNIX_EPOCH;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        let t = if p.is_dir() {
+            walk_newest(&p)
+        } else {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH)
+        };
+        best = best.max(t);
+    }
+    best
+}
+
+/// The fake runtime, the driver and the directory of the library the driver links, built once
+/// per test process; None (after printing why) when there is no C compiler.
+struct Kit {
+    fake: PathBuf,
+    driver: PathBuf,
+    lib: PathBuf,
+}
+
+fn kit() -> Option<&'static Kit> {
+    static KIT: OnceLock<Option<Kit>> = OnceLock::new();
+    let k = KIT.get_or_init(|| {
+        let have_cc = Command::new(cc())
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !have_cc {
+            return None;
+        }
+        let fake = compile(
+            "tests/fakehip/fake_amdhip64.c",
+            "libfake_amdhip64.so",
+            &["-shared", "-fPIC", "-lpthread"],
+        );
+        let lib = lib_dir();
+        let inc = root().join("include/libvmaf");
+        let driver = compile(
+            "tests/fakehip/driver.c",
+            "driver",
+            &[
+                &format!("-I{}", inc.display()),
+                &format!("-L{}", lib.display()),
+                &format!("-Wl,-rpath,{}", lib.display()),
+                "-lvmaf_hip",
+                "-ldl",
+                "-lpthread",
+                "-lm",
+            ],
+        );
+        Some(Kit { fake, driver, lib })
+    });
+    if k.is_none() {
+        println!("skipped: no C compiler ({} --version failed)", cc());
+    }
+    k.as_ref()
+}
+
+/// One finished scenario: the process output, its `key=value` lines and the fake's call log.
+struct Run {
+    out: Output,
+    vals: BTreeMap<String, String>,
+    log: String,
+}
+
+impl Run {
+    fn int(&self, key: &str) -> i32 {
+        self.vals
+            .get(key)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no integer {key}=\n{}", show(&self.out)))
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+
+    /// Log lines of call `name`.
+    fn calls<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.log
+            .lines()
+            .filter(move |l| l.split(' ').next() == Some(name))
+    }
+
+    fn launches(&self) -> Vec<Launch> {
+        self.calls("hipModuleLaunchKernel")
+            .map(|l| Launch::parse(l).unwrap_or_else(|| panic!("bad launch line {l}")))
+            .collect()
+    }
+
+    fn assert_clean(&self) {
+        assert!(
+            self.stdout().contains(CLEAN),
+            "objects left or misused after the state was freed\n{}\n--- fake log (BAD lines)\n{}",
+            show(&self.out),
+            self.log
+                .lines()
+                .filter(|l| l.starts_with("BAD"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+/// Runs `program args` against the fake with `env` on top of the AMD-only defaults; fails the
+/// test if it does not end within two minutes (a hang) or dies from a signal.
+fn run_with(kit: &Kit, name: &str, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let log = work_dir()
+        .join("logs")
+        .join(format!("{name}.{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env("VMAF_HIP_VENDOR", "amd")
+        .env("VMAF_HIP_AMDHIP_LIBNAME", &kit.fake)
+        // Only the built-in code objects: a real hiprtc must not be opened, nor a cache used.
+        .env("VMAF_HIP_NO_RTC", "1")
+        .env("VMAF_HIP_CACHE", "0")
+        .env("FAKEHIP_LOG", &log)
+        .env("LD_LIBRARY_PATH", &kit.lib)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars() {
+        if k.starts_with("FAKEHIP_")
+            || [
+                "VMAF_HIP_INJECT_FAULT",
+                "VMAF_HIP_FORCE_RTC",
+                "VMAF_HIP_AOT_DIR",
+            ]
+            .contains(&&*k)
+        {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("run {name}: {e}"));
+    // Drain the pipes on threads so a chatty child cannot block on a full pipe.
+    let mut so = child.stdout.take().expect("stdout pipe");
+    let mut se = child.stderr.take().expect("stderr pipe");
+    let t_out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut so, &mut v);
+        v
+    });
+    let t_err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut se, &mut v);
+        v
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for scenario") {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name}: no exit within 120 s (a hang)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = Output {
+        status,
+        stdout: t_out.join().unwrap_or_default(),
+        stderr: t_err.join().unwrap_or_default(),
+    };
+    assert!(
+        out.status.code().is_some(),
+        "{name} died from a signal\n{}",
+        show(&out)
+    );
+    let vals = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    Run { out, vals, log }
+}
+
+/// Runs the C driver with `args`, asserting it ran its scenario (exit 0).
+fn driver(kit: &Kit, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let r = run_with(kit, name, &kit.driver, args, env);
+    assert!(r.out.status.success(), "{name}\n{}", show(&r.out));
+    r
+}
+
+/// One `hipModuleLaunchKernel` line of the fake's log.
+#[derive(Debug)]
+struct Launch {
+    kernel: String,
+    block_threads: u32,
+    args: usize,
+    status: i32,
+}
+
+impl Launch {
+    /// `hipModuleLaunchKernel #7 NAME grid=x,y,z block=x,y,z shmem=N args=N stream=N -> ST`
+    fn parse(line: &str) -> Option<Launch> {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let field = |key: &str| f.iter().find_map(|w| w.strip_prefix(key));
+        let block_threads = field("block=")?
+            .split(',')
+            .map(|v| v.parse::<u32>().ok())
+            .try_fold(1u32, |acc, v| Some(acc * v?))?;
+        Some(Launch {
+            kernel: f.get(2)?.to_string(),
+            block_threads,
+            args: field("args=")?.parse().ok()?,
+            status: f.last()?.parse().ok()?,
+        })
+    }
+}
+
+/// Every `VMAF_KERNEL` entry of kernels/*.hip: (parameter count, `VMAF_BOUNDS` thread limit).
+fn kernel_signatures() -> BTreeMap<String, (usize, Option<u32>)> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(root().join("kernels")).expect("kernels/") {
+        let p = e.expect("dir entry").path();
+        if p.extension().is_none_or(|x| x != "hip") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).expect("read kernel source");
+        for (at, _) in text.match_indices("VMAF_KERNEL void") {
+            let mut rest = text[at + "VMAF_KERNEL void".len()..].trim_start();
+            let mut bound = None;
+            if let Some(r) = rest.strip_prefix("VMAF_BOUNDS(") {
+                let close = r.find(')').expect("VMAF_BOUNDS(...)");
+                bound = r[..close]
+                    .split(',')
+                    .next()
+                    .and_then(|v| v.trim().parse().ok());
+                rest = r[close + 1..].trim_start();
+            }
+            let open = rest.find('(').expect("kernel parameter list");
+            let name = rest[..open].trim().to_string();
+            let mut depth = 0;
+            let mut commas = 0;
+            let mut empty = true;
+            for c in rest[open..].chars() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => commas += 1,
+                    c if depth == 1 && !c.is_whitespace() => empty = false,
+                    _ => {}
+                }
+            }
+            out.insert(name, (if empty { 0 } else { commas + 1 }, bound));
+        }
+    }
+    out
+}
+
+/// 64-bit FNV-1a, as the fake logs each code object it loads.
+fn fnv1a(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The fake's log line for loading the code object `kernel` should get on the fake's device.
+fn expected_module_line(kernel: &str) -> Option<String> {
+    let bundle = code::embedded(kernel).ok()?.amd_bundle?;
+    let obj = code::select_amd_object(bundle, FAKE_ARCH)?;
+    Some(format!(
+        "hipModuleLoadData arch=gfx90a size={} fnv={:016x} -> 0",
+        obj.len(),
+        fnv1a(obj)
+    ))
+}
+
+fn have_amd_objects() -> bool {
+    ["vif", "adm", "motion"]
+        .iter()
+        .all(|k| expected_module_line(k).is_some())
+}
+
+// ---------------------------------------------------------------- devices and states
+
+#[test]
+fn lists_the_fake_gfx90a_device() {
+    let Some(kit) = kit() else { return };
+    let r = driver(kit, "list", &["list"], &[]);
+    assert_eq!(r.int("devices"), 1, "{}", show(&r.out));
+    assert!(
+        r.stdout().contains(&format!(
+            "0: Fake AMD Instinct MI210 [amd] arch {FAKE_ARCH}"
+        )),
+        "{}",
+        show(&r.out)
+    );
+    assert_eq!(r.calls("hipInit").count(), 1, "{}", r.log);
+}
+
+#[test]
+fn state_init_opens_the_device_and_frees_everything() {
+    let Some(kit) = kit() else { return };
+    let r = driver(kit, "init", &["init"], &[]);
+    assert_eq!(r.int("init"), 0, "{}", show(&r.out));
+    assert_eq!(r.int("init0"), 0, "{}", show(&r.out));
+    assert_eq!(r.int("init1"), ENODEV, "{}", show(&r.out));
+    assert_eq!(r.int("null"), 0);
+    // Each state has its own compute stream, destroyed with it.
+    assert_eq!(r.calls("hipStreamCreateWithFlags").count(), 2, "{}", r.log);
+    assert_eq!(r.calls("hipStreamDestroy").count(), 2, "{}", r.log);
+    r.assert_clean();
+}
+
+#[test]
+fn no_device_is_enodev() {
+    let Some(kit) = kit() else { return };
+    for (what, env) in [
+        ("count", ("FAKEHIP_NO_DEVICE", "1")),
+        // hipInit's own answer on a host without a GPU.
+        ("init", ("FAKEHIP_INIT_STATUS", "100")),
+    ] {
+        let r = driver(kit, &format!("nodev-list-{what}"), &["list"], &[env]);
+        assert_eq!(r.int("devices"), 0, "{what}: {}", show(&r.out));
+        let r = driver(kit, &format!("nodev-init-{what}"), &["init"], &[env]);
+        assert_eq!(r.int("init"), ENODEV, "{what}: {}", show(&r.out));
+        assert_eq!(r.int("null"), 1, "{what}: {}", show(&r.out));
+    }
+}
+
+// ---------------------------------------------------------------- a scoring run
+
+/// Kernels a vif + adm + motion run on 8-bit input must launch.
+const EXPECTED_KERNELS: &[&str] = &[
+    "vmaf_vif_stats_u8",
+    "vmaf_vif_stats_u16",
+    "vmaf_vif_down_u16",
+    "vmaf_adm_dwt0_u8",
+    "vmaf_adm_dwt123",
+    "vmaf_adm_cm",
+    "vmaf_motion_rows_u8",
+    "vmaf_motion_reduce",
+];
+
+fn score(kit: &Kit, name: &str, threads: u32, env: &[(&str, &str)]) -> Run {
+    driver(kit, name, &["score", &threads.to_string(), "3"], env)
+}
+
+#[test]
+fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
+    let Some(kit) = kit() else { return };
+    if !have_amd_objects() {
+        // Without hipcc at build time there is no code for the fake (run-time compiling is off).
+        let r = score(kit, "score-no-objects", 2, &[]);
+        assert_eq!(r.int("first_error"), ENODEV, "{}", show(&r.out));
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return;
+    }
+    let sigs = kernel_signatures();
+    // 0 threads: vmaf_hip_import_state starts the context's own workers.
+    for threads in [0, 2] {
+        let r = score(kit, &format!("score-{threads}"), threads, &[]);
+        let ctx = || format!("threads {threads}\n{}", show(&r.out));
+        for key in [
+            "init", "import", "use", "read0", "read1", "read2", "flush", "close",
+        ] {
+            assert_eq!(r.int(key), 0, "{key}: {}", ctx());
+        }
+        r.assert_clean();
+
+        // One module per kernel file, each the gfx90a object of its embedded bundle.
+        let loads: BTreeSet<&str> = r.calls("hipModuleLoadData").collect();
+        let want: BTreeSet<String> = ["vif", "adm", "motion"]
+            .iter()
+            .map(|k| expected_module_line(k).expect("code object"))
+            .collect();
+        assert_eq!(
+            loads,
+            want.iter().map(String::as_str).collect(),
+            "module loads: {}",
+            ctx()
+        );
+        assert_eq!(r.calls("hipModuleLoadData").count(), 3, "{}", r.log);
+        assert_eq!(r.calls("hipModuleUnload").count(), 3, "{}", r.log);
+
+        let launches = r.launches();
+        let names: BTreeSet<&str> = launches.iter().map(|l| l.kernel.as_str()).collect();
+        for k in EXPECTED_KERNELS {
+            assert!(names.contains(k), "{k} never launched: {names:?}");
+        }
+        for l in &launches {
+            let (params, bound) = sigs
+                .get(&l.kernel)
+                .unwrap_or_else(|| panic!("launched {} is no VMAF_KERNEL", l.kernel));
+            assert_eq!(l.status, 0, "{l:?}");
+            assert_eq!(
+                l.args, *params,
+                "{}: host passes {} arguments, the kernel declares {params}",
+                l.kernel, l.args
+            );
+            // More threads than the launch bounds is a launch failure on AMD; without bounds
+            // hipcc assumes 1024 (ROCm 6; 256 before), so stay within 256 there.
+            let limit = bound.unwrap_or(256);
+            assert!(l.block_threads <= limit, "{l:?} exceeds {limit} threads");
+        }
+        // Per frame: one vif and one adm pass; motion from the second frame on.
+        let count = |k: &str| launches.iter().filter(|l| l.kernel == k).count();
+        assert_eq!(count("vmaf_vif_stats_u8"), 3);
+        assert_eq!(count("vmaf_adm_dwt0_u8"), 3);
+        assert!(count("vmaf_motion_rows_u8") >= 2);
+
+        // Pictures go up, partial sums come down, work is ordered with events.
+        assert!(r.calls("hipMemcpyHtoDAsync").count() >= 3, "{}", r.log);
+        assert!(r.calls("hipMemcpyDtoHAsync").count() >= 3, "{}", r.log);
+        assert!(r.calls("hipEventRecord").count() >= 1, "{}", r.log);
+        assert!(r.calls("hipMalloc").count() >= 1, "{}", r.log);
+        let failed: Vec<&str> = r
+            .log
+            .lines()
+            .filter(|l| !l.ends_with("-> 0") && l.contains("->"))
+            .collect();
+        assert!(failed.is_empty(), "calls failed: {failed:?}");
+    }
+}
+
+// ---------------------------------------------------------------- error mapping
+
+/// How many times a clean run calls `call`, to aim injected failures at its middle.
+fn clean_count(kit: &Kit, call: &str) -> usize {
+    static CLEAN_RUN: OnceLock<String> = OnceLock::new();
+    let log = CLEAN_RUN.get_or_init(|| score(kit, "score-count", 2, &[]).log);
+    log.lines()
+        .filter(|l| l.split(' ').next() == Some(call))
+        .count()
+}
+
+/// A scoring run with `knob` set fails with `errno` (reported by a read or the flush), and
+/// everything is still released.
+fn assert_failure(kit: &Kit, name: &str, knob: &str, at: &str, errno: i32) {
+    let r = score(kit, name, 2, &[(knob, at)]);
+    assert_eq!(r.int("init"), 0, "{name}: {}", show(&r.out));
+    assert_eq!(r.int("first_error"), errno, "{name}: {}", show(&r.out));
+    assert_eq!(r.int("close"), 0, "{name}: {}", show(&r.out));
+    r.assert_clean();
+}
+
+#[test]
+fn out_of_memory_is_enomem() {
+    let Some(kit) = kit() else { return };
+    if !have_amd_objects() {
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return;
+    }
+    let n = clean_count(kit, "hipMalloc");
+    assert!(n >= 2, "a clean run allocates device memory");
+    for at in [1, n / 2, n] {
+        assert_failure(
+            kit,
+            &format!("oom-{at}"),
+            "FAKEHIP_OOM_AT",
+            &at.to_string(),
+            ENOMEM,
+        );
+    }
+}
+
+#[test]
+fn failed_launch_is_eio() {
+    let Some(kit) = kit() else { return };
+    if !have_amd_objects() {
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return;
+    }
+    let n = clean_count(kit, "hipModuleLaunchKernel");
+    for at in [1, n / 2, n] {
+        let name = format!("launch-{at}");
+        assert_failure(kit, &name, "FAKEHIP_LAUNCH_FAIL_AT", &at.to_string(), EIO);
+    }
+}
+
+#[test]
+fn failed_synchronize_is_eio() {
+    let Some(kit) = kit() else { return };
+    if !have_amd_objects() {
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return;
+    }
+    let n = clean_count(kit, "hipStreamSynchronize") + clean_count(kit, "hipEventSynchronize");
+    for at in [1, n / 2] {
+        let name = format!("sync-{at}");
+        assert_failure(kit, &name, "FAKEHIP_SYNC_FAIL_AT", &at.to_string(), EIO);
+    }
+}
+
+#[test]
+fn refused_or_missing_code_object_is_enodev() {
+    let Some(kit) = kit() else { return };
+    // The runtime refuses the object (hipErrorInvalidImage), and nothing else may be tried.
+    assert_failure(kit, "refused", "FAKEHIP_MODULE_LOAD_STATUS", "200", ENODEV);
+    // An arch the bundle has no object for: nothing reaches the runtime.
+    let r = score(kit, "gfx1100", 2, &[("FAKEHIP_ARCH", "gfx1100")]);
+    assert_eq!(r.int("first_error"), ENODEV, "{}", show(&r.out));
+    assert_eq!(r.calls("hipModuleLoadData").count(), 0, "{}", r.log);
+    r.assert_clean();
+}
+
+// ---------------------------------------------------------------- the CLI
+
+#[test]
+fn cli_hip_backend_runs_on_the_fake() {
+    let Some(kit) = kit() else { return };
+    if !have_amd_objects() {
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return;
+    }
+    let dir = common::work_dir("hip_fake_cli");
+    let out = dir.join("out.json");
+    let mut args = common::clip_args("life_320x240_420p8");
+    args.extend(["--frame_cnt", "3", "-q", "--json", "-o"].map(String::from));
+    args.push(out.display().to_string());
+    args.extend(["--backend", "hip"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run_with(
+        kit,
+        "cli",
+        Path::new(env!("CARGO_BIN_EXE_vmaf")),
+        &args,
+        &[],
+    );
+    assert!(r.out.status.success(), "{}", show(&r.out));
+    let names: BTreeSet<String> = r.launches().into_iter().map(|l| l.kernel).collect();
+    for k in EXPECTED_KERNELS {
+        assert!(names.contains(*k), "{k} never launched: {names:?}");
+    }
+    let json = std::fs::read_to_string(&out).expect("CLI output");
+    assert_eq!(
+        common::parse_json(&json, "CLI output")["frames"]
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+}
