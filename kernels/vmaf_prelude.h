@@ -135,6 +135,15 @@ typedef unsigned long long vmaf_u64;
  * arrays are sized with it so nothing depends on the real warp size. */
 #define VMAF_MAX_WARPS 32
 
+/* A launch-geometry assumption: checked (failing the launch) by the host execution model of
+ * the tests, no code on GPUs. */
+#if defined(VMAF_HIPCPU)
+#define VMAF_ASSUME(cond, what) ((cond) ? (void)0 : ::hipcpu::fail(what))
+#else
+#define VMAF_ASSUME(cond, what) ((void)0)
+#endif
+static_assert(VMAF_MAX_WARPS * 32 >= 1024, "scratch must hold the waves of a 1024-thread block");
+
 /* Linear index of the calling thread in its block (x fastest, as warps are formed). */
 VMAF_DEVICE unsigned vmaf_thread_rank(void)
 {
@@ -157,6 +166,7 @@ VMAF_DEVICE vmaf_u64 vmaf_block_sum_u64(vmaf_u64 v, vmaf_u64 *scratch)
     if (rank == 0) {
         const unsigned n_threads = blockDim.x * blockDim.y * blockDim.z;
         const unsigned n_warps = (n_threads + warpSize - 1) / warpSize;
+        VMAF_ASSUME(n_warps <= VMAF_MAX_WARPS, "block sum: more waves than scratch slots");
         for (unsigned i = 0; i < n_warps; i++)
             total += scratch[i];
     }

@@ -845,3 +845,23 @@ fn adm_accums_equal_cpu_at_wave64_and_wave32() {
     }
     println!("adm: {:.1?}", t0.elapsed());
 }
+
+/// Model time of one 576x324 8-bit frame per feature at 64 lanes (printed; run with
+/// `--nocapture`).
+#[test]
+fn model_time_per_576x324_frame() {
+    let f = model_or_skip!();
+    let (refs, dists) = load_parity_clip("natural_576x324_420p8");
+    let (r, d) = (&refs[1], &dists[1]);
+    let t = Instant::now();
+    motion_on_model(f, &refs[0], r, 64);
+    let motion = t.elapsed();
+    let t = Instant::now();
+    vif_on_model(f, r, d, 100.0, false, 64);
+    let vif = t.elapsed();
+    let adm = crate::feature::adm::Adm::new(&crate::feature::options::Dict::new()).unwrap();
+    let t = Instant::now();
+    adm_on_model(f, r, d, adm.params(), 64);
+    let adm = t.elapsed();
+    println!("576x324 at wave64: motion {motion:.1?}, vif {vif:.1?}, adm {adm:.1?}");
+}
