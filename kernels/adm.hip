@@ -358,6 +358,7 @@ VMAF_DEVICE vmaf_i64 adm_cm_pixel(int scale, int b, vmaf_u32 irf, vmaf_i32 s, vm
 /* Sums `v[0..9]` over the block; valid in the thread of rank 0. */
 VMAF_DEVICE void adm_block_sum9(vmaf_u64 *v, vmaf_u64 (*scratch)[VMAF_MAX_WARPS])
 {
+    VMAF_ASSUME(blockDim.y == 1 && blockDim.z == 1, "adm_block_sum9: 1-D blocks only");
     const unsigned rank = threadIdx.x;
     const unsigned lane = rank % warpSize;
     const unsigned warp = rank / warpSize;

@@ -5,6 +5,8 @@
  *   nvcc   (__CUDACC__, offline),  nvrtc  (__CUDACC__ and __CUDACC_RTC__),
  *   clang in CUDA mode without CUDA headers (-nocudainc -nocudalib; build.rs uses it
  *   to make PTX for hosts that have the driver but no nvrtc; VMAF_BARE_CLANG_CUDA below),
+ * and, for tests only, as plain C++17 on the host with VMAF_HIPCPU defined (the execution
+ * model in tests/hipcpu/hip_cpu.h supplies the builtins with 64- or 32-lane waves),
  * so kernels use only what is spelled here plus the builtins all of them share
  * (blockIdx, blockDim, threadIdx, gridDim, warpSize, __syncthreads, __shared__,
  * __constant__) and the few CUDA intrinsics the bare-clang section supplies.
@@ -78,6 +80,11 @@ VMAF_BARE long long vmaf_shfl_down_sync(long long v, int offset)
 #undef VMAF_BARE
 #endif
 
+/* Tests: the host execution model (never defined by a GPU build). */
+#if defined(VMAF_HIPCPU)
+#include "hip_cpu.h"
+#endif
+
 /* hipcc (at least Debian's 5.2) declares the thread builtins only through this
  * header; hiprtc provides them itself and cannot open system headers. */
 #if defined(__HIP__) && !defined(__HIPCC_RTC__)
@@ -103,6 +110,8 @@ typedef unsigned long long vmaf_u64;
  * means something else (waves per execution unit), so AMD gets only the first. */
 #if defined(__HIP__)
 #define VMAF_BOUNDS(threads, blocks) __launch_bounds__(threads)
+#elif defined(VMAF_HIPCPU)
+#define VMAF_BOUNDS(threads, blocks)
 #else
 #define VMAF_BOUNDS(threads, blocks) __launch_bounds__(threads, blocks)
 #endif
@@ -111,7 +120,7 @@ typedef unsigned long long vmaf_u64;
 
 /* Warp shuffle. HIP 5.x has only the mask-less form; CUDA 9+ requires the
  * _sync form. Callers keep whole warps converged when they shuffle. */
-#if defined(__HIP__)
+#if defined(__HIP__) || defined(VMAF_HIPCPU)
 #define VMAF_SHFL_DOWN(v, offset) __shfl_down((v), (offset))
 #elif defined(VMAF_BARE_CLANG_CUDA)
 #define VMAF_SHFL_DOWN(v, offset) vmaf_shfl_down_sync((v), (offset))
@@ -125,6 +134,15 @@ typedef unsigned long long vmaf_u64;
 /* Upper bound on warps in a block (1024 threads / 32 lanes); shared scratch
  * arrays are sized with it so nothing depends on the real warp size. */
 #define VMAF_MAX_WARPS 32
+
+/* A launch-geometry assumption: checked (failing the launch) by the host execution model of
+ * the tests, no code on GPUs. */
+#if defined(VMAF_HIPCPU)
+#define VMAF_ASSUME(cond, what) ((cond) ? (void)0 : ::hipcpu::fail(what))
+#else
+#define VMAF_ASSUME(cond, what) ((void)0)
+#endif
+static_assert(VMAF_MAX_WARPS * 32 >= 1024, "scratch must hold the waves of a 1024-thread block");
 
 /* Linear index of the calling thread in its block (x fastest, as warps are formed). */
 VMAF_DEVICE unsigned vmaf_thread_rank(void)
@@ -148,6 +166,7 @@ VMAF_DEVICE vmaf_u64 vmaf_block_sum_u64(vmaf_u64 v, vmaf_u64 *scratch)
     if (rank == 0) {
         const unsigned n_threads = blockDim.x * blockDim.y * blockDim.z;
         const unsigned n_warps = (n_threads + warpSize - 1) / warpSize;
+        VMAF_ASSUME(n_warps <= VMAF_MAX_WARPS, "block sum: more waves than scratch slots");
         for (unsigned i = 0; i < n_warps; i++)
             total += scratch[i];
     }

@@ -27,6 +27,8 @@ use crate::error::{Error, Result};
 pub mod code;
 pub mod device;
 pub mod frames;
+#[cfg(test)]
+mod hipcpu_tests;
 pub(crate) mod job;
 pub(crate) mod launch;
 pub mod memory;

@@ -63,7 +63,7 @@ impl<T: Sample> Scratch<T> {
 }
 
 /// Kernel parameters of `scale` for a `w`x`h` frame.
-fn scale_params(w: usize, h: usize, scale: usize, p: &AdmParams) -> AdmScale {
+pub(crate) fn scale_params(w: usize, h: usize, scale: usize, p: &AdmParams) -> AdmScale {
     let (bw, bh) = band_size(w, h, scale);
     let sh = scale_shifts(scale, bw, bh);
     let active = scale != 0 || !p.skip_scale0;
