@@ -1,7 +1,9 @@
 //! The kernels of `kernels/*.hip` run on the CPU with 64- and 32-lane wavefront semantics
 //! (tests/hipcpu: the execution model `hip_cpu.h` and the entry point `kernels.cpp`, built here
 //! with the system C++ compiler into `target/hipcpu/libhipcpu.so`), launched with the geometry of
-//! src/gpu/launch, and checked bit for bit against the CPU reference the GPU path must equal.
+//! src/gpu/launch, and checked bit for bit against the CPU reference the GPU path must equal
+//! (psnr, motion, VIF, ADM integer accumulators; cambi c-value maps, statistics and score;
+//! float_ssim and float_ms_ssim results).
 //! No AMD GPU is needed: what this proves is that no kernel depends on the lane count (every
 //! lane reaches every full-wave shuffle, reductions are sized from warpSize) and that the
 //! integer results are the reference's. Without a C++ compiler (`$CXX`, else `c++`) each test
@@ -17,9 +19,9 @@ use crate::picture::{Picture, PictureData, PixelFormat};
 use crate::testutil::{load_parity_clip, noise_picture, repo_root, PARITY_CLIPS};
 
 /// The wave sizes every test runs at: AMD CDNA/GCN, then RDNA and NVIDIA.
-const WAVES: [c_int; 2] = [64, 32];
+pub(crate) const WAVES: [c_int; 2] = [64, 32];
 
-type LaunchFn = unsafe extern "C" fn(
+pub(crate) type LaunchFn = unsafe extern "C" fn(
     *const c_char,
     *const c_uint,
     *const c_uint,
@@ -43,7 +45,7 @@ fn newest_mtime(dirs: &[PathBuf]) -> std::time::SystemTime {
 }
 
 /// Builds (when stale) and loads the model; None without a C++ compiler.
-fn model() -> Option<LaunchFn> {
+pub(crate) fn model() -> Option<LaunchFn> {
     static LIB: OnceLock<Option<(libloading::Library, LaunchFn)>> = OnceLock::new();
     LIB.get_or_init(|| {
         let root = repo_root();
@@ -100,20 +102,22 @@ fn model() -> Option<LaunchFn> {
 
 /// A kernel argument (every parameter of the kernels fits 8 bytes).
 #[derive(Clone, Copy)]
-enum A {
+pub(crate) enum A {
     I32(i32),
     U32(u32),
+    I64(i64),
+    F32(f32),
     F64(f64),
     P(*const c_void),
 }
 
-fn ptr<T>(s: &[T]) -> A {
+pub(crate) fn ptr<T>(s: &[T]) -> A {
     A::P(s.as_ptr().cast())
 }
-fn mptr<T>(s: &mut [T]) -> A {
+pub(crate) fn mptr<T>(s: &mut [T]) -> A {
     A::P(s.as_mut_ptr().cast())
 }
-const NULL: A = A::P(std::ptr::null());
+pub(crate) const NULL: A = A::P(std::ptr::null());
 
 /// Runs kernel `name` on the model; Err with the model's message when the launch fails (a lane
 /// missing from a shuffle, mismatched barriers, a block that is not whole waves).
@@ -121,7 +125,7 @@ const NULL: A = A::P(std::ptr::null());
 /// # Safety
 /// Every pointer in `args` must cover all elements the kernel touches for this geometry (the
 /// same condition src/gpu/launch checks before a device launch).
-unsafe fn launch(
+pub(crate) unsafe fn launch(
     f: LaunchFn,
     name: &str,
     grid: (u32, u32, u32),
@@ -136,6 +140,8 @@ unsafe fn launch(
             match *a {
                 A::I32(v) => b[..4].copy_from_slice(&v.to_ne_bytes()),
                 A::U32(v) => b[..4].copy_from_slice(&v.to_ne_bytes()),
+                A::I64(v) => b.copy_from_slice(&v.to_ne_bytes()),
+                A::F32(v) => b[..4].copy_from_slice(&v.to_ne_bytes()),
                 A::F64(v) => b.copy_from_slice(&v.to_ne_bytes()),
                 A::P(p) => b[..size_of::<usize>()].copy_from_slice(&(p as usize).to_ne_bytes()),
             }
@@ -182,14 +188,14 @@ macro_rules! model_or_skip {
 }
 
 /// A plane's samples as a dense `Vec<T>` (w x h), read through `sample()`.
-fn dense_u8(p: &PictureData, plane: usize) -> Vec<u8> {
+pub(crate) fn dense_u8(p: &PictureData, plane: usize) -> Vec<u8> {
     let (w, h) = (p.w[plane], p.h[plane]);
     (0..h)
         .flat_map(|y| (0..w).map(move |x| (y, x)))
         .map(|(y, x)| p.sample(plane, x, y) as u8)
         .collect()
 }
-fn dense_u16(p: &PictureData, plane: usize) -> Vec<u16> {
+pub(crate) fn dense_u16(p: &PictureData, plane: usize) -> Vec<u16> {
     let (w, h) = (p.w[plane], p.h[plane]);
     (0..h)
         .flat_map(|y| (0..w).map(move |x| (y, x)))
@@ -199,7 +205,7 @@ fn dense_u16(p: &PictureData, plane: usize) -> Vec<u16> {
 
 /// Pairs of the parity clips (at most `frames` per clip, the 1080p clip 1) and random-size
 /// noise pictures of every depth.
-fn cases(frames: usize, min_side: usize) -> Vec<(String, Picture, Picture)> {
+pub(crate) fn cases(frames: usize, min_side: usize) -> Vec<(String, Picture, Picture)> {
     let mut out = Vec::new();
     for clip in PARITY_CLIPS {
         let (r, d) = load_parity_clip(clip);
@@ -844,6 +850,449 @@ fn adm_accums_equal_cpu_at_wave64_and_wave32() {
         }
     }
     println!("adm: {:.1?}", t0.elapsed());
+}
+
+/// The cambi sequence of src/feature/cambi/gpu.rs (`with_c_values`: preprocessing, mask,
+/// then per scale decimation, mode filter, c-values and statistics) with the launches of
+/// src/gpu/launch/cambi.rs: each scale's c-value map and statistics.
+fn cambi_on_model(
+    f: LaunchFn,
+    c: &crate::feature::cambi::gpu::ModelCase,
+    pic: &PictureData,
+    warp: c_int,
+) -> (Vec<Vec<f32>>, Vec<Vec<u64>>) {
+    let (w, h, in_w, in_h) = (c.w, c.h, c.in_w, c.in_h);
+    let (taps, params, lut) = (&c.taps, &c.params, c.lut);
+    let fail = |e: String| panic!("cambi wave {warp}: {e}");
+    let px = |w: usize, h: usize| ((w as u32).div_ceil(32), (h as u32).div_ceil(8), 1);
+    let (mut img, mut mask) = ([vec![0u16; w * h], vec![0u16; w * h]], {
+        [vec![0u16; w * h], vec![0u16; w * h]]
+    });
+    let (p8, p16);
+    let (kernel, src) = if pic.bpc == 8 {
+        p8 = dense_u8(pic, 0);
+        ("vmaf_cambi_preprocess_u8", ptr(&p8))
+    } else {
+        p16 = dense_u16(pic, 0);
+        ("vmaf_cambi_preprocess_u16", ptr(&p16))
+    };
+    let (wi, hi) = (w as i32, h as i32);
+    // SAFETY: the dense in_w x in_h source is read at taps clamped inside it; taps holds
+    // w + h entries; img[0] is w x h.
+    unsafe {
+        launch(
+            f,
+            kernel,
+            px(w, h),
+            (32, 8, 1),
+            warp,
+            &[
+                src,
+                A::I32(in_w as i32),
+                A::I32(in_h as i32),
+                A::I32(in_w as i32),
+                ptr(taps),
+                A::I32(pic.bpc as i32),
+                A::I32(i32::from(c.dither)),
+                mptr(&mut img[0]),
+                A::I32(wi),
+                A::I32(hi),
+                A::I32(wi),
+            ],
+        )
+    }
+    .unwrap_or_else(fail);
+    // SAFETY: w x h image and mask.
+    unsafe {
+        launch(
+            f,
+            "vmaf_cambi_mask",
+            px(w, h),
+            (32, 8, 1),
+            warp,
+            &[
+                ptr(&img[0]),
+                A::I32(wi),
+                A::I32(hi),
+                A::I32(wi),
+                A::U32(c.mask_threshold),
+                mptr(&mut mask[0]),
+                A::I32(wi),
+            ],
+        )
+    }
+    .unwrap_or_else(fail);
+    let (mut im, mut mk) = (0usize, 0usize);
+    let (mut cw, mut ch) = (w, h);
+    let (mut maps, mut stats) = (Vec::new(), Vec::new());
+    for &(sw, sh) in &c.sizes {
+        let (swi, shi) = (sw as i32, sh as i32);
+        if (sw, sh) != (cw, ch) {
+            for (bufs, i) in [(&mut img, &mut im), (&mut mask, &mut mk)] {
+                let [a, b] = bufs;
+                let (src, dst) = if *i == 0 { (a, b) } else { (b, a) };
+                // SAFETY: a dense cw x ch input read at even coordinates; a sw x sh output
+                // (sw = ceil(cw / 2), sh = ceil(ch / 2)) in a different buffer.
+                unsafe {
+                    launch(
+                        f,
+                        "vmaf_cambi_decimate",
+                        px(sw, sh),
+                        (32, 8, 1),
+                        warp,
+                        &[
+                            ptr(src),
+                            A::I32(cw as i32),
+                            mptr(dst),
+                            A::I32(swi),
+                            A::I32(shi),
+                            A::I32(swi),
+                        ],
+                    )
+                }
+                .unwrap_or_else(fail);
+                *i ^= 1;
+            }
+            (cw, ch) = (sw, sh);
+        }
+        {
+            let [a, b] = &mut img;
+            let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
+            // SAFETY: dense sw x sh planes in different buffers.
+            unsafe {
+                launch(
+                    f,
+                    "vmaf_cambi_mode",
+                    px(sw, sh),
+                    (32, 8, 1),
+                    warp,
+                    &[ptr(src), mptr(dst), A::I32(swi), A::I32(shi), A::I32(swi)],
+                )
+            }
+            .unwrap_or_else(fail);
+            im ^= 1;
+        }
+        let mut cv = vec![0f32; sw * sh];
+        // SAFETY: dense sw x sh image and mask; params holds 2 * nd values; the LUT is
+        // longer than the window area (as cambi_cvalues checks); cv holds sw * sh.
+        unsafe {
+            launch(
+                f,
+                "vmaf_cambi_cvalues",
+                ((sw as u32).div_ceil(16), (sh as u32).div_ceil(16), 1),
+                (16, 16, 1),
+                warp,
+                &[
+                    ptr(&img[im]),
+                    ptr(&mask[mk]),
+                    A::I32(swi),
+                    A::I32(shi),
+                    A::I32(swi),
+                    A::I32(c.pad as i32),
+                    A::I32(i32::from(c.band_base)),
+                    A::I32(i32::from(c.band_size)),
+                    A::I32(c.num_diffs as i32),
+                    A::I32(i32::from(c.vlt)),
+                    ptr(params),
+                    ptr(lut),
+                    mptr(&mut cv),
+                ],
+            )
+        }
+        .unwrap_or_else(fail);
+        let mut st = vec![0u64; crate::gpu::kernels::CAMBI_STATS_LEN];
+        // SAFETY: reads cv[0..sw * sh], adds to st[0..257].
+        unsafe {
+            launch(
+                f,
+                "vmaf_cambi_stats",
+                (
+                    ((sw * sh) as u32)
+                        .div_ceil(256)
+                        .min(crate::gpu::launch::MAX_ROW_BLOCKS),
+                    1,
+                    1,
+                ),
+                (256, 1, 1),
+                warp,
+                &[ptr(&cv), A::I32((sw * sh) as i32), mptr(&mut st)],
+            )
+        }
+        .unwrap_or_else(fail);
+        maps.push(cv);
+        stats.push(st);
+    }
+    (maps, stats)
+}
+
+/// What the GPU tests of src/feature/cambi/gpu.rs require of the device: every c-value map bit
+/// for bit, the statistics of the CPU's maps, and the score the host finishes from them
+/// (statistics pooling, else the map) identical to the CPU score.
+#[test]
+fn cambi_equals_cpu_at_wave64_and_wave32() {
+    use crate::feature::cambi::gpu::ModelCase;
+    let f = model_or_skip!();
+    let t0 = Instant::now();
+    let mut pics: Vec<(String, Picture)> = Vec::new();
+    for clip in [
+        "natural_576x324_420p8",
+        "life_320x240_420p8",
+        "natural_320x180_420p12",
+    ] {
+        let (_, dists) = load_parity_clip(clip);
+        pics.push((format!("{clip} frame 1"), dists[1].clone()));
+    }
+    for (k, (bpc, w, h)) in [(8u32, 231usize, 97usize), (10, 150, 219)]
+        .into_iter()
+        .enumerate()
+    {
+        let p = noise_picture(PixelFormat::Yuv420p, bpc, w, h, 40 + k as u64);
+        pics.push((format!("noise {w}x{h} {bpc}-bit"), p));
+    }
+    let option_sets = [
+        "",
+        "enc_bitdepth=8",
+        "enc_width=400:enc_height=300:topk=0.01",
+        "window_size=15:max_log_contrast=1:cambi_high_res_speedup=200",
+    ];
+    let mut runs = 0;
+    for (what, pic) in &pics {
+        for opts in option_sets {
+            let Some(c) = ModelCase::new(opts, pic) else {
+                println!("cambi: the CPU refuses {what} [{opts}]");
+                continue;
+            };
+            for warp in WAVES {
+                let at = format!("{what} [{opts}] wave {warp}");
+                let (maps, stats) = cambi_on_model(f, &c, pic, warp);
+                for (scale, (g, want)) in maps.iter().zip(&c.cpu_maps).enumerate() {
+                    assert_eq!(g.len(), want.len(), "{at} scale {scale}");
+                    if let Some(i) = (0..g.len()).find(|&i| g[i].to_bits() != want[i].to_bits()) {
+                        panic!(
+                            "{at} scale {scale}: c-value {i}: model {} cpu {}",
+                            g[i], want[i]
+                        );
+                    }
+                    assert_eq!(
+                        stats[scale], c.cpu_stats[scale],
+                        "{at} scale {scale}: statistics"
+                    );
+                }
+                let got = c.score(&stats, &maps);
+                assert_eq!(
+                    got.to_bits(),
+                    c.cpu_score.to_bits(),
+                    "{at}: model {got} cpu {}",
+                    c.cpu_score
+                );
+                runs += 1;
+            }
+        }
+    }
+    // Cambi needs a side of at least 216: every picture above is taken.
+    assert_eq!(runs, 40);
+    println!("cambi: {runs} runs in {:.1?}", t0.elapsed());
+}
+
+/// The float_ssim / float_ms_ssim sequence of src/feature/ssim/gpu.rs (`Pipeline::queue`: to
+/// float, the decimated levels, then per SSIM level the horizontal pass and the row sums) with
+/// the launches of src/gpu/launch/float_ssim.rs; the host's means from those row sums.
+fn ssim_on_model(
+    f: LaunchFn,
+    plan: &crate::feature::ssim::gpu::Plan,
+    r: &PictureData,
+    d: &PictureData,
+    warp: c_int,
+) -> Vec<crate::feature::ssim::tools::SsimMeans> {
+    use crate::feature::ssim::tools::{luma_scaler, ssim_constants, GAUSSIAN, GAUSSIAN_LEN};
+    let fail = |e: String| panic!("ssim wave {warp}: {e}");
+    let grid = |w: usize, h: usize| ((w as u32).div_ceil(32), (h as u32).div_ceil(8), 1);
+    let mut refs: Vec<Vec<f32>> = plan.dims.iter().map(|&(w, h)| vec![0.0; w * h]).collect();
+    let mut dis = refs.clone();
+    let (w, h) = plan.dims[0];
+    let (wi, hi) = (w as i32, h as i32);
+    let (r8, d8, r16, d16);
+    let (kernel, rp, dp) = if r.bpc == 8 {
+        (r8, d8) = (dense_u8(r, 0), dense_u8(d, 0));
+        ("vmaf_ssim_to_float_u8", ptr(&r8), ptr(&d8))
+    } else {
+        (r16, d16) = (dense_u16(r, 0), dense_u16(d, 0));
+        ("vmaf_ssim_to_float_u16", ptr(&r16), ptr(&d16))
+    };
+    // SAFETY: dense w x h inputs and outputs.
+    unsafe {
+        launch(
+            f,
+            kernel,
+            grid(w, h),
+            (32, 8, 1),
+            warp,
+            &[
+                rp,
+                dp,
+                A::I32(wi),
+                A::I32(hi),
+                A::I32(wi),
+                A::F32(luma_scaler(r.bpc).unwrap()),
+                mptr(&mut refs[0]),
+                mptr(&mut dis[0]),
+            ],
+        )
+    }
+    .unwrap_or_else(fail);
+    for l in 1..plan.dims.len() {
+        let ((pw, ph), (lw, lh)) = (plan.dims[l - 1], plan.dims[l]);
+        let (rlo, rhi) = refs.split_at_mut(l);
+        let (dlo, dhi) = dis.split_at_mut(l);
+        // SAFETY: pw x ph inputs read at mirrored coordinates inside them; lw x lh outputs;
+        // size * size taps (as ssim_decimate checks).
+        unsafe {
+            launch(
+                f,
+                "vmaf_ssim_decimate",
+                grid(lw, lh),
+                (32, 8, 1),
+                warp,
+                &[
+                    ptr(&rlo[l - 1]),
+                    ptr(&dlo[l - 1]),
+                    A::I32(pw as i32),
+                    A::I32(ph as i32),
+                    ptr(&plan.taps),
+                    A::I32(plan.size as i32),
+                    A::I32(plan.factor as i32),
+                    mptr(&mut rhi[0]),
+                    mptr(&mut dhi[0]),
+                    A::I32(lw as i32),
+                    A::I32(lh as i32),
+                ],
+            )
+        }
+        .unwrap_or_else(fail);
+    }
+    let layout = plan.sum_layout();
+    let n_sums = layout.last().map_or(0, |&(off, rows, _)| off + 4 * rows);
+    let mut sums = vec![0f64; n_sums];
+    let [c1, c2, c3] = ssim_constants();
+    for (&l, &(offset, _, _)) in plan.ssim_levels.iter().zip(&layout) {
+        let (lw, lh) = plan.dims[l];
+        let plane = crate::gpu::kernels::ssim_hconv_plane(lw, lh);
+        let mut hbuf = vec![0f32; 5 * plane];
+        let (lwi, lhi) = (lw as i32, lh as i32);
+        // SAFETY: lw x lh inputs; 11 Gaussian taps; five (lw - 10) x lh planes in hbuf.
+        unsafe {
+            launch(
+                f,
+                "vmaf_ssim_hconv",
+                grid(lw - (GAUSSIAN_LEN - 1), lh),
+                (32, 8, 1),
+                warp,
+                &[
+                    ptr(&refs[l]),
+                    ptr(&dis[l]),
+                    A::I32(lwi),
+                    A::I32(lhi),
+                    ptr(&GAUSSIAN),
+                    mptr(&mut hbuf),
+                    A::I64(plane as i64),
+                ],
+            )
+        }
+        .unwrap_or_else(fail);
+        let (dw, dh) = (lw + 1 - GAUSSIAN_LEN, lh + 1 - GAUSSIAN_LEN);
+        // SAFETY: reads the five planes of hbuf; writes sums[offset + 4 * row ..][..4] for
+        // row < dh, inside `sums` (the layout's extent).
+        unsafe {
+            launch(
+                f,
+                "vmaf_ssim_rows",
+                (dh as u32, 1, 1),
+                (256, 1, 1),
+                warp,
+                &[
+                    ptr(&hbuf),
+                    A::I32(dw as i32),
+                    A::I32(lhi),
+                    A::I64(plane as i64),
+                    ptr(&GAUSSIAN),
+                    A::F32(c1),
+                    A::F32(c2),
+                    A::F32(c3),
+                    mptr(&mut sums[offset..]),
+                ],
+            )
+        }
+        .unwrap_or_else(fail);
+    }
+    plan.means(&sums)
+}
+
+/// What the GPU tests of src/feature/ssim/gpu.rs require of the device (bit-exact, no
+/// tolerance): the float_ssim means at scales auto, 2 and 3 and the float_ms_ssim result, bit for
+/// bit the CPU's at the scalar level.
+#[test]
+fn float_ssim_equals_cpu_at_wave64_and_wave32() {
+    use crate::feature::ssim::{float_ms_ssim, float_ssim, gpu::Plan, tools::GAUSSIAN_LEN};
+    let f = model_or_skip!();
+    let t0 = Instant::now();
+    let mut pairs: Vec<(String, Picture, Picture)> = Vec::new();
+    for clip in [
+        "natural_576x324_420p8",
+        "life_320x240_420p8",
+        "natural_320x180_420p12",
+    ] {
+        let (refs, dists) = load_parity_clip(clip);
+        pairs.push((format!("{clip} frame 1"), refs[1].clone(), dists[1].clone()));
+    }
+    for (k, (bpc, w, h)) in [(8u32, 203usize, 181usize), (10, 99, 67), (16, 177, 176)]
+        .into_iter()
+        .enumerate()
+    {
+        let r = noise_picture(PixelFormat::Yuv420p, bpc, w, h, 60 + 2 * k as u64);
+        let d = noise_picture(PixelFormat::Yuv420p, bpc, w, h, 61 + 2 * k as u64);
+        pairs.push((format!("noise {w}x{h} {bpc}-bit"), r, d));
+    }
+    let bits =
+        |m: &crate::feature::ssim::tools::SsimMeans| [m.ssim, m.l, m.c, m.s].map(f32::to_bits);
+    let mut runs = 0;
+    for (what, r, d) in &pairs {
+        let (w, h) = (r.w[0], r.h[0]);
+        for scale in [0, 2, 3] {
+            let want = float_ssim::compute(r, d, scale, crate::simd::CpuLevel::SCALAR).unwrap();
+            let s = float_ssim::checked_scale(scale, w, h).unwrap();
+            let plan = Plan::float_ssim(w, h, s);
+            let (lw, lh) = plan.dims[plan.dims.len() - 1];
+            if lw < GAUSSIAN_LEN || lh < GAUSSIAN_LEN {
+                continue;
+            }
+            for warp in WAVES {
+                let got = ssim_on_model(f, &plan, r, d, warp);
+                assert_eq!(
+                    bits(&got[0]),
+                    bits(&want),
+                    "{what} float_ssim scale {scale} wave {warp}: model {:?} cpu {want:?}",
+                    got[0]
+                );
+                runs += 1;
+            }
+        }
+        if float_ms_ssim::check_size(w, h).is_ok() {
+            let want = float_ms_ssim::compute(r, d, crate::simd::CpuLevel::SCALAR).unwrap();
+            for warp in WAVES {
+                let m = ssim_on_model(f, &Plan::ms_ssim(w, h), r, d, warp);
+                let got = float_ms_ssim::finish(&m.try_into().unwrap()).unwrap();
+                let all = |x: &float_ms_ssim::MsSsim| {
+                    let mut v = vec![x.score.to_bits()];
+                    v.extend(x.l.iter().chain(&x.c).chain(&x.s).map(|v| v.to_bits()));
+                    v
+                };
+                assert_eq!(all(&got), all(&want), "{what} float_ms_ssim wave {warp}");
+                runs += 1;
+            }
+        }
+    }
+    println!("float_ssim: {runs} runs in {:.1?}", t0.elapsed());
+    assert!(runs >= 40, "only {runs} runs");
 }
 
 /// Model time of one 576x324 8-bit frame per feature at 64 lanes (printed; run with

@@ -28,7 +28,7 @@ pub mod code;
 pub mod device;
 pub mod frames;
 #[cfg(test)]
-mod hipcpu_tests;
+pub(crate) mod hipcpu_tests;
 pub(crate) mod job;
 pub(crate) mod launch;
 pub mod memory;

@@ -332,6 +332,96 @@ fn pooled_from_stats(stats: &[u64], n: usize, topk: f64) -> Option<f64> {
     Some(total as f64 * unit / f64::from(k))
 }
 
+/// What src/gpu/hipcpu_tests.rs needs to replay [`with_c_values`] on the CPU execution model
+/// of the kernels, with the CPU results the device must equal.
+#[cfg(test)]
+pub(crate) struct ModelCase {
+    /// Processing size, source size, window half-width.
+    pub w: usize,
+    pub h: usize,
+    pub in_w: usize,
+    pub in_h: usize,
+    pub pad: usize,
+    pub sizes: [(usize, usize); NUM_SCALES],
+    /// As uploaded by [`with_c_values`].
+    pub taps: Vec<u32>,
+    pub params: Vec<i32>,
+    pub num_diffs: usize,
+    pub dither: bool,
+    pub band_base: u16,
+    pub band_size: u16,
+    pub vlt: u16,
+    pub mask_threshold: u32,
+    pub lut: &'static [f32],
+    /// The CPU's c-value maps, their statistics, and its score.
+    pub cpu_maps: Vec<Vec<f32>>,
+    pub cpu_stats: Vec<Vec<u64>>,
+    pub cpu_score: f64,
+    topk: f64,
+    window: usize,
+}
+
+#[cfg(test)]
+impl ModelCase {
+    /// The distorted-picture case of `pic` with cambi options `opts` (`k=v:k=v`); None when
+    /// the CPU refuses the picture.
+    pub(crate) fn new(opts: &str, pic: &Picture) -> Option<Self> {
+        let c = tests::cambi(opts);
+        let s = c.setup_for(pic).ok()?;
+        let cpu_score = super::Work::new(s)
+            .ok()?
+            .score(s, pic, false, crate::simd::CpuLevel::SCALAR)
+            .ok()?;
+        let (w, h, window) = s.geometry(false);
+        let (in_w, in_h) = (pic.w[0], pic.h[0]);
+        let taps = if (in_w, in_h) == (w, h) {
+            (0..w).chain(0..h).map(|v| v as u32).collect()
+        } else {
+            let (xs, ys) = (decimation_taps(in_w, w), decimation_taps(in_h, h));
+            xs.iter().chain(&ys).map(|&v| v as u32).collect()
+        };
+        let cpu_maps = super::cpu_c_value_maps(s, pic, false);
+        Some(ModelCase {
+            w,
+            h,
+            in_w,
+            in_h,
+            pad: window >> 1,
+            sizes: scale_sizes(s, w, h),
+            taps,
+            params: s
+                .tvi
+                .iter()
+                .map(|&t| i32::from(t))
+                .chain(s.diff_weights.iter().copied())
+                .collect(),
+            num_diffs: s.tvi.len(),
+            dither: s.enc_bitdepth < 10,
+            band_base: s.band_base,
+            band_size: s.band_size,
+            vlt: s.vlt_luma,
+            mask_threshold: mask_index(w, h),
+            lut: reciprocal_lut(),
+            cpu_stats: cpu_maps.iter().map(|m| tests::host_stats(m)).collect(),
+            cpu_maps,
+            cpu_score,
+            topk: s.topk,
+            window,
+        })
+    }
+
+    /// The score the host finishes from the device's statistics and maps, as [`score`] does.
+    pub(crate) fn score(&self, stats: &[Vec<u64>], maps: &[Vec<f32>]) -> f64 {
+        let mut per_scale = [0.0f64; NUM_SCALES];
+        for (scale, v) in per_scale.iter_mut().enumerate() {
+            let n = maps[scale].len();
+            *v = pooled_from_stats(&stats[scale], n, self.topk)
+                .unwrap_or_else(|| spatial_pooling(&mut maps[scale].clone(), self.topk));
+        }
+        weighted_score(&per_scale, self.window)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{cpu_c_value_maps, spatial_pooling, Cambi, Setup};
@@ -343,7 +433,7 @@ mod tests {
     use crate::testutil::{load_parity_clip, PARITY_CLIPS};
     use std::time::Instant;
 
-    fn cambi(opts: &str) -> Cambi {
+    pub(super) fn cambi(opts: &str) -> Cambi {
         let mut d = Dict::new();
         for kv in opts.split(':').filter(|kv| !kv.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap();
@@ -450,7 +540,7 @@ mod tests {
     }
 
     /// What kernels/cambi.hip's statistics kernel computes, on the host.
-    fn host_stats(cv: &[f32]) -> Vec<u64> {
+    pub(super) fn host_stats(cv: &[f32]) -> Vec<u64> {
         let mut st = vec![0u64; CAMBI_STATS_LEN];
         for v in cv {
             let bits = v.to_bits();

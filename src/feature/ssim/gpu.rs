@@ -24,19 +24,19 @@ use std::sync::Arc;
 
 /// What a pipeline computes: the levels of its float pyramid and the decimation between them.
 #[derive(Debug, Clone, PartialEq)]
-struct Plan {
+pub(crate) struct Plan {
     /// Size of each level; level 0 is the luma plane.
-    dims: Vec<(usize, usize)>,
+    pub(crate) dims: Vec<(usize, usize)>,
     /// Decimation factor and square kernel from one level to the next.
-    factor: usize,
-    taps: Vec<f32>,
-    size: usize,
+    pub(crate) factor: usize,
+    pub(crate) taps: Vec<f32>,
+    pub(crate) size: usize,
     /// Levels whose SSIM is computed, in output order.
-    ssim_levels: Vec<usize>,
+    pub(crate) ssim_levels: Vec<usize>,
 }
 
 impl Plan {
-    fn float_ssim(w: usize, h: usize, scale: usize) -> Plan {
+    pub(crate) fn float_ssim(w: usize, h: usize, scale: usize) -> Plan {
         let mut dims = vec![(w, h)];
         if scale > 1 {
             dims.push((decimated_len(w, scale), decimated_len(h, scale)));
@@ -50,7 +50,7 @@ impl Plan {
         }
     }
 
-    fn ms_ssim(w: usize, h: usize) -> Plan {
+    pub(crate) fn ms_ssim(w: usize, h: usize) -> Plan {
         let mut dims = vec![(w, h)];
         for _ in 1..SCALES {
             let (pw, ph) = dims[dims.len() - 1];
@@ -66,7 +66,7 @@ impl Plan {
     }
 
     /// Row sums (4 per valid window row) of each SSIM level, as (offset, rows, positions).
-    fn sum_layout(&self) -> Vec<(usize, usize, usize)> {
+    pub(crate) fn sum_layout(&self) -> Vec<(usize, usize, usize)> {
         let mut off = 0;
         self.ssim_levels
             .iter()
@@ -195,10 +195,14 @@ impl<const MS: bool> Pipeline<MS> {
 
     /// The SSIM means of each SSIM level from the read-back row sums (waits for them).
     fn means(&mut self) -> Result<Vec<SsimMeans>> {
-        let sums = self.sums_host.as_slice()?;
-        Ok(self
-            .plan
-            .sum_layout()
+        Ok(self.plan.means(self.sums_host.as_slice()?))
+    }
+}
+
+impl Plan {
+    /// The SSIM means of each SSIM level from the row sums of all levels (`sum_layout`).
+    pub(crate) fn means(&self, sums: &[f64]) -> Vec<SsimMeans> {
+        self.sum_layout()
             .iter()
             .map(|&(offset, rows, count)| {
                 let mut acc = [0.0f64; 4];
@@ -209,7 +213,7 @@ impl<const MS: bool> Pipeline<MS> {
                 }
                 means_from_sums(acc, count)
             })
-            .collect())
+            .collect()
     }
 }
 

@@ -221,7 +221,7 @@ impl<T> DevicePtr<T> {
 /// Threads per block for the row kernels: a multiple of every warp size (32 or 64).
 const ROW_BLOCK: u32 = 256;
 /// Row-block count cap: enough blocks to fill a large GPU, few enough atomics per plane.
-const MAX_ROW_BLOCKS: u32 = 512;
+pub(crate) const MAX_ROW_BLOCKS: u32 = 512;
 
 fn dims_u32(w: usize, h: usize) -> Result<(u32, u32)> {
     let w = u32::try_from(w).map_err(|_| Error::inval("plane too wide"))?;
