@@ -6,6 +6,8 @@
 //!
 //! Regenerate the headers after changing `src/ffi`: `VMAF_BLESS_HEADERS=1 cargo test --test ffi headers`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,59 +34,12 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| root().join("target"))
 }
 
-fn newest_source_mtime() -> std::time::SystemTime {
-    fn walk(dir: &Path, best: &mut std::time::SystemTime) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, best);
-            } else if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
-                *best = (*best).max(m);
-            }
-        }
-    }
-    let mut best = std::time::SystemTime::UNIX_EPOCH;
-    walk(&root().join("src"), &mut best);
-    best
-}
-
-/// Directory holding a current `libvmaf_hip.so`. `cargo test` builds the cdylib next to this
-/// binary (in `deps/`, same profile as the tests); if it is missing or older than the sources
-/// (another profile's build may have replaced it), build it with this binary's profile.
+/// Directory holding a private copy of a current `libvmaf_hip.so` (see
+/// [`common::private_cdylib`]), made once per test process.
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let deps = exe.parent().expect("deps dir").to_path_buf();
-        let fresh = |p: &Path| {
-            p.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t >= newest_source_mtime())
-        };
-        let mut lib = deps.join("libvmaf_hip.so");
-        if !fresh(&lib) {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            // target/release/deps for `cargo test --release`, target/debug/deps otherwise.
-            let release = deps.parent().and_then(Path::file_name) == Some("release".as_ref());
-            let profile = if release { "release" } else { "test" };
-            let st = Command::new(cargo)
-                .args(["build", "--lib", "--profile", profile])
-                .current_dir(root())
-                .status()
-                .expect("run cargo build");
-            assert!(st.success(), "cargo build --lib failed");
-            lib = deps.parent().expect("profile dir").join("libvmaf_hip.so");
-        }
-        assert!(lib.exists(), "{} not found", lib.display());
-        // A private copy: a concurrent cargo build cannot replace it under running tests.
-        let dir = work_dir().join("lib");
-        std::fs::create_dir_all(&dir).expect("create lib dir");
-        let tmp = dir.join("libvmaf_hip.so.part");
-        std::fs::copy(&lib, &tmp).expect("copy cdylib");
-        std::fs::rename(&tmp, dir.join("libvmaf_hip.so")).expect("install cdylib copy");
-        dir
-    })
-    .clone()
+    DIR.get_or_init(|| common::private_cdylib(&work_dir().join("lib")))
+        .clone()
 }
 
 fn show(out: &Output) -> String {

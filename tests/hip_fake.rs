@@ -80,53 +80,9 @@ fn compile(src: &str, name: &str, args: &[&str]) -> PathBuf {
     out_path
 }
 
-/// Directory holding a current `libvmaf_hip.so` (as tests/ffi.rs finds it: `cargo test` builds
-/// the cdylib in `deps/`; if it is missing or stale, build it with this binary's profile).
+/// Directory holding a private copy of a current `libvmaf_hip.so`.
 fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let deps = exe.parent().expect("deps dir").to_path_buf();
-    let newest_src = walk_newest(&root().join("src"));
-    let fresh = |p: &Path| {
-        p.metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t >= newest_src)
-    };
-    let mut lib = deps.join("libvmaf_hip.so");
-    if !fresh(&lib) {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let release = deps.parent().and_then(Path::file_name) == Some("release".as_ref());
-        let profile = if release { "release" } else { "test" };
-        let st = Command::new(cargo)
-            .args(["build", "--lib", "--profile", profile])
-            .current_dir(root())
-            .status()
-            .expect("run cargo build");
-        assert!(st.success(), "cargo build --lib failed");
-        lib = deps.parent().expect("profile dir").join("libvmaf_hip.so");
-    }
-    // A private copy: a concurrent cargo build cannot replace it under running scenarios.
-    let dir = work_dir().join("lib");
-    std::fs::create_dir_all(&dir).expect("create lib dir");
-    let tmp = dir.join(format!("libvmaf_hip.so.{}.part", std::process::id()));
-    std::fs::copy(&lib, &tmp).expect("copy cdylib");
-    std::fs::rename(&tmp, dir.join("libvmaf_hip.so")).expect("install cdylib copy");
-    dir
-}
-
-fn walk_newest(dir: &Path) -> std::time::SystemTime {
-    let mut best = std::time::SystemTime::UNIX_EPOCH;
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        let t = if p.is_dir() {
-            walk_newest(&p)
-        } else {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::SystemTime::UNIX_EPOCH)
-        };
-        best = best.max(t);
-    }
-    best
+    common::private_cdylib(&work_dir().join("lib"))
 }
 
 /// The fake runtime, the driver and the directory of the library the driver links, built once

@@ -221,3 +221,56 @@ pub fn mask_fps(text: &str) -> String {
 pub fn arg(dir: &Path, file: &str) -> String {
     dir.join(file).display().to_string()
 }
+
+/// Newest modification time of any file under `dir`.
+fn newest_mtime(dir: &Path) -> std::time::SystemTime {
+    let mut best = std::time::SystemTime::UNIX_EPOCH;
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        let t = if p.is_dir() {
+            newest_mtime(&p)
+        } else {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH)
+        };
+        best = best.max(t);
+    }
+    best
+}
+
+/// A private copy of a current `libvmaf_hip.so` in `dir` (returned), for test programs to link
+/// and load: `cargo test` builds the cdylib next to this binary (in `deps/`, same profile);
+/// if it is missing or older than the sources (another profile's build may have replaced it),
+/// it is built with this binary's profile. The copy keeps a concurrent cargo build from
+/// replacing the library under running programs.
+pub fn private_cdylib(dir: &Path) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("deps dir").to_path_buf();
+    let newest_src = newest_mtime(&repo_root().join("src"));
+    let fresh = |p: &Path| {
+        p.metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= newest_src)
+    };
+    let mut lib = deps.join("libvmaf_hip.so");
+    if !fresh(&lib) {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        // target/release/deps for `cargo test --release`, target/debug/deps otherwise.
+        let release = deps.parent().and_then(Path::file_name) == Some("release".as_ref());
+        let profile = if release { "release" } else { "test" };
+        let st = Command::new(cargo)
+            .args(["build", "--lib", "--profile", profile])
+            .current_dir(repo_root())
+            .status()
+            .expect("run cargo build");
+        assert!(st.success(), "cargo build --lib failed");
+        lib = deps.parent().expect("profile dir").join("libvmaf_hip.so");
+    }
+    assert!(lib.exists(), "{} not found", lib.display());
+    std::fs::create_dir_all(dir).expect("create lib dir");
+    let tmp = dir.join(format!("libvmaf_hip.so.{}.part", std::process::id()));
+    std::fs::copy(&lib, &tmp).expect("copy cdylib");
+    std::fs::rename(&tmp, dir.join("libvmaf_hip.so")).expect("install cdylib copy");
+    dir.to_path_buf()
+}
