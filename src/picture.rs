@@ -237,19 +237,36 @@ impl PictureData {
                 stride[i] = 0;
             }
         }
-        Ok(PictureData {
+        Ok(Self::not_owned(
             pix_fmt,
             bpc,
-            w: [dims[0].0, dims[1].0, dims[2].0],
-            h: [dims[0].1, dims[1].1, dims[2].1],
+            dims,
+            stride,
+            Samples::External(planes),
+        ))
+    }
+
+    /// A picture over samples it does not own (no offsets, no pool, nothing to recycle).
+    fn not_owned(
+        pix_fmt: PixelFormat,
+        bpc: u32,
+        dims: [(usize, usize); 3],
+        stride: [usize; 3],
+        samples: Samples,
+    ) -> Self {
+        PictureData {
+            pix_fmt,
+            bpc,
+            w: dims.map(|d| d.0),
+            h: dims.map(|d| d.1),
             stride,
             offset: [0; 3],
             id: next_id(),
             pinned: std::sync::OnceLock::new(),
-            samples: Samples::External(planes),
+            samples,
             release: None,
             reused: false,
-        })
+        }
     }
 
     /// Identity of the content (see the field): equal ids mean equal samples.
@@ -277,19 +294,13 @@ impl PictureData {
     ) -> Result<Self> {
         check_geometry(pix_fmt, bpc, w, h)?;
         let dims = plane_dims(pix_fmt, w, h);
-        Ok(PictureData {
+        Ok(Self::not_owned(
             pix_fmt,
             bpc,
-            w: dims.map(|d| d.0),
-            h: dims.map(|d| d.1),
+            dims,
             stride,
-            offset: [0; 3],
-            id: next_id(),
-            pinned: std::sync::OnceLock::new(),
-            samples: Samples::Device(samples),
-            release: None,
-            reused: false,
-        })
+            Samples::Device(samples),
+        ))
     }
 
     /// For a picture in GPU memory: makes host copies of the planes in `mask` (bit `i` = plane
