@@ -28,8 +28,14 @@
 //! the same pooled VMAF, bit for bit for the C API paths and to the printed digits for the
 //! tools (asserted).
 //!
+//! `--scale G1,G2 [--feeders F1,F2]` replaces the rows above by multi-GPU ones: `g·f` feeding
+//! threads at once, each with its own context on one of `g` GPUs (`f` = 0: one feeder whose
+//! context spreads frames over all `g`), for the C API paths; aggregate frames per second beside
+//! the same threads' floor, and each GPU count's best against the first count's.
+//!
 //! `cargo bench --bench feed [-- --frames N --threads 0,4,16 --only NAME --paths alloc,pool,..
-//!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR --keep --devices N|all]`
+//!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR --keep --devices N|all
+//!  --scale G1,G2 --feeders F1,F2]`
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -61,8 +67,9 @@ struct Input {
     bpc: u32,
     /// Per frame: reference planes and distorted planes, each plane's bytes.
     frames: Vec<[Vec<Vec<u8>>; 2]>,
-    /// The same frames in GPU memory (planes back to back), for the `device` path.
-    resident: Option<Resident>,
+    /// The same frames in GPU memory (planes back to back), for the `device` path: one copy
+    /// per GPU state of the run, in the same order.
+    resident: Vec<Resident>,
 }
 
 /// Frames in device memory, copied out on a stream of the "decoder's" own and waited for (the
@@ -73,8 +80,28 @@ struct Input {
 struct Resident {
     state: std::sync::Arc<vmaf_hip::gpu::GpuState>,
     frames: Vec<[vmaf_hip::gpu::DeviceBuffer<u8>; 2]>,
-    /// The legacy stream, unless copies go on the state's own stream.
-    legacy: Option<vmaf_hip::gpu::Stream>,
+}
+
+/// Where one feeding thread's device copies go: its own stream (waited for), or the legacy one.
+struct Copies {
+    stream: vmaf_hip::gpu::Stream,
+    legacy: bool,
+}
+
+impl Copies {
+    fn new(r: &Resident) -> Copies {
+        let dev = r.state.device();
+        match std::env::var("VMAF_BENCH_COPY").as_deref() {
+            Ok("legacy") => Copies {
+                stream: vmaf_hip::gpu::Stream::legacy(dev),
+                legacy: true,
+            },
+            _ => Copies {
+                stream: vmaf_hip::gpu::Stream::new(dev).expect("copy stream"),
+                legacy: false,
+            },
+        }
+    }
 }
 
 impl Resident {
@@ -93,21 +120,13 @@ impl Resident {
                 })
             })
             .collect();
-        let legacy = match std::env::var("VMAF_BENCH_COPY").as_deref() {
-            Ok("legacy") => Some(vmaf_hip::gpu::Stream::legacy(state.device())),
-            _ => None,
-        };
-        Resident {
-            state,
-            frames,
-            legacy,
-        }
+        Resident { state, frames }
     }
 
     /// Copies frame `fi`'s picture `which` into the device picture `pic`.
-    fn copy_into(&self, input: &Input, fi: usize, which: usize, pic: &VmafPicture) {
+    fn copy_into(&self, input: &Input, (fi, which): (usize, usize), pic: &VmafPicture, c: &Copies) {
         let src = &self.frames[fi][which];
-        let stream = self.legacy.as_ref().unwrap_or(self.state.stream());
+        let stream = &c.stream;
         let mut off = 0;
         for (p, plane) in input.frames[fi][which].iter().enumerate() {
             assert_eq!(pic.h[p] as usize * pic.stride[p] as usize, plane.len());
@@ -117,7 +136,7 @@ impl Resident {
                 .expect("device copy");
             off += plane.len();
         }
-        if self.legacy.is_none() {
+        if !c.legacy {
             stream.synchronize().expect("device copies");
         }
     }
@@ -165,7 +184,7 @@ fn load_input(scale: usize, bpc: u32) -> Input {
             .zip(&dists)
             .map(|(r, d)| [planes_of(r, scale, bpc), planes_of(d, scale, bpc)])
             .collect(),
-        resident: None,
+        resident: Vec::new(),
     }
 }
 
@@ -212,6 +231,11 @@ enum Path {
 }
 
 impl Path {
+    /// Paths that need no GPU.
+    fn host(self) -> bool {
+        !matches!(self, Path::Pinned | Path::Device)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Path::Alloc => "alloc",
@@ -227,9 +251,19 @@ impl Path {
 struct Session {
     ctx: *mut VmafContext,
     model: *mut VmafModel,
+    /// `device`: the frames resident on the context's GPU and this feeder's copy stream.
+    copies: Option<(usize, Copies)>,
 }
 
-fn session(input: &Input, path: Path, threads: u32, gpu: &[*mut HipStateHandle]) -> Session {
+/// A session scoring on `gpu` (all of them, frames spread); `dev` is the index (in the run's
+/// state list) of the GPU whose resident frames the `device` path copies from.
+fn session(
+    input: &Input,
+    path: Path,
+    threads: u32,
+    gpu: &[*mut HipStateHandle],
+    dev: usize,
+) -> Session {
     let mut ctx = std::ptr::null_mut();
     let mut model = std::ptr::null_mut();
     let cfg = VmafConfiguration {
@@ -287,7 +321,11 @@ fn session(input: &Input, path: Path, threads: u32, gpu: &[*mut HipStateHandle])
             }
         }
     }
-    Session { ctx, model }
+    let copies = match input.resident.get(dev) {
+        Some(r) if path == Path::Device => Some((dev, Copies::new(r))),
+        _ => None,
+    };
+    Session { ctx, model, copies }
 }
 
 /// Feeding-thread seconds spent getting, filling and reading pictures.
@@ -366,9 +404,9 @@ fn picture(
     };
     assert_eq!(rc, 0);
     let t2 = Instant::now();
-    match (&input.resident, path) {
-        (Some(r), Path::Device) => r.copy_into(input, fi, which, &pic),
-        _ => fill(&pic, planes),
+    match &s.copies {
+        Some((dev, c)) => input.resident[*dev].copy_into(input, (fi, which), &pic, c),
+        None => fill(&pic, planes),
     }
     split.get += (t2 - t).as_secs_f64();
     split.fill += t2.elapsed().as_secs_f64();
@@ -377,26 +415,32 @@ fn picture(
 
 /// Frames per second of the feeding thread alone: get, fill and release the pictures.
 fn floor(input: &Input, path: Path, frames: usize, gpu: &[*mut HipStateHandle]) -> (f64, Split) {
-    let s = session(input, path, 0, gpu);
-    let mut split = Split::default();
+    let s = session(input, path, 0, gpu, 0);
     let t = Instant::now();
+    let split = floor_frames(&s, input, path, frames);
+    let fps = frames as f64 / t.elapsed().as_secs_f64();
+    close(s);
+    (fps, split)
+}
+
+/// Gets, fills and releases `frames` frame pairs for `path` without scoring them.
+fn floor_frames(s: &Session, input: &Input, path: Path, frames: usize) -> Split {
+    let mut split = Split::default();
     for i in 0..frames {
         let fi = i % input.frames.len();
-        let mut r = picture(&s, input, path, (fi, 0), &mut split);
-        let mut d = picture(&s, input, path, (fi, 1), &mut split);
+        let mut r = picture(s, input, path, (fi, 0), &mut split);
+        let mut d = picture(s, input, path, (fi, 1), &mut split);
         // SAFETY: pictures from the library, released once.
         unsafe {
             vmaf_picture_unref(&mut r);
             vmaf_picture_unref(&mut d);
         }
     }
-    if let Some(legacy) = input.resident.as_ref().and_then(|r| r.legacy.as_ref()) {
+    if let Some((_, c)) = s.copies.as_ref().filter(|(_, c)| c.legacy) {
         // Queued copies are part of the floor.
-        legacy.synchronize().expect("device copies");
+        c.stream.synchronize().expect("device copies");
     }
-    let fps = frames as f64 / t.elapsed().as_secs_f64();
-    close(s);
-    (fps, split)
+    split
 }
 
 /// Frames per second scoring through `path`, the pooled VMAF and the feeding thread's split.
@@ -407,13 +451,22 @@ fn scored(
     threads: u32,
     gpu: &[*mut HipStateHandle],
 ) -> (f64, f64, Split) {
-    let s = session(input, path, threads, gpu);
-    let mut split = Split::default();
+    let s = session(input, path, threads, gpu, 0);
     let t = Instant::now();
+    let split = feed_frames(&s, input, path, frames);
+    let fps = frames as f64 / t.elapsed().as_secs_f64();
+    let score = pooled(&s, frames);
+    close(s);
+    (fps, score, split)
+}
+
+/// Feeds `frames` frame pairs through `path` and flushes; returns the feeding thread's split.
+fn feed_frames(s: &Session, input: &Input, path: Path, frames: usize) -> Split {
+    let mut split = Split::default();
     for i in 0..frames {
         let fi = i % input.frames.len();
-        let mut r = picture(&s, input, path, (fi, 0), &mut split);
-        let mut d = picture(&s, input, path, (fi, 1), &mut split);
+        let mut r = picture(s, input, path, (fi, 0), &mut split);
+        let mut d = picture(s, input, path, (fi, 1), &mut split);
         let t0 = Instant::now();
         // SAFETY: live context, pictures from the library (taken over by the call).
         assert_eq!(
@@ -425,13 +478,146 @@ fn scored(
     // SAFETY: NULL pictures flush.
     let rc = unsafe { vmaf_read_pictures(s.ctx, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
     assert_eq!(rc, 0);
-    let fps = frames as f64 / t.elapsed().as_secs_f64();
+    split
+}
+
+/// The pooled VMAF (harmonic mean) of a flushed session's `frames` frames.
+fn pooled(s: &Session, frames: usize) -> f64 {
     let mut score = 0.0;
     // SAFETY: live handles, valid out-pointer.
     let rc = unsafe { vmaf_score_pooled(s.ctx, s.model, 3, &mut score, 0, frames as c_uint - 1) };
     assert_eq!(rc, 0);
-    close(s);
-    (fps, score, split)
+    score
+}
+
+/// `--scale`: GPU counts to run, and feeding threads per GPU to try for each.
+struct Scale {
+    gpus: Vec<usize>,
+    feeders: Vec<usize>,
+}
+
+/// GPU state handles shared by feeding threads.
+struct Handles<'a>(&'a [*mut HipStateHandle]);
+
+// SAFETY: a state handle may be imported by several contexts on any threads (libvmaf_hip.h);
+// it is only read here, and freed after every thread has ended.
+unsafe impl Sync for Handles<'_> {}
+
+/// Multi-GPU rows: `g·f` feeding threads at once, each with its own context scoring on one GPU
+/// (thread `i` on GPU `i mod g`), for each GPU count `g` and feeders per GPU `f`. Prints the
+/// aggregate frames per second beside the same threads' floor (no scoring), and the best of
+/// each GPU count against one GPU's best. Every context's pooled score must equal a single
+/// context's on GPU 0, bit for bit.
+fn scale_rows(
+    input: &Input,
+    path: Path,
+    n: usize,
+    threads: u32,
+    gpu: &[*mut HipStateHandle],
+    scale: &Scale,
+) {
+    // Every feeder scores the same `n` frames: one context's score on GPU 0 is the reference.
+    let reference = scored(input, path, n, threads, &gpu[..gpu.len().min(1)]).1;
+    let handles = Handles(gpu);
+    // All `k` threads set up, then start together; the clock stops when the last one's
+    // frames are scored (or, for the floor, released). Returns fps and each context's score.
+    // `spread`: one context holding all `g` states (frames spread over them), one feeder.
+    let run = |g: usize, k: usize, spread: bool, scoring: bool| -> (f64, Vec<f64>) {
+        let start = std::sync::Barrier::new(k + 1);
+        std::thread::scope(|sc| {
+            let feeders: Vec<_> = (0..k)
+                .map(|i| {
+                    let (handles, start) = (&handles, &start);
+                    sc.spawn(move || {
+                        let dev = if g == 0 { 0 } else { i % g };
+                        let states = match (g, spread) {
+                            (0, _) => &[][..],
+                            (_, true) => &handles.0[..g],
+                            _ => &handles.0[dev..dev + 1],
+                        };
+                        // A failed set-up still reaches the barrier (the others would hang).
+                        let s = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            session(input, path, if scoring { threads } else { 0 }, states, dev)
+                        }));
+                        start.wait();
+                        let s = s.unwrap_or_else(|e| std::panic::resume_unwind(e));
+                        if scoring {
+                            feed_frames(&s, input, path, n);
+                        } else {
+                            floor_frames(&s, input, path, n);
+                        }
+                        let end = Instant::now();
+                        let score = if scoring { pooled(&s, n) } else { 0.0 };
+                        close(s);
+                        (end, score)
+                    })
+                })
+                .collect();
+            start.wait();
+            let t = Instant::now();
+            let ends: Vec<(Instant, f64)> = feeders
+                .into_iter()
+                .map(|h| h.join().expect("feeding thread"))
+                .collect();
+            let last = ends.iter().map(|e| e.0).max().expect("a feeder");
+            let fps = (k * n) as f64 / (last - t).as_secs_f64();
+            (fps, ends.iter().map(|e| e.1).collect())
+        })
+    };
+    let mut one_gpu = None;
+    for &g in &scale.gpus {
+        if g > gpu.len() || (g == 0) != gpu.is_empty() {
+            println!(
+                "{:<18} {:<7} {g} GPUs: skipped, {} here",
+                input.name,
+                path.name(),
+                gpu.len()
+            );
+            continue;
+        }
+        let mut best = 0.0f64;
+        for &f in &scale.feeders {
+            // f = 0: one feeder, one context spreading frames over the g GPUs. Not for device
+            // pictures, which live on one GPU (the others would read them through the host).
+            let spread = f == 0;
+            if spread && (g < 2 || path == Path::Device) {
+                continue;
+            }
+            let k = if spread { 1 } else { g.max(1) * f };
+            let (fl, _) = run(g, k, spread, false);
+            let (fps, scores) = run(g, k, spread, true);
+            for sc in scores {
+                assert_eq!(
+                    sc.to_bits(),
+                    reference.to_bits(),
+                    "{} {}: pooled score differs",
+                    input.name,
+                    path.name()
+                );
+            }
+            println!(
+                "{:<18} {:<7} {g} GPU {:>8} {:>10.1} {:>12.1}   {:>5.1}% of {k} feeders' floor",
+                input.name,
+                path.name(),
+                if spread {
+                    "spread".to_string()
+                } else {
+                    format!("{f}/GPU")
+                },
+                fl,
+                fps,
+                100.0 * fps / fl
+            );
+            best = best.max(fps);
+        }
+        let base = *one_gpu.get_or_insert(best);
+        println!(
+            "{:<18} {:<7} {g} GPU best {best:.1} fps = {:.2}x the first GPU count",
+            input.name,
+            path.name(),
+            best / base
+        );
+    }
 }
 
 fn close(s: Session) {
@@ -654,6 +840,18 @@ fn main() {
             .collect()
     });
     let only = opt("--only");
+    let list = |name: &str| -> Option<Vec<usize>> {
+        opt(name).map(|v| {
+            v.split(',')
+                .map(|t| t.parse().unwrap_or_else(|_| panic!("{name} A,B")))
+                .collect()
+        })
+    };
+    // `--scale G1,G2 [--feeders F1,F2]`: the multi-GPU rows instead of the single-feeder ones.
+    let multi = list("--scale").map(|gpus| Scale {
+        gpus,
+        feeders: list("--feeders").unwrap_or_else(|| vec![1, 2, 4]),
+    });
     let paths: Vec<String> = opt("--paths")
         .map_or("premade,device,alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
         .split(',')
@@ -667,8 +865,8 @@ fn main() {
     } else {
         devices.parse().expect("--devices N|all")
     };
-    // The "decoder's" own device state, for the `device` path's resident frames.
-    let mut decoder: Option<std::sync::Arc<vmaf_hip::gpu::GpuState>> = None;
+    // The "decoder's" own state on each GPU of the run, for the `device` path's resident frames.
+    let mut decoders: Vec<std::sync::Arc<vmaf_hip::gpu::GpuState>> = Vec::new();
     let mut gpu: Vec<*mut HipStateHandle> = Vec::new();
     while gpu.len() < want {
         let mut state = std::ptr::null_mut();
@@ -722,14 +920,35 @@ fn main() {
         }
         let n = if scale == 2 { frames / 3 } else { frames };
         if !gpu.is_empty() && paths.iter().any(|p| p == "device") {
-            if decoder.is_none() {
-                decoder = vmaf_hip::gpu::GpuState::new(None).ok();
+            if decoders.is_empty() {
+                decoders = (0..gpu.len())
+                    .map(|i| {
+                        let index = if gpu.len() == 1 { None } else { Some(i) };
+                        vmaf_hip::gpu::GpuState::new(index).expect("GPU for resident frames")
+                    })
+                    .collect();
             }
-            let state = decoder.as_ref().expect("GPU for resident frames");
-            input.resident = Some(Resident::new(&input, state));
+            input.resident = decoders.iter().map(|d| Resident::new(&input, d)).collect();
         }
         // Kernels are compiled or loaded at the first frames on a device: not timed.
         scored(&input, Path::Alloc, 16, 4, &gpu);
+        if let Some(multi) = &multi {
+            for d in 1..gpu.len() {
+                scored(&input, Path::Alloc, 16, 4, &gpu[d..d + 1]);
+            }
+            for path in [
+                Path::Premade,
+                Path::Device,
+                Path::Pinned,
+                Path::Pool,
+                Path::Alloc,
+            ] {
+                if paths.iter().any(|p| p == path.name()) && (!gpu.is_empty() || path.host()) {
+                    scale_rows(&input, path, n, threads[0], &gpu, multi);
+                }
+            }
+            continue;
+        }
         let mut reference = None;
         for path in [
             Path::Premade,
