@@ -581,23 +581,41 @@ fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
 
 // ---------------------------------------------------------------- error mapping
 
-/// How many times a clean run calls `call`, to aim injected failures at its middle.
+/// How many times a clean run calls `call`, to aim injected failures at its middle and end: the
+/// fewest of three runs, as the count varies from run to run (how the frames spread over the
+/// worker threads decides how many streams and scratch buffers are made).
 fn clean_count(kit: &Kit, call: &str) -> usize {
-    static CLEAN_RUN: OnceLock<String> = OnceLock::new();
-    let log = CLEAN_RUN.get_or_init(|| score(kit, "score-count", 2, &[]).log);
-    log.lines()
-        .filter(|l| l.split(' ').next() == Some(call))
-        .count()
+    static CLEAN_RUNS: OnceLock<Vec<String>> = OnceLock::new();
+    let logs = CLEAN_RUNS.get_or_init(|| {
+        (0..3)
+            .map(|i| score(kit, &format!("score-count-{i}"), 2, &[]).log)
+            .collect()
+    });
+    logs.iter()
+        .map(|log| {
+            log.lines()
+                .filter(|l| l.split(' ').next() == Some(call))
+                .count()
+        })
+        .min()
+        .unwrap_or(0)
 }
 
 /// A scoring run with `knob` set fails with `errno` (reported by a read or the flush), and
-/// everything is still released.
+/// everything is still released. A run that ends before the failure point (it made fewer calls
+/// than the clean runs did) is tried again, a few times.
 fn assert_failure(kit: &Kit, name: &str, knob: &str, at: &str, errno: i32) {
-    let r = score(kit, name, 2, &[(knob, at)]);
-    assert_eq!(r.int("init"), 0, "{name}: {}", show(&r.out));
-    assert_eq!(r.int("first_error"), errno, "{name}: {}", show(&r.out));
-    assert_eq!(r.int("close"), 0, "{name}: {}", show(&r.out));
-    r.assert_clean();
+    for attempt in 0..5 {
+        let r = score(kit, name, 2, &[(knob, at)]);
+        assert_eq!(r.int("init"), 0, "{name}: {}", show(&r.out));
+        if r.int("first_error") == 0 && attempt < 4 {
+            continue;
+        }
+        assert_eq!(r.int("first_error"), errno, "{name}: {}", show(&r.out));
+        assert_eq!(r.int("close"), 0, "{name}: {}", show(&r.out));
+        r.assert_clean();
+        return;
+    }
 }
 
 #[test]
