@@ -449,6 +449,11 @@ fn build_amd(
 ) -> Option<PathBuf> {
     let mut cmd = Command::new(hipcc);
     cmd.arg("--genco").arg("-O3").arg("-I").arg(kdir);
+    // A fixed compilation-unit id: clang 21 (hipcc 7) otherwise picks a random one, which names
+    // a symbol in every object, so two builds of the same source would differ.
+    if let Some(stem) = src.file_stem() {
+        cmd.arg(format!("-cuid=vmaf_{}", stem.to_string_lossy()));
+    }
     for a in archs {
         cmd.arg(format!("--offload-arch={a}"));
     }
