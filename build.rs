@@ -30,9 +30,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// Probed against the hipcc found (see [`amd_archs`]): Debian 12's hipcc 5.2 takes gfx900 to
+/// gfx1030; a hipcc 7 (ROCm 7, or Debian forky's through build-aux/forky-hipcc) takes the RDNA 3
+/// (gfx110x), RDNA 3.5 (gfx1150/1151 APUs) and RDNA 4 (gfx120x) ones too.
 const DEFAULT_AMD_ARCHS: &[&str] = &[
     "gfx900", "gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx1030", "gfx1100",
-    "gfx1101", "gfx1102", "gfx1200", "gfx1201",
+    "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200", "gfx1201",
 ];
 const DEFAULT_CUDA_ARCHS: &[&str] = &["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"];
 /// The one arch of the clang PTX. The driver JITs PTX for its arch and every later one, so the
@@ -66,6 +69,8 @@ fn main() {
         "VMAF_HIP_AOT",
         "VMAF_HIP_PTX",
         "HIPCC",
+        // build-aux/forky-hipcc's chroot, when HIPCC is that wrapper.
+        "VMAF_FORKY_DIR",
         "NVCC",
         "CLANG",
         "HIP_PATH",
@@ -444,6 +449,11 @@ fn build_amd(
 ) -> Option<PathBuf> {
     let mut cmd = Command::new(hipcc);
     cmd.arg("--genco").arg("-O3").arg("-I").arg(kdir);
+    // A fixed compilation-unit id: clang 21 (hipcc 7) otherwise picks a random one, which names
+    // a symbol in every object, so two builds of the same source would differ.
+    if let Some(stem) = src.file_stem() {
+        cmd.arg(format!("-cuid=vmaf_{}", stem.to_string_lossy()));
+    }
     for a in archs {
         cmd.arg(format!("--offload-arch={a}"));
     }

@@ -549,8 +549,18 @@ fn rtc_version<T>(fns: &T, get: impl Fn(&T, *mut c_int, *mut c_int) -> Status) -
     (major, minor)
 }
 
+/// `VMAF_HIP_HIPRTC=0`: behave as if hiprtc were not installed (read on every call, like
+/// `VMAF_HIP_NVRTC=0`; a host with ROCm cannot otherwise be made to lack it, as the runtime
+/// itself exports hiprtc before ROCm 5.3).
+pub fn hiprtc_disabled() -> bool {
+    std::env::var("VMAF_HIP_HIPRTC").is_ok_and(|v| v == "0")
+}
+
 /// hiprtc: its own library since ROCm 5.3; before that the same symbols live in libamdhip64.
 pub fn hiprtc() -> Result<&'static Rtc<HiprtcFns>, &'static str> {
+    if hiprtc_disabled() {
+        return Err("hiprtc disabled by VMAF_HIP_HIPRTC=0");
+    }
     HIPRTC
         .get_or_init(|| {
             let mut cands = candidates(

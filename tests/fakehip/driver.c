@@ -5,13 +5,17 @@
  *   driver list                  vmaf_hip_list_devices()
  *   driver init                  vmaf_hip_state_init() for the first and for device 0
  *   driver score THREADS FRAMES  vif, adm and motion on FRAMES frames of a 256x144 pattern
+ *   driver score2 THREADS FRAMES the same on two states and contexts at once, from two threads
+ *                                (keys prefixed a_ and b_)
  *
  * Prints "key=value" lines for the test to check, then the fake's object summary
- * ("fake: dev_allocs=... bad=...") once everything is freed. Exits 0 unless the process could
+ * ("fake: dev_allocs=... bad=...") once everything is freed, and the fake hiprtc's
+ * ("fakertc: programs=... bad=...", or "fakertc: not loaded"). Exits 0 unless the process could
  * not run the scenario at all: error codes are printed, not judged, here.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +31,24 @@ static VmafHipConfiguration hip_cfg(int device_index)
     return cfg;
 }
 
-/* The fake's own summary of live objects, from the copy of it our library loaded. */
-static void print_fake_summary(void)
+/* `label: <summary()>` of the library `env` names, if our library loaded it. */
+static void print_summary(const char *label, const char *env, const char *fn)
 {
-    const char *path = getenv("VMAF_HIP_AMDHIP_LIBNAME");
+    const char *path = getenv(env);
     void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
     const char *(*summary)(void) = NULL;
     if (h)
-        *(void **)&summary = dlsym(h, "fakehip_summary");
-    printf("fake: %s\n", summary ? summary() : "not loaded");
+        *(void **)&summary = dlsym(h, fn);
+    printf("%s: %s\n", label, summary ? summary() : "not loaded");
     if (h)
         dlclose(h);
+}
+
+/* The fakes' own summaries of live objects, from the copies our library loaded. */
+static void print_fake_summary(void)
+{
+    print_summary("fake", "VMAF_HIP_AMDHIP_LIBNAME", "fakehip_summary");
+    print_summary("fakertc", "VMAF_HIP_HIPRTC_LIBNAME", "fakehiprtc_summary");
 }
 
 static void fill(VmafPicture *pic, int frame, int distorted)
@@ -52,11 +63,13 @@ static void fill(VmafPicture *pic, int frame, int distorted)
     }
 }
 
-static int score(int threads, int frames)
+/* One scoring run on its own state; keys are printed with `pre` in front. Returns 0, or 1 when
+ * the scenario could not run. Leaves the fake summary to the caller. */
+static int score_on(const char *pre, int threads, int frames)
 {
     VmafHipState *state = NULL;
     int rc = vmaf_hip_state_init(&state, hip_cfg(-1));
-    printf("init=%d\n", rc);
+    printf("%sinit=%d\n", pre, rc);
     if (rc)
         return 0;
 
@@ -69,9 +82,10 @@ static int score(int threads, int frames)
         printf("vmaf_init failed\n");
         return 1;
     }
-    printf("import=%d\n", vmaf_hip_import_state(vmaf, state));
-    printf("use=%d\n", vmaf_use_feature(vmaf, "vif", NULL) | vmaf_use_feature(vmaf, "adm", NULL) |
-                           vmaf_use_feature(vmaf, "motion", NULL));
+    printf("%simport=%d\n", pre, vmaf_hip_import_state(vmaf, state));
+    printf("%suse=%d\n", pre,
+           vmaf_use_feature(vmaf, "vif", NULL) | vmaf_use_feature(vmaf, "adm", NULL) |
+               vmaf_use_feature(vmaf, "motion", NULL));
     const unsigned w = 256, h = 144;
     int first_err = 0;
     for (int i = 0; i < frames; i++) {
@@ -84,7 +98,7 @@ static int score(int threads, int frames)
         fill(&ref, i, 0);
         fill(&dis, i, 1);
         rc = vmaf_read_pictures(vmaf, &ref, &dis, (unsigned)i);
-        printf("read%d=%d\n", i, rc);
+        printf("%sread%d=%d\n", pre, i, rc);
         if (rc) {
             /* As FFmpeg does: the pictures stay ours when the call fails. */
             vmaf_picture_unref(&ref);
@@ -95,17 +109,52 @@ static int score(int threads, int frames)
         }
     }
     rc = vmaf_read_pictures(vmaf, NULL, NULL, 0);
-    printf("flush=%d\n", rc);
+    printf("%sflush=%d\n", pre, rc);
     if (!first_err)
         first_err = rc;
-    printf("first_error=%d\n", first_err);
+    printf("%sfirst_error=%d\n", pre, first_err);
     double s = 0;
     rc = vmaf_feature_score_at_index(vmaf, "VMAF_integer_feature_adm2_score", &s, 0);
-    printf("adm2_at_0=%d\n", rc);
-    printf("close=%d\n", vmaf_close(vmaf));
+    printf("%sadm2_at_0=%d\n", pre, rc);
+    printf("%sclose=%d\n", pre, vmaf_close(vmaf));
     vmaf_hip_state_free(&state);
-    print_fake_summary();
     return 0;
+}
+
+static int score(int threads, int frames)
+{
+    int rc = score_on("", threads, frames);
+    print_fake_summary();
+    return rc;
+}
+
+struct job {
+    const char *pre;
+    int threads, frames, rc;
+};
+
+static void *score_job(void *arg)
+{
+    struct job *j = arg;
+    j->rc = score_on(j->pre, j->threads, j->frames);
+    return NULL;
+}
+
+/* Two states and contexts scoring at once: their first kernel loads (and any run-time
+ * compiles) race. */
+static int score2(int threads, int frames)
+{
+    struct job jobs[2] = {{"a_", threads, frames, 0}, {"b_", threads, frames, 0}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], NULL, score_job, &jobs[i])) {
+            printf("pthread_create failed\n");
+            return 1;
+        }
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    print_fake_summary();
+    return jobs[0].rc | jobs[1].rc;
 }
 
 int main(int argc, char **argv)
@@ -131,6 +180,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(what, "score") && argc == 4)
         return score(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: driver list | init | score THREADS FRAMES\n");
+    if (!strcmp(what, "score2") && argc == 4)
+        return score2(atoi(argv[2]), atoi(argv[3]));
+    fprintf(stderr, "usage: driver list | init | score THREADS FRAMES | score2 THREADS FRAMES\n");
     return 2;
 }

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amdgpu_mach.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 enum {
@@ -624,15 +626,7 @@ static size_t elf_size(const unsigned char *p)
 
 static const char *mach_name(unsigned mach)
 {
-    switch (mach) {
-    case 0x2c: return "gfx900";
-    case 0x2f: return "gfx906";
-    case 0x30: return "gfx908";
-    case 0x3f: return "gfx90a";
-    case 0x40: return "gfx940";
-    case 0x36: return "gfx1030";
-    default: return "unknown";
-    }
+    return amdgpu_mach_name(mach);
 }
 
 EXPORT int hipModuleLoadData(void **m, const void *image)
@@ -670,8 +664,9 @@ EXPORT int hipModuleLoadData(void **m, const void *image)
     mod->mach = flags & 0xff;
     live_modules++;
     *m = mod;
-    logf_locked("hipModuleLoadData arch=%s size=%zu fnv=%016llx -> 0", mach_name(mod->mach), size,
-                (unsigned long long)fnv1a(p, size));
+    /* EI_ABIVERSION: 2, 3, 4 for code object v4, v5, v6. */
+    logf_locked("hipModuleLoadData arch=%s size=%zu fnv=%016llx cov=%d -> 0", mach_name(mod->mach),
+                size, (unsigned long long)fnv1a(p, size), p[8] + 2);
     pthread_mutex_unlock(&lock);
     return 0;
 }
