@@ -319,3 +319,187 @@ pub fn wrap_dense_planes(
         )
     }
 }
+
+/// A device for test arrays, opened once per index.
+fn test_device(index: Option<usize>) -> vmaf_hip::Result<std::sync::Arc<vmaf_hip::gpu::Device>> {
+    type Opened = Vec<(Option<usize>, std::sync::Arc<vmaf_hip::gpu::GpuState>)>;
+    static OPENED: std::sync::Mutex<Opened> = std::sync::Mutex::new(Vec::new());
+    let mut o = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, s)) = o.iter().find(|(i, _)| *i == index) {
+        return Ok(s.device().clone());
+    }
+    let s = vmaf_hip::gpu::GpuState::new(index)?;
+    let dev = s.device().clone();
+    o.push((index, s));
+    Ok(dev)
+}
+
+/// Device arrays freed by their DLPack deleter (see [`DeviceArray`]).
+static TEST_ARRAYS_FREED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many test device arrays the library has let go (their DLPack deleter ran).
+#[pyfunction]
+pub fn _test_arrays_freed() -> usize {
+    TEST_ARRAYS_FREED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+// SAFETY: the raw pointers in `managed` point into the box itself (shape, strides) or to its
+// device memory; nothing reads them before the box is handed out, and the box moves between
+// threads only whole.
+unsafe impl Send for Exported {}
+// SAFETY: as above; `&Exported` gives no access that mutates.
+unsafe impl Sync for Exported {}
+
+/// What one exported [`DeviceArray`] owns: the managed tensor handed out (first, so its
+/// address is the box's), its shape and strides, and the memory.
+#[repr(C)]
+struct Exported {
+    managed: DLManagedTensor,
+    shape: [i64; 2],
+    strides: [i64; 2],
+    /// The upload's source, kept until the upload (queued on the legacy stream) is done.
+    _staging: vmaf_hip::gpu::PinnedHostBuffer<u8>,
+    _memory: vmaf_hip::gpu::DeviceBuffer<u8>,
+}
+
+unsafe extern "C" fn free_exported(m: *mut DLManagedTensor) {
+    if m.is_null() {
+        return;
+    }
+    // SAFETY: `m` is the first field of an `Exported` leaked by `DeviceArray::__dlpack__`, and
+    // DLPack calls the deleter once.
+    drop(unsafe { Box::from_raw(m.cast::<Exported>()) });
+    TEST_ARRAYS_FREED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
+    // SAFETY: called by Python with the capsule; a capsule nobody consumed still has its name,
+    // and then its tensor is ours to free; a consumed one was renamed and belongs to the
+    // consumer. IsValid leaves no error set.
+    unsafe {
+        if pyo3::ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+            let m = pyo3::ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr());
+            free_exported(m.cast());
+        }
+    }
+}
+
+/// A 2-D uint8/uint16 array copied to a GPU and exported once through DLPack as a (legacy)
+/// `dltensor`: a device tensor producer for the tests where PyTorch is not installed. The copy
+/// is queued on the legacy default stream and not waited for, as a producer's work would be.
+#[pyclass(name = "_DeviceArray", module = "vmaf_hip._native")]
+pub struct DeviceArray {
+    exported: std::sync::Mutex<Option<Box<Exported>>>,
+    device: (i32, i32),
+}
+
+#[pymethods]
+impl DeviceArray {
+    /// Copies the host array behind `capsule` (a NumPy `__dlpack__()`) to GPU `device`.
+    #[new]
+    #[pyo3(signature = (capsule, device=None))]
+    fn new(capsule: &Bound<'_, PyAny>, device: Option<usize>) -> PyResult<Self> {
+        let t = Tensor::take(capsule)?;
+        let shape = t.shape();
+        let bytes = t
+            .uint_bytes()
+            .ok_or_else(|| PyValueError::new_err("uint8 or uint16 arrays only"))?;
+        if shape.len() != 2 || shape.iter().any(|&n| n <= 0) {
+            return Err(PyValueError::new_err("a non-empty 2-D array"));
+        }
+        let (h, w) = (shape[0] as usize, shape[1] as usize);
+        let mut host = vec![0u8; h * w * bytes];
+        if bytes == 1 {
+            t.copy_2d(h, w, &mut host, w)?;
+        } else {
+            let mut v = vec![0u16; h * w];
+            t.copy_2d(h, w, &mut v, w)?;
+            host = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
+        }
+        let err = |e: vmaf_hip::Error| pyo3::exceptions::PyRuntimeError::new_err(e.to_string());
+        let dev = test_device(device).map_err(err)?;
+        let mut staging =
+            vmaf_hip::gpu::PinnedHostBuffer::<u8>::new(&dev, host.len()).map_err(err)?;
+        staging.as_mut_slice().map_err(err)?.copy_from_slice(&host);
+        let mut memory = vmaf_hip::gpu::DeviceBuffer::<u8>::new(&dev, host.len()).map_err(err)?;
+        let legacy = vmaf_hip::gpu::Stream::legacy(&dev);
+        memory
+            .upload_async(&legacy, &mut staging, host.len())
+            .map_err(err)?;
+        let info = dev.info();
+        let dl_type = match info.vendor {
+            vmaf_hip::gpu::Vendor::Nvidia => DL_CUDA,
+            vmaf_hip::gpu::Vendor::Amd => DL_ROCM,
+        };
+        let device = (dl_type, info.vendor_ordinal);
+        let data = memory.ptr().addr() as usize as *mut c_void;
+        let exported = Box::new(Exported {
+            managed: DLManagedTensor {
+                dl_tensor: DLTensor {
+                    data,
+                    device: DLDevice {
+                        device_type: device.0,
+                        device_id: device.1,
+                    },
+                    ndim: 2,
+                    dtype: DLDataType {
+                        code: DL_UINT,
+                        bits: (bytes * 8) as u8,
+                        lanes: 1,
+                    },
+                    shape: std::ptr::null(),
+                    strides: std::ptr::null(),
+                    byte_offset: 0,
+                },
+                manager_ctx: std::ptr::null_mut(),
+                deleter: Some(free_exported),
+            },
+            shape: [h as i64, w as i64],
+            strides: [w as i64, 1],
+            _staging: staging,
+            _memory: memory,
+        });
+        Ok(DeviceArray {
+            exported: std::sync::Mutex::new(Some(exported)),
+            device,
+        })
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        self.device
+    }
+
+    /// The DLPack capsule (once). `stream` and `max_version` are accepted and ignored: the
+    /// copy is on the legacy stream already, and the capsule is a legacy one.
+    #[pyo3(signature = (stream=None, max_version=None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<i64>,
+        max_version: Option<(u32, u32)>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = (stream, max_version);
+        let mut g = self.exported.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = g
+            .take()
+            .ok_or_else(|| PyValueError::new_err("this test array was exported already"))?;
+        b.managed.dl_tensor.shape = b.shape.as_ptr();
+        b.managed.dl_tensor.strides = b.strides.as_ptr();
+        let raw = Box::into_raw(b);
+        // SAFETY: `raw` is a leaked `Exported` whose first field is the managed tensor (repr C);
+        // the shape and strides it points to live in the same box. The capsule's destructor
+        // frees it unless a consumer renamed the capsule and took ownership.
+        unsafe {
+            let cap = pyo3::ffi::PyCapsule_New(
+                raw.cast::<c_void>(),
+                LEGACY.as_ptr(),
+                Some(capsule_destructor),
+            );
+            if cap.is_null() {
+                free_exported(raw.cast());
+                return Err(PyErr::fetch(py));
+            }
+            Ok(Bound::from_owned_ptr(py, cap).unbind())
+        }
+    }
+}

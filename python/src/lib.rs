@@ -888,7 +888,9 @@ impl PyContext {
 
     /// The scores as `vmaf --json` writes them (flushes first).
     fn json(&self, py: Python<'_>) -> PyResult<String> {
-        self.with(py, |inner| finish_json(&mut inner.ctx, &inner.models, inner.frames))
+        self.with(py, |inner| {
+            finish_json(&mut inner.ctx, &inner.models, inner.frames)
+        })
     }
 
     /// Frames read so far.
@@ -969,5 +971,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_class::<PyContext>()?;
+    m.add_class::<ffi::DeviceArray>()?;
+    m.add_function(wrap_pyfunction!(ffi::_test_arrays_freed, m)?)?;
     Ok(())
 }
