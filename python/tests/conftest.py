@@ -5,6 +5,7 @@ GPU gate (skip with reason "no device", or fail under VMAF_TEST_REQUIRE_GPU=1)."
 from __future__ import annotations
 
 import json
+import lzma
 import re
 import os
 import shutil
@@ -38,8 +39,9 @@ def clip(name: str, side: str) -> Path:
         TESTDATA.mkdir(parents=True, exist_ok=True)
         src = REPO / "tests" / "data" / "clips" / f"{out.name}.xz"
         fd, tmp = tempfile.mkstemp(dir=TESTDATA, suffix=".part")
-        with os.fdopen(fd, "wb") as f:
-            subprocess.run(["xz", "-dc", str(src)], stdout=f, check=True)
+        # Python's lzma, not the xz tool: the GPU machine may lack it.
+        with os.fdopen(fd, "wb") as f, lzma.open(src) as z:
+            shutil.copyfileobj(z, f, 1 << 20)
         os.replace(tmp, out)
     return out
 
@@ -57,6 +59,15 @@ def vmaf_bin() -> Path:
             ["cargo", "build", "--release", "--bin", "vmaf"], cwd=REPO, check=True
         )
     return exe
+
+
+def have_vmaf_bin() -> bool:
+    """Whether the `vmaf` command is there or can be built (not on a machine without Rust)."""
+    env = os.environ.get("VMAF_BIN")
+    if env:
+        return Path(env).exists()
+    target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+    return (target / "release" / "vmaf").exists() or shutil.which("cargo") is not None
 
 
 def raw_args(raw) -> list:
@@ -157,6 +168,3 @@ def cli_cache(tmp_path_factory):
 
     return get
 
-
-def have_xz() -> bool:
-    return shutil.which("xz") is not None
