@@ -7,6 +7,7 @@
 //! tensor, whose deleter can need the GIL.
 
 #![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
