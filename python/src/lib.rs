@@ -837,26 +837,27 @@ impl PyContext {
                 drop(planes);
                 return Ok(Arc::new(p));
             }
-            let state = {
+            // The states, without the GIL: another thread may hold the lock while the library
+            // waits for workers whose tensors' deleters need the GIL.
+            let states = py.detach(|| {
                 let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-                let inner = g
-                    .as_ref()
-                    .ok_or_else(|| PyValueError::new_err("the context is closed"))?;
-                match inner.ctx.gpu_states() {
-                    [one] => one.clone(),
-                    [] => {
-                        return Err(PyValueError::new_err(format!(
-                            "{which}: GPU tensors need a context with backend=\"hip\" \
-                             (this one is {:?}); pass host arrays",
-                            self.backend
-                        )))
-                    }
-                    _ => {
-                        return Err(PyValueError::new_err(format!(
-                            "{which}: GPU tensors need a context on one device (device=N), \
-                             not device=\"all\""
-                        )))
-                    }
+                g.as_ref().map(|inner| inner.ctx.gpu_states().to_vec())
+            });
+            let state = match states.as_deref() {
+                None => return Err(PyValueError::new_err("the context is closed")),
+                Some([one]) => one.clone(),
+                Some([]) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{which}: GPU tensors need a context with backend=\"hip\" \
+                         (this one is {:?}); pass host arrays",
+                        self.backend
+                    )))
+                }
+                Some(_) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{which}: GPU tensors need a context on one device (device=N), \
+                         not device=\"all\""
+                    )))
                 }
             };
             Ok(Arc::new(device_picture(planes, gr, &state, which)?))
