@@ -28,6 +28,9 @@ pub(crate) struct DeviceFrame {
     planes: DevPlanes,
     /// Recorded on the legacy default stream when the picture is submitted.
     written: Event,
+    /// What keeps a caller's memory alive ([`wrap_device_picture`]). Declared after `planes`
+    /// so it drops after them: their drop waits for the device's work on the memory.
+    _owner: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl DeviceFrame {
@@ -186,15 +189,78 @@ pub fn device_picture(
                 .collect::<Result<_>>()?,
         )
     };
+    picture_over(device, planes, None, pix_fmt, bpc, w, h)
+}
+
+fn picture_over(
+    device: &Arc<Device>,
+    planes: DevPlanes,
+    owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    pix_fmt: PixelFormat,
+    bpc: u32,
+    w: usize,
+    h: usize,
+) -> Result<PictureData> {
     let frame = DeviceFrame {
         device: device.clone(),
         planes,
         written: Event::new(device)?,
+        _owner: owner,
     };
     let samples = DevicePicture {
         frame: Arc::new(frame),
         host: Default::default(),
         fetching: Mutex::new(None),
     };
+    let dims = plane_dims(pix_fmt, w, h);
     PictureData::on_device(pix_fmt, bpc, w, h, dims.map(|d| d.0), Box::new(samples))
+}
+
+/// A `w`x`h` picture of `pix_fmt` at `bpc` bits over device memory the caller owns (the
+/// planes of DLPack tensors): plane `i` is dense (rows `plane_dims` width apart) at device
+/// address `planes[i]`. Scored in place, like a DEVICE pool's pictures: the caller's work
+/// queued on the legacy default stream before `read_pictures` comes first. `owner` keeps
+/// the memory alive: it drops after the picture's last reader, once the device has finished
+/// the work queued so far (so nothing of ours reads the memory after the owner lets it go).
+///
+/// # Safety
+/// Each of the first `pix_fmt.plane_count()` addresses holds its plane's samples (`u8` at 8
+/// bits, else `u16`) in memory usable on `device`, which stays allocated until `owner` drops
+/// and which the caller does not write while the library may read it.
+pub unsafe fn wrap_device_picture(
+    device: &Arc<Device>,
+    pix_fmt: PixelFormat,
+    bpc: u32,
+    w: usize,
+    h: usize,
+    planes: &[u64],
+    owner: Box<dyn std::any::Any + Send + Sync>,
+) -> Result<PictureData> {
+    crate::picture::check_geometry(pix_fmt, bpc, w, h)?;
+    let dims = plane_dims(pix_fmt, w, h);
+    let n = pix_fmt.plane_count();
+    if planes.len() < n {
+        return Err(Error::inval(format!(
+            "{n} device planes needed, {} given",
+            planes.len()
+        )));
+    }
+    let len = |i: usize| dims[i].0.saturating_mul(dims[i].1);
+    let planes = if bpc == 8 {
+        DevPlanes::U8(
+            (0..n)
+                // SAFETY: forwarded contract: the plane's samples stay allocated until `owner`
+                // drops, which is after these buffers (field order of `DeviceFrame`).
+                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i], len(i)) })
+                .collect::<Result<_>>()?,
+        )
+    } else {
+        DevPlanes::U16(
+            (0..n)
+                // SAFETY: as above.
+                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i], len(i)) })
+                .collect::<Result<_>>()?,
+        )
+    };
+    picture_over(device, planes, Some(owner), pix_fmt, bpc, w, h)
 }

@@ -277,6 +277,8 @@ pub struct DeviceBuffer<T: DeviceCopy> {
     dev: Arc<Device>,
     ptr: RawDevPtr,
     len: usize,
+    /// False for a caller's memory ([`DeviceBuffer::borrowed`]): never freed here.
+    owned: bool,
     _t: PhantomData<T>,
 }
 
@@ -305,6 +307,31 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             dev: dev.clone(),
             ptr,
             len,
+            owned: true,
+            _t: PhantomData,
+        })
+    }
+
+    /// `len` elements at device address `addr` that belong to someone else (a caller's tensor):
+    /// dropping the buffer waits for the device's queued work, so nothing of ours still reads
+    /// the memory when its owner lets it go, but frees nothing.
+    ///
+    /// # Safety
+    /// `addr` addresses `len` elements of device memory usable on `dev` (its primary context
+    /// on NVIDIA, its device on AMD) that stays allocated until the buffer has been dropped.
+    pub unsafe fn borrowed(dev: &Arc<Device>, addr: u64, len: usize) -> Result<Self> {
+        byte_len::<T>(len)?;
+        if addr == 0 || !addr.is_multiple_of(std::mem::align_of::<T>() as u64) {
+            return Err(Error::inval(format!(
+                "bad device address {addr:#x} for {}-byte samples",
+                std::mem::size_of::<T>()
+            )));
+        }
+        Ok(DeviceBuffer {
+            dev: dev.clone(),
+            ptr: addr,
+            len,
+            owned: false,
             _t: PhantomData,
         })
     }
@@ -511,6 +538,9 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         });
         if let Err(e) = r {
             self.dev.teardown_warn(format_args!("{e}"));
+        }
+        if !self.owned {
+            return;
         }
         self.dev.account(self.len * std::mem::size_of::<T>(), false);
         let r = self.dev.call("device free", |api| match api {

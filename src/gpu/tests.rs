@@ -797,3 +797,112 @@ fn device_pool_fed_from_the_legacy_stream() {
     // SAFETY: the shared state (or NULL), freed once.
     unsafe { vmaf_hip_state_free(&mut hip) };
 }
+
+/// Pictures over a caller's device memory (`wrap_device_picture`, how the Python package
+/// scores DLPack tensors) score like the same frames on the host, 8 and 10 bits, with and
+/// without workers; the owner is let go only after the library's last use of the picture.
+#[test]
+fn wrapped_device_memory_scores_like_the_cpu() {
+    use crate::context::{Config, Context};
+    use crate::model::{Model, ModelConfig};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let Some(state) = test_state() else { return };
+    let dev = state.device().clone();
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).unwrap();
+    struct Owner(#[allow(dead_code)] Vec<DeviceBuffer<u8>>, Arc<AtomicUsize>);
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let released = Arc::new(AtomicUsize::new(0));
+    // Each plane of `p` densely in device memory of its own, wrapped.
+    let wrap = |p: &crate::picture::Picture| {
+        let mut bufs = Vec::new();
+        let mut addrs = Vec::new();
+        for i in 0..p.pix_fmt.plane_count() {
+            let (w, h, s) = (p.w[i], p.h[i], p.stride[i]);
+            let bps = p.bytes_per_sample();
+            let mut bytes = Vec::with_capacity(w * h * bps);
+            for y in 0..h {
+                match p.plane(i) {
+                    crate::picture::PlaneRef::U8(v) => bytes.extend_from_slice(&v[y * s..][..w]),
+                    crate::picture::PlaneRef::U16(v) => {
+                        bytes.extend(v[y * s..][..w].iter().flat_map(|x| x.to_ne_bytes()))
+                    }
+                }
+            }
+            let mut b = DeviceBuffer::<u8>::new(&dev, bytes.len()).unwrap();
+            b.upload_blocking(state.stream(), &bytes).unwrap();
+            addrs.push(b.ptr().addr());
+            bufs.push(b);
+        }
+        let owner = Box::new(Owner(bufs, released.clone()));
+        // SAFETY: each address holds its plane densely in memory `owner` keeps allocated.
+        let pic = unsafe {
+            frames::wrap_device_picture(&dev, p.pix_fmt, p.bpc, p.w[0], p.h[0], &addrs, owner)
+        };
+        Arc::new(pic.unwrap())
+    };
+    for clip in ["natural_576x324_420p8", "natural_640x360_420p10"] {
+        let (refs, dists) = crate::testutil::load_parity_clip(clip);
+        let (refs, dists) = (&refs[..4], &dists[..4]);
+        let score = |gpu: bool, threads: u32| {
+            let mut ctx = Context::new(Config {
+                n_threads: threads,
+                ..Config::default()
+            })
+            .unwrap();
+            if gpu {
+                ctx.import_gpu_state(state.clone()).unwrap();
+            }
+            ctx.use_features_from_model(&model).unwrap();
+            ctx.use_feature("psnr", &crate::feature::Dict::new())
+                .unwrap();
+            for (i, (r, d)) in refs.iter().zip(dists).enumerate() {
+                let (r, d) = if gpu {
+                    (wrap(r), wrap(d))
+                } else {
+                    (r.clone(), d.clone())
+                };
+                ctx.read_pictures(r, d, i).unwrap();
+            }
+            ctx.flush().unwrap();
+            let mut out = Vec::new();
+            ctx.write_output_to(&mut out, crate::output::OutputFormat::Csv)
+                .unwrap();
+            out
+        };
+        let cpu = score(false, 0);
+        for threads in [0, 3] {
+            let before = released.load(Ordering::SeqCst);
+            let gpu = score(true, threads);
+            assert!(gpu == cpu, "{clip}, {threads} threads");
+            assert_eq!(
+                released.load(Ordering::SeqCst) - before,
+                2 * refs.len(),
+                "{clip}: every owner let go once the context closed"
+            );
+        }
+    }
+    // Misaligned 16-bit planes are refused, and their owner let go at once.
+    let b = DeviceBuffer::<u8>::new(&dev, 64 * 64 * 2 + 1).unwrap();
+    let addr = b.ptr().addr() + 1;
+    let before = released.load(Ordering::SeqCst);
+    let owner = Box::new(Owner(vec![b], released.clone()));
+    // SAFETY: the buffer holds the plane and is kept by `owner`.
+    let r = unsafe {
+        frames::wrap_device_picture(
+            &dev,
+            crate::picture::PixelFormat::Yuv400p,
+            10,
+            64,
+            64,
+            &[addr],
+            owner,
+        )
+    };
+    assert!(r.is_err());
+    assert_eq!(released.load(Ordering::SeqCst), before + 1);
+}

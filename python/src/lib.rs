@@ -1,0 +1,979 @@
+//! `vmaf_hip._native`: the library's scoring for Python. `score_files` drives the library as
+//! the `vmaf` command does and returns the JSON its writer prints (the Python side parses it),
+//! so the numbers are the command's by construction; `Context` scores frames handed over as
+//! DLPack capsules (NumPy arrays on the host, GPU tensors in place).
+//!
+//! The GIL is released whenever the library runs: its worker threads may drop a caller's
+//! tensor, whose deleter can need the GIL.
+
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+use vmaf_hip::context::{Config, Context};
+use vmaf_hip::feature::Dict;
+use vmaf_hip::gpu::GpuState;
+use vmaf_hip::io::{self, VideoInfo};
+use vmaf_hip::log::LogLevel;
+use vmaf_hip::model::{Model, ModelCollection, ModelConfig, ModelFlags};
+use vmaf_hip::output::OutputFormat;
+use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
+use vmaf_hip::pooling::PoolingMethod;
+use vmaf_hip::Error;
+
+#[allow(unsafe_code)]
+mod ffi;
+
+create_exception!(
+    _native,
+    NoDeviceError,
+    PyRuntimeError,
+    "No usable GPU (runtime or device) for backend=\"hip\"."
+);
+
+/// A library error as the Python exception its kind calls for, with the library's message.
+fn py_err(e: Error) -> PyErr {
+    match e {
+        Error::Invalid(m) => PyValueError::new_err(m),
+        Error::NoMem(m) => PyMemoryError::new_err(m),
+        Error::NoDevice(m) => NoDeviceError::new_err(m),
+        Error::Io { context, source } => match source.raw_os_error() {
+            Some(code) => PyOSError::new_err((code, format!("{context}: {source}"))),
+            None => PyOSError::new_err(format!("{context}: {source}")),
+        },
+        other => PyRuntimeError::new_err(other.to_string()),
+    }
+}
+
+/// `e` with `what` in front of its message, same kind.
+fn context(what: impl std::fmt::Display) -> impl FnOnce(Error) -> Error {
+    move |e| match e {
+        Error::Invalid(m) => Error::Invalid(format!("{what}: {m}")),
+        Error::NoMem(m) => Error::NoMem(format!("{what}: {m}")),
+        Error::NoDevice(m) => Error::NoDevice(format!("{what}: {m}")),
+        Error::NotSupported(m) => Error::NotSupported(format!("{what}: {m}")),
+        Error::Busy(m) => Error::Busy(format!("{what}: {m}")),
+        Error::Io { context, source } => Error::Io {
+            context: format!("{what}: {context}"),
+            source,
+        },
+        Error::Gpu {
+            call,
+            status,
+            message,
+        } => Error::Gpu {
+            call: format!("{what}: {call}"),
+            status,
+            message,
+        },
+    }
+}
+
+fn inval(msg: impl Into<String>) -> Error {
+    Error::inval(msg)
+}
+
+/// One model to load: a built-in version or a file, with the CLI's `-m` options.
+#[derive(Debug, Clone)]
+struct ModelSpec {
+    path: Option<String>,
+    version: Option<String>,
+    name: String,
+    flags: ModelFlags,
+    overloads: Vec<(String, Dict)>,
+}
+
+impl ModelSpec {
+    fn label(&self) -> &str {
+        self.version
+            .as_deref()
+            .or(self.path.as_deref())
+            .unwrap_or(&self.name)
+    }
+}
+
+/// A model argument: the CLI's `-m` syntax (`version=NAME:name=neg:disable_clip`, ...), or a
+/// plain built-in version name, or a path (anything naming an existing file, or with a `/` or
+/// a `.json`/`.pkl` suffix).
+fn parse_model(s: &str) -> Result<ModelSpec, Error> {
+    let mut m = ModelSpec {
+        path: None,
+        version: None,
+        name: "vmaf".into(),
+        flags: ModelFlags::empty(),
+        overloads: Vec::new(),
+    };
+    let looks_like_path = Path::new(s).is_file()
+        || s.contains(std::path::MAIN_SEPARATOR)
+        || s.ends_with(".json")
+        || s.ends_with(".pkl");
+    if !s.contains('=') {
+        if s.is_empty() {
+            return Err(inval("empty model name"));
+        }
+        if looks_like_path {
+            m.path = Some(s.into());
+        } else {
+            m.version = Some(s.into());
+        }
+        return Ok(m);
+    }
+    for kv in s.split(':').filter(|kv| !kv.is_empty()) {
+        let (key, val) = match kv.split_once('=') {
+            Some(kv) => kv,
+            None if kv == "disable_clip" || kv == "enable_transform" => (kv, "true"),
+            None => return Err(inval(format!("bad model option {kv:?}"))),
+        };
+        match key {
+            "path" => m.path = Some(val.into()),
+            "version" => m.version = Some(val.into()),
+            "name" if val.is_empty() => return Err(inval("empty model name (name=)")),
+            "name" => m.name = val.into(),
+            "disable_clip" if val == "true" => m.flags |= ModelFlags::DISABLE_CLIP,
+            "enable_transform" if val == "true" => m.flags |= ModelFlags::ENABLE_TRANSFORM,
+            "disable_clip" | "enable_transform" => {}
+            _ => {
+                let (ext, opt) = key
+                    .split_once('.')
+                    .filter(|(e, o)| !e.is_empty() && !o.is_empty())
+                    .ok_or_else(|| {
+                        inval(format!(
+                            "bad model option {kv:?} (expected <extractor>.<option>=<value>)"
+                        ))
+                    })?;
+                let mut d = Dict::new();
+                d.set(opt, val);
+                m.overloads.push((ext.into(), d));
+            }
+        }
+    }
+    if m.path.is_none() && m.version.is_none() {
+        return Err(inval(format!(
+            "model {s:?} needs path=FILE or version=NAME"
+        )));
+    }
+    Ok(m)
+}
+
+/// A loaded model, and the bootstrap collection it belongs to if it is one.
+struct Loaded {
+    label: String,
+    model: Model,
+    collection: Option<ModelCollection>,
+}
+
+fn load_model(spec: &ModelSpec) -> Result<Loaded, Error> {
+    let cfg = ModelConfig {
+        name: Some(spec.name.clone()),
+        flags: spec.flags,
+    };
+    let label = spec.label().to_string();
+    let single = match (&spec.version, &spec.path) {
+        (Some(v), _) => Model::load(v, &cfg),
+        (None, Some(p)) => Model::load_from_path(Path::new(p), &cfg),
+        (None, None) => return Err(inval("a model needs a version or a path")),
+    };
+    let (mut model, mut collection) = match single {
+        Ok(m) => (m, None),
+        Err(first) => {
+            // As the CLI does: a model that does not load may be a bootstrap collection.
+            let coll = match (&spec.version, &spec.path) {
+                (Some(v), _) => ModelCollection::load(v, &cfg),
+                (_, Some(p)) => ModelCollection::load_from_path(Path::new(p), &cfg),
+                (None, None) => return Err(first),
+            };
+            match coll {
+                Ok((m, c)) => (m, Some(c)),
+                Err(_) => return Err(first).map_err(context(format!("model {label}"))),
+            }
+        }
+    };
+    for (ext, opts) in &spec.overloads {
+        match &mut collection {
+            Some(c) => c.feature_overload(&mut model, ext, opts),
+            None => model.feature_overload(ext, opts),
+        }
+        .map_err(context(format!(
+            "overloading {ext} options of model {label}"
+        )))?;
+    }
+    Ok(Loaded {
+        label,
+        model,
+        collection,
+    })
+}
+
+fn parse_pixel_format(s: &str) -> Result<PixelFormat, Error> {
+    Ok(match s {
+        "420" | "yuv420p" => PixelFormat::Yuv420p,
+        "422" | "yuv422p" => PixelFormat::Yuv422p,
+        "444" | "yuv444p" => PixelFormat::Yuv444p,
+        "400" | "gray" | "yuv400p" => PixelFormat::Yuv400p,
+        _ => {
+            return Err(inval(format!(
+                "pixel_format {s:?}: should be 420, 422, 444 or 400"
+            )))
+        }
+    })
+}
+
+/// Where features are extracted.
+#[derive(Debug, Clone)]
+enum Backend {
+    Cpu,
+    /// GPU states: one device (`Some(index)`, else the first usable one), or every one.
+    Hip {
+        device: Device,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Device {
+    First,
+    Index(usize),
+    All,
+}
+
+fn parse_backend(backend: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<Backend> {
+    let device = match device {
+        None => Device::First,
+        Some(d) if d.is_none() => Device::First,
+        Some(d) => {
+            if let Ok(s) = d.extract::<String>() {
+                match s.as_str() {
+                    "all" => Device::All,
+                    _ => Device::Index(s.parse().map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "device {s:?}: should be an index, \"all\" or None"
+                        ))
+                    })?),
+                }
+            } else {
+                let i: i64 = d.extract().map_err(|_| {
+                    PyValueError::new_err("device should be an index, \"all\" or None")
+                })?;
+                Device::Index(usize::try_from(i).map_err(|_| {
+                    PyValueError::new_err(format!("device {i}: should not be negative"))
+                })?)
+            }
+        }
+    };
+    match backend {
+        "cpu" => match device {
+            Device::First => Ok(Backend::Cpu),
+            _ => Err(PyValueError::new_err(
+                "device is for backend=\"hip\" (the CPU backend takes none)",
+            )),
+        },
+        "hip" | "gpu" => Ok(Backend::Hip { device }),
+        other => Err(PyValueError::new_err(format!(
+            "backend {other:?}: should be \"cpu\" or \"hip\""
+        ))),
+    }
+}
+
+/// The GPU states of `device`: one, or one per compute-capable device for `All`.
+fn gpu_states(device: Device) -> Result<Vec<Arc<GpuState>>, Error> {
+    let open = |index| GpuState::new(index).map_err(context("hip backend not available"));
+    match device {
+        Device::First => Ok(vec![open(None)?]),
+        Device::Index(i) => Ok(vec![open(Some(i))?]),
+        Device::All => {
+            let (devices, _) = vmaf_hip::gpu::enumerate();
+            let usable: Vec<usize> = (0..devices.len())
+                .filter(|&i| devices[i].compute_capable)
+                .collect();
+            if usable.is_empty() {
+                return Ok(vec![open(None)?]);
+            }
+            usable.into_iter().map(|i| open(Some(i))).collect()
+        }
+    }
+}
+
+/// What a context is made of (all plain data, so it crosses to a thread without the GIL).
+#[derive(Debug, Clone)]
+struct Setup {
+    models: Vec<ModelSpec>,
+    features: Vec<(String, Dict)>,
+    backend: Backend,
+    threads: u32,
+    subsample: u32,
+    cpumask: u64,
+    gpumask: u64,
+}
+
+impl Setup {
+    fn new(
+        models: Vec<String>,
+        features: Vec<(String, Vec<(String, String)>)>,
+        backend: Backend,
+        threads: u32,
+        subsample: u32,
+        cpumask: u64,
+        gpumask: u64,
+    ) -> Result<Setup, Error> {
+        let models = models
+            .iter()
+            .map(|m| parse_model(m))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (i, m) in models.iter().enumerate() {
+            if models[..i].iter().any(|o| o.name == m.name) {
+                return Err(inval(format!(
+                    "two models are named {:?}; name each one (\"version=...:name=NAME\")",
+                    m.name
+                )));
+            }
+        }
+        let features = features
+            .into_iter()
+            .map(|(name, opts)| {
+                if name.is_empty() {
+                    return Err(inval("empty feature name"));
+                }
+                let mut d = Dict::new();
+                for (k, v) in opts {
+                    if k.is_empty() {
+                        return Err(inval(format!("empty option name for feature {name}")));
+                    }
+                    d.set(&k, &v);
+                }
+                Ok((name, d))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if threads as usize > vmaf_hip::limits::MAX_THREADS {
+            return Err(inval(format!(
+                "at most {} worker threads are supported",
+                vmaf_hip::limits::MAX_THREADS
+            )));
+        }
+        Ok(Setup {
+            models,
+            features,
+            backend,
+            threads,
+            subsample,
+            cpumask,
+            gpumask,
+        })
+    }
+
+    /// A context with the GPU states, models and features, as the CLI sets one up.
+    fn context(&self) -> Result<(Context, Vec<Loaded>), Error> {
+        let states = match self.backend {
+            Backend::Cpu => Vec::new(),
+            Backend::Hip { device } => gpu_states(device)?,
+        };
+        let mut ctx = Context::new(Config {
+            log_level: LogLevel::Warning,
+            n_threads: self.threads,
+            n_subsample: self.subsample,
+            cpumask: self.cpumask,
+            gpumask: self.gpumask,
+        })?;
+        for s in states {
+            ctx.import_gpu_state(s)?;
+        }
+        let mut loaded = Vec::with_capacity(self.models.len());
+        for spec in &self.models {
+            let l = load_model(spec)?;
+            match &l.collection {
+                Some(c) => ctx.use_features_from_model_collection(c),
+                None => ctx.use_features_from_model(&l.model),
+            }
+            .map_err(context(format!(
+                "the feature extractors of model {}",
+                spec.label()
+            )))?;
+            loaded.push(l);
+        }
+        for (name, opts) in &self.features {
+            ctx.use_feature(name, opts)
+                .map_err(context(format!("feature {name}")))?;
+        }
+        Ok((ctx, loaded))
+    }
+}
+
+/// Flushes `ctx`, predicts every model's per-frame scores (pooling them, as the CLI does for
+/// its summary, is what stores them) and renders the scores as the JSON writer does.
+fn finish_json(ctx: &mut Context, models: &[Loaded], frames: usize) -> Result<String, Error> {
+    if frames == 0 {
+        return Err(inval("no frames were scored"));
+    }
+    if !ctx.is_flushed() {
+        ctx.flush().map_err(context("flushing the context"))?;
+    }
+    let last = frames - 1;
+    for l in models {
+        ctx.score_pooled(&l.model, PoolingMethod::Mean, 0, last)
+            .map_err(context(format!("pooling model {}", l.label)))?;
+    }
+    for l in models {
+        if let Some(c) = &l.collection {
+            ctx.score_pooled_model_collection(c, PoolingMethod::Mean, 0, last)
+                .map_err(context(format!("pooling model collection {}", l.label)))?;
+        }
+    }
+    let mut out = Vec::new();
+    ctx.write_output_to(&mut out, OutputFormat::Json)?;
+    String::from_utf8(out).map_err(|_| inval("the JSON writer produced bad UTF-8"))
+}
+
+/// Options of `score_files` besides the context's.
+#[derive(Debug, Clone, Copy)]
+struct FileOptions {
+    raw: Option<VideoInfo>,
+    frame_cnt: u32,
+    frame_skip_ref: u32,
+    frame_skip_dist: u32,
+}
+
+fn score_files_impl(
+    setup: &Setup,
+    ref_path: &Path,
+    dist_path: &Path,
+    opts: FileOptions,
+) -> Result<String, Error> {
+    let mut vref = io::open(ref_path, opts.raw)?;
+    let mut vdist = io::open(dist_path, opts.raw)?;
+    let (a, b) = (vref.info(), vdist.info());
+    let mut problems = Vec::new();
+    if (a.width, a.height) != (b.width, b.height) {
+        problems.push(format!(
+            "dimensions differ ({}x{} vs {}x{})",
+            a.width, a.height, b.width, b.height
+        ));
+    }
+    if a.pix_fmt != b.pix_fmt {
+        problems.push(format!(
+            "pixel formats differ ({:?} vs {:?})",
+            a.pix_fmt, b.pix_fmt
+        ));
+    }
+    if a.bpc != b.bpc {
+        problems.push(format!("bit depths differ ({} vs {})", a.bpc, b.bpc));
+    }
+    if !problems.is_empty() {
+        return Err(inval(format!(
+            "{} and {} are incompatible: {}",
+            ref_path.display(),
+            dist_path.display(),
+            problems.join(", ")
+        )));
+    }
+    let (mut ctx, models) = setup.context()?;
+    for _ in 0..opts.frame_skip_ref {
+        if vref.read_frame()?.is_none() {
+            break;
+        }
+    }
+    for _ in 0..opts.frame_skip_dist {
+        if vdist.read_frame()?.is_none() {
+            break;
+        }
+    }
+    let mut n = 0usize;
+    while opts.frame_cnt == 0 || n < opts.frame_cnt as usize {
+        let (r, d) = match (vref.read_frame()?, vdist.read_frame()?) {
+            (Some(r), Some(d)) => (r, d),
+            // As the CLI does, one input ending first ends the scoring there.
+            _ => break,
+        };
+        ctx.read_pictures(r, d, n)
+            .map_err(context(format!("frame {n}")))?;
+        n += 1;
+    }
+    if n == 0 {
+        return Err(inval(format!(
+            "no frames to score in {}",
+            if opts.frame_skip_ref > 0 || opts.frame_skip_dist > 0 {
+                "the inputs after skipping".to_string()
+            } else {
+                ref_path.display().to_string()
+            }
+        )));
+    }
+    finish_json(&mut ctx, &models, n)
+}
+
+/// Scores `ref` against `dist` (y4m, or raw .yuv with width/height/pixel_format/bitdepth) and
+/// returns what `vmaf --json` writes for them.
+#[pyfunction]
+#[pyo3(signature = (reference, distorted, models, features, backend, device, threads,
+    subsample, width, height, pixel_format, bitdepth, frame_cnt, frame_skip_ref,
+    frame_skip_dist, cpumask, gpumask))]
+#[allow(clippy::too_many_arguments)]
+fn score_files_json(
+    py: Python<'_>,
+    reference: String,
+    distorted: String,
+    models: Vec<String>,
+    features: Vec<(String, Vec<(String, String)>)>,
+    backend: &str,
+    device: Option<Bound<'_, PyAny>>,
+    threads: u32,
+    subsample: u32,
+    width: Option<u32>,
+    height: Option<u32>,
+    pixel_format: Option<String>,
+    bitdepth: Option<u32>,
+    frame_cnt: u32,
+    frame_skip_ref: u32,
+    frame_skip_dist: u32,
+    cpumask: u64,
+    gpumask: u64,
+) -> PyResult<String> {
+    let backend = parse_backend(backend, device.as_ref())?;
+    let raw = match (width, height, pixel_format, bitdepth) {
+        (None, None, None, None) => None,
+        (Some(w), Some(h), Some(p), Some(b)) => {
+            if !matches!(b, 8 | 10 | 12 | 16) {
+                return Err(PyValueError::new_err(format!(
+                    "bitdepth {b}: should be 8, 10, 12 or 16"
+                )));
+            }
+            Some(VideoInfo {
+                width: w as usize,
+                height: h as usize,
+                pix_fmt: parse_pixel_format(&p).map_err(py_err)?,
+                bpc: b,
+            })
+        }
+        _ => {
+            return Err(PyValueError::new_err(
+                "raw .yuv input needs all of width, height, pixel_format and bitdepth",
+            ))
+        }
+    };
+    let setup = Setup::new(
+        models, features, backend, threads, subsample, cpumask, gpumask,
+    )
+    .map_err(py_err)?;
+    let opts = FileOptions {
+        raw,
+        frame_cnt,
+        frame_skip_ref,
+        frame_skip_dist,
+    };
+    py.detach(|| score_files_impl(&setup, Path::new(&reference), Path::new(&distorted), opts))
+        .map_err(py_err)
+}
+
+/// The scoring state of a [`PyContext`].
+struct Inner {
+    ctx: Context,
+    models: Vec<Loaded>,
+    frames: usize,
+}
+
+/// A scoring session fed frame by frame (`Context` on the Python side wraps it).
+#[pyclass(name = "_Context", module = "vmaf_hip._native")]
+struct PyContext {
+    inner: Mutex<Option<Inner>>,
+    backend: String,
+}
+
+/// How one submitted frame's planes are laid out.
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    pix_fmt: PixelFormat,
+    bpc: u32,
+    w: usize,
+    h: usize,
+}
+
+/// The pixel format of planes of these shapes (`None` when they match no format). Chroma may be
+/// the picture's size (`w >> 1`) or the file's (`(w + 1) >> 1`, as decoders give for odd sizes).
+fn infer_format(shapes: &[(usize, usize)]) -> Option<PixelFormat> {
+    let (w, h) = shapes[0];
+    let half = |n: usize, c: usize| c == n >> 1 || c == (n + 1) >> 1;
+    match shapes {
+        [_] => Some(PixelFormat::Yuv400p),
+        [_, u, v] if u == v => {
+            let (cw, ch) = *u;
+            if (cw, ch) == (w, h) {
+                Some(PixelFormat::Yuv444p)
+            } else if half(w, cw) && half(h, ch) {
+                Some(PixelFormat::Yuv420p)
+            } else if half(w, cw) && ch == h {
+                Some(PixelFormat::Yuv422p)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The geometry of one picture's planes, checked against `pixel_format`/`bitdepth` if given.
+fn geometry(
+    planes: &[ffi::Tensor],
+    which: &str,
+    pixel_format: Option<PixelFormat>,
+    bitdepth: Option<u32>,
+) -> PyResult<Geometry> {
+    let bad = |m: String| PyValueError::new_err(format!("{which}: {m}"));
+    if planes.len() != 1 && planes.len() != 3 {
+        return Err(bad(format!(
+            "{} planes given: give 1 (luma only) or 3 (Y, U, V)",
+            planes.len()
+        )));
+    }
+    let mut shapes = Vec::with_capacity(3);
+    let mut bytes = None;
+    for (i, t) in planes.iter().enumerate() {
+        let shape = t.shape();
+        if shape.len() != 2 || shape.iter().any(|&n| n <= 0) {
+            return Err(bad(format!(
+                "plane {i} has shape {shape:?}: each plane should be a non-empty 2-D array (rows, columns)"
+            )));
+        }
+        let b = t.uint_bytes().ok_or_else(|| {
+            bad(format!(
+                "plane {i} is {}: planes should be uint8 (8-bit) or uint16 (9..16-bit)",
+                t.dtype_name()
+            ))
+        })?;
+        if bytes.is_some_and(|x| x != b) {
+            return Err(bad("planes differ in sample type".into()));
+        }
+        bytes = Some(b);
+        shapes.push((shape[1] as usize, shape[0] as usize));
+    }
+    let bpc = match (bytes, bitdepth) {
+        (Some(1), None | Some(8)) => 8,
+        (Some(1), Some(b)) => {
+            return Err(bad(format!(
+                "uint8 planes hold 8-bit samples, not bitdepth={b}"
+            )))
+        }
+        (_, Some(b)) if (9..=16).contains(&b) => b,
+        (_, Some(b)) => {
+            return Err(bad(format!(
+                "bitdepth={b} for uint16 planes: should be 9 to 16"
+            )))
+        }
+        (_, None) => {
+            return Err(bad(
+                "uint16 planes: say how many bits they hold (bitdepth=10, 12, ...)".into(),
+            ))
+        }
+    };
+    let inferred = infer_format(&shapes);
+    let pix_fmt = match (pixel_format, inferred) {
+        (Some(p), Some(q)) if p == q => p,
+        (Some(p), _) => {
+            return Err(bad(format!(
+                "plane shapes {shapes:?} (width, height) do not fit pixel_format {p:?}"
+            )))
+        }
+        (None, Some(q)) => q,
+        (None, None) => {
+            return Err(bad(format!(
+                "plane shapes {shapes:?} (width, height) fit no pixel format (4:2:0, 4:2:2, 4:4:4, 4:0:0)"
+            )))
+        }
+    };
+    let (w, h) = shapes[0];
+    Ok(Geometry { pix_fmt, bpc, w, h })
+}
+
+/// A host picture with copies of `planes` (any strides).
+fn host_picture(planes: &[ffi::Tensor], g: Geometry, which: &str) -> PyResult<PictureData> {
+    let mut pic = PictureData::for_writing(g.pix_fmt, g.bpc, g.w, g.h).map_err(py_err)?;
+    let mut max = 0;
+    for (i, t) in planes.iter().enumerate() {
+        let (pw, ph, pitch) = (pic.w[i], pic.h[i], pic.stride[i]);
+        max = max.max(if g.bpc == 8 {
+            t.copy_2d(ph, pw, pic.plane_u8_mut(i), pitch)?
+        } else {
+            t.copy_2d(ph, pw, pic.plane_u16_mut(i), pitch)?
+        });
+    }
+    if max >= 1 << g.bpc {
+        return Err(PyValueError::new_err(format!(
+            "{which}: sample value {max} does not fit bitdepth={}",
+            g.bpc
+        )));
+    }
+    Ok(pic)
+}
+
+/// A picture over device `planes` in place; they must be dense and on `state`'s device.
+fn device_picture(
+    planes: Vec<ffi::Tensor>,
+    g: Geometry,
+    state: &Arc<GpuState>,
+    which: &str,
+) -> PyResult<PictureData> {
+    let info = state.device().info();
+    let want = match info.vendor {
+        vmaf_hip::gpu::Vendor::Nvidia => ffi::DL_CUDA,
+        vmaf_hip::gpu::Vendor::Amd => ffi::DL_ROCM,
+    };
+    let dims = vmaf_hip::picture::plane_dims(g.pix_fmt, g.w, g.h);
+    let mut addrs = Vec::with_capacity(planes.len());
+    for (i, t) in planes.iter().enumerate() {
+        let (ty, id) = t.device();
+        if ty != want || id != info.vendor_ordinal {
+            return Err(PyValueError::new_err(format!(
+                "{which}: plane {i} is on DLPack device ({ty}, {id}), the context's GPU is ({want}, {}) ({})",
+                info.vendor_ordinal, info.name
+            )));
+        }
+        let (shape, strides) = (t.shape(), t.strides());
+        let (pw, ph) = dims[i];
+        let dense = (strides[1] == 1 || shape[1] == 1) && (strides[0] == shape[1] || shape[0] == 1);
+        if (shape[1] as usize, shape[0] as usize) != (pw, ph) || !dense {
+            return Err(PyValueError::new_err(format!(
+                "{which}: plane {i} on the GPU must be a contiguous {ph}x{pw} tensor (rows x columns); \
+                 got shape {shape:?}, strides {strides:?} (use .contiguous(), or crop chroma to \
+                 {pw} columns)"
+            )));
+        }
+        addrs.push(t.address());
+    }
+    ffi::wrap_dense_planes(state.device(), (g.pix_fmt, g.bpc, g.w, g.h), &addrs, planes)
+        .map_err(py_err)
+}
+
+fn take_all(caps: &[Bound<'_, PyAny>]) -> PyResult<Vec<ffi::Tensor>> {
+    caps.iter().map(ffi::Tensor::take).collect()
+}
+
+fn on_host(planes: &[ffi::Tensor]) -> bool {
+    planes.iter().all(|t| {
+        matches!(
+            t.device().0,
+            ffi::DL_CPU | ffi::DL_CUDA_HOST | ffi::DL_ROCM_HOST
+        )
+    })
+}
+
+impl PyContext {
+    fn with<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut Inner) -> Result<R, Error> + Send,
+    ) -> PyResult<R> {
+        py.detach(|| {
+            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let inner = g.as_mut().ok_or_else(|| inval("the context is closed"))?;
+            f(inner)
+        })
+        .map_err(py_err)
+    }
+}
+
+#[pymethods]
+impl PyContext {
+    #[new]
+    #[pyo3(signature = (models, features, backend, device, threads, subsample, cpumask, gpumask))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        models: Vec<String>,
+        features: Vec<(String, Vec<(String, String)>)>,
+        backend: &str,
+        device: Option<Bound<'_, PyAny>>,
+        threads: u32,
+        subsample: u32,
+        cpumask: u64,
+        gpumask: u64,
+    ) -> PyResult<Self> {
+        let b = parse_backend(backend, device.as_ref())?;
+        let setup = Setup::new(models, features, b, threads, subsample, cpumask, gpumask)
+            .map_err(py_err)?;
+        let (ctx, models) = py.detach(|| setup.context()).map_err(py_err)?;
+        Ok(PyContext {
+            inner: Mutex::new(Some(Inner {
+                ctx,
+                models,
+                frames: 0,
+            })),
+            backend: backend.to_string(),
+        })
+    }
+
+    /// Submits one frame: `ref_caps` and `dist_caps` are DLPack capsules of the planes (1 or
+    /// 3 each), consumed here. Host planes are copied; GPU planes are scored in place.
+    #[pyo3(signature = (ref_caps, dist_caps, pixel_format=None, bitdepth=None))]
+    fn read(
+        &self,
+        py: Python<'_>,
+        ref_caps: Vec<Bound<'_, PyAny>>,
+        dist_caps: Vec<Bound<'_, PyAny>>,
+        pixel_format: Option<String>,
+        bitdepth: Option<u32>,
+    ) -> PyResult<()> {
+        let pf = pixel_format
+            .as_deref()
+            .map(parse_pixel_format)
+            .transpose()
+            .map_err(py_err)?;
+        let rt = take_all(&ref_caps)?;
+        let dt = take_all(&dist_caps)?;
+        let gr = geometry(&rt, "reference", pf, bitdepth)?;
+        let gd = geometry(&dt, "distorted", pf, bitdepth)?;
+        if (gr.pix_fmt, gr.bpc, gr.w, gr.h) != (gd.pix_fmt, gd.bpc, gd.w, gd.h) {
+            return Err(PyValueError::new_err(format!(
+                "reference ({}x{} {:?} {}-bit) and distorted ({}x{} {:?} {}-bit) differ",
+                gr.w, gr.h, gr.pix_fmt, gr.bpc, gd.w, gd.h, gd.pix_fmt, gd.bpc
+            )));
+        }
+        let (r_host, d_host) = (on_host(&rt), on_host(&dt));
+        let picture = |planes: Vec<ffi::Tensor>, host: bool, which: &str| -> PyResult<Picture> {
+            if host {
+                let p = host_picture(&planes, gr, which)?;
+                // The copy is made: the producer gets its memory back now (with the GIL).
+                drop(planes);
+                return Ok(Arc::new(p));
+            }
+            // The states, without the GIL: another thread may hold the lock while the library
+            // waits for workers whose tensors' deleters need the GIL.
+            let states = py.detach(|| {
+                let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+                g.as_ref().map(|inner| inner.ctx.gpu_states().to_vec())
+            });
+            let state = match states.as_deref() {
+                None => return Err(PyValueError::new_err("the context is closed")),
+                Some([one]) => one.clone(),
+                Some([]) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{which}: GPU tensors need a context with backend=\"hip\" \
+                         (this one is {:?}); pass host arrays",
+                        self.backend
+                    )))
+                }
+                Some(_) => {
+                    return Err(PyValueError::new_err(format!(
+                        "{which}: GPU tensors need a context on one device (device=N), \
+                         not device=\"all\""
+                    )))
+                }
+            };
+            Ok(Arc::new(device_picture(planes, gr, &state, which)?))
+        };
+        let r = picture(rt, r_host, "reference")?;
+        let d = picture(dt, d_host, "distorted")?;
+        self.with(py, move |inner| {
+            let n = inner.frames;
+            inner
+                .ctx
+                .read_pictures(r, d, n)
+                .map_err(context(format!("frame {n}")))?;
+            inner.frames += 1;
+            Ok(())
+        })
+    }
+
+    /// Scores the frames still in flight; no frames can be read afterwards.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.with(py, |inner| {
+            if inner.frames == 0 {
+                return Err(inval("no frames were read"));
+            }
+            if inner.ctx.is_flushed() {
+                return Ok(());
+            }
+            inner.ctx.flush().map_err(context("flushing the context"))
+        })
+    }
+
+    /// The scores as `vmaf --json` writes them (flushes first).
+    fn json(&self, py: Python<'_>) -> PyResult<String> {
+        self.with(py, |inner| {
+            finish_json(&mut inner.ctx, &inner.models, inner.frames)
+        })
+    }
+
+    /// Frames read so far.
+    #[getter]
+    fn frames(&self) -> usize {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map_or(0, |i| i.frames)
+    }
+
+    #[getter]
+    fn flushed(&self) -> bool {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().is_some_and(|i| i.ctx.is_flushed())
+    }
+
+    /// The GPUs the context scores on, described.
+    #[getter]
+    fn devices(&self) -> Vec<String> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map_or_else(Vec::new, |i| {
+            i.ctx
+                .gpu_states()
+                .iter()
+                .map(|s| {
+                    let d = s.device().info();
+                    format!("{}: {} [{}]", d.ordinal, d.name, d.vendor.name())
+                })
+                .collect()
+        })
+    }
+
+    /// Lets the context go (its workers, GPU buffers and any frames still held).
+    fn close(&self, py: Python<'_>) {
+        let inner = {
+            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            g.take()
+        };
+        py.detach(move || drop(inner));
+    }
+}
+
+impl Drop for PyContext {
+    fn drop(&mut self) {
+        let inner = self
+            .inner
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if inner.is_some() {
+            // Without the GIL: dropping may wait for workers whose tensors' deleters take it.
+            // Where the interpreter is gone, the closure (and the context) simply drops.
+            let _ = Python::try_attach(move |py| py.detach(move || drop(inner)));
+        }
+    }
+}
+
+/// The GPUs the library sees, one line each (empty without a usable runtime).
+#[pyfunction]
+fn devices(py: Python<'_>) -> Vec<String> {
+    py.detach(vmaf_hip::gpu::describe_devices)
+}
+
+/// Why no GPU is usable, or None when one is.
+#[pyfunction]
+fn gpu_unavailable_reason(py: Python<'_>) -> Option<String> {
+    py.detach(|| match GpuState::new(None) {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    })
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("libvmaf_version", vmaf_hip::VMAF_VERSION)?;
+    m.add("NoDeviceError", m.py().get_type::<NoDeviceError>())?;
+    m.add_function(wrap_pyfunction!(score_files_json, m)?)?;
+    m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
+    m.add_class::<PyContext>()?;
+    m.add_class::<ffi::DeviceArray>()?;
+    m.add_function(wrap_pyfunction!(ffi::_test_arrays_freed, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+"""Context over NumPy planes equals score_files on the same clip, whatever the strides."""
+
+import numpy as np
+import pytest
+
+import vmaf_hip
+from conftest import clip, read_y4m, same_scores
+
+
+def score_frames(frames, depth, transform=lambda p: p, **ctx_args):
+    ctx = vmaf_hip.Context(**ctx_args)
+    bitdepth = None if depth == 8 else depth
+    for r, d in frames:
+        ctx.read([transform(p) for p in r], [transform(p) for p in d], bitdepth=bitdepth)
+    out = ctx.to_dict()
+    ctx.close()
+    return out
+
+
+def pairs(name):
+    refs, depth = read_y4m(clip(name, "ref"))
+    dists, _ = read_y4m(clip(name, "dist"))
+    return list(zip(refs, dists)), depth
+
+
+@pytest.mark.parametrize("name,threads", [("natural_576x324_420p8", 0),
+                                          ("natural_640x360_420p10", 2),
+                                          ("natural_320x180_420p12", 0)])
+def test_numpy_equals_score_files(name, threads):
+    frames, depth = pairs(name)
+    want = vmaf_hip.score_files(clip(name, "ref"), clip(name, "dist"), features=["psnr"])
+    got = score_frames(frames, depth, features=["psnr"], threads=threads)
+    same_scores(got, want)
+
+
+def write_y4m(path, frames, w, h):
+    with open(path, "wb") as f:
+        f.write(f"YUV4MPEG2 W{w} H{h} F25:1 Ip A1:1 C420jpeg\n".encode())
+        for planes in frames:
+            f.write(b"FRAME\n")
+            for p in planes:
+                f.write(np.ascontiguousarray(p).tobytes())
+
+
+def test_odd_size_with_file_chroma(tmp_path):
+    """An odd-sized 4:2:0 picture: chroma planes of the file's (rounded-up) size and of the
+    picture's (rounded-down) size both score like the y4m file of those frames."""
+    frames, depth = pairs("natural_576x324_420p8")
+    frames = frames[:5]
+    w, h = 575, 323
+    cw, ch = (w + 1) // 2, (h + 1) // 2
+    crop = [tuple([p[0][:h, :w], p[1][:ch, :cw], p[2][:ch, :cw]] for p in f) for f in frames]
+    write_y4m(tmp_path / "r.y4m", [f[0] for f in crop], w, h)
+    write_y4m(tmp_path / "d.y4m", [f[1] for f in crop], w, h)
+    want = vmaf_hip.score_files(tmp_path / "r.y4m", tmp_path / "d.y4m", features=["psnr"])
+    assert len(want["frames"]) == 5
+    same_scores(score_frames(crop, depth, features=["psnr"]), want)
+    floor = [tuple([p[0], p[1][: h // 2, : w // 2], p[2][: h // 2, : w // 2]] for p in f)
+             for f in crop]
+    same_scores(score_frames(floor, depth, features=["psnr"]), want)
+
+
+def test_444_and_strides():
+    """Padded rows, Fortran order, negative-free views of larger arrays, read-only arrays."""
+    name = "testsrc_480x270_444p8"
+    frames, depth = pairs(name)
+    frames = frames[:6]
+    want = score_frames(frames, depth)
+
+    def padded(p):
+        big = np.zeros((p.shape[0] + 3, p.shape[1] + 17), dtype=p.dtype)
+        big[1:-2, 5:-12] = p
+        return big[1:-2, 5:-12]
+
+    def fortran(p):
+        return np.asfortranarray(p)
+
+    def every_other(p):
+        big = np.zeros((p.shape[0], p.shape[1] * 2), dtype=p.dtype)
+        big[:, ::2] = p
+        return big[:, ::2]
+
+    def readonly(p):
+        q = p.copy()
+        q.setflags(write=False)
+        return q
+
+    for t in (padded, fortran, every_other, readonly):
+        same_scores(score_frames(frames, depth, transform=t), want)
+
+
+def test_methods_and_luma_only():
+    name = "natural_576x324_420p8"
+    frames, depth = pairs(name)
+    frames = frames[:4]
+    ctx = vmaf_hip.Context(model=None, features=["psnr"])
+    for r, d in frames:
+        ctx.read(r[0], d[0])  # one array: a 4:0:0 picture
+    assert ctx.frames == 4
+    ctx.flush()
+    pooled = ctx.pooled()
+    assert set(pooled) == {"psnr_y"}
+    assert len(ctx.frame_scores()) == 4
+    assert ctx.score("psnr_y") == pooled["psnr_y"]["mean"]
+    with pytest.raises(ValueError):
+        ctx.read(frames[0][0][0], frames[0][1][0])
+
+    with vmaf_hip.Context(model="version=vmaf_v0.6.1:name=main") as ctx:
+        for r, d in frames:
+            ctx.read(r, d, pixel_format="420")
+        assert ctx.score() == ctx.pooled()["main"]["mean"]
+        assert ctx.to_dict()["frames"][0]["frameNum"] == 0
+
+
+def test_errors():
+    name = "natural_640x360_420p10"
+    frames, _ = pairs(name)
+    r, d = frames[0]
+    ctx = vmaf_hip.Context()
+    with pytest.raises(ValueError, match="bitdepth"):
+        ctx.read(r, d)  # uint16 without a bit depth
+    with pytest.raises(ValueError, match="does not fit bitdepth"):
+        ctx.read([p | 0x400 for p in r], d, bitdepth=10)
+    with pytest.raises(ValueError, match="uint8"):
+        ctx.read([p.astype(np.float32) for p in r], d, bitdepth=10)
+    with pytest.raises(ValueError, match="differ"):
+        ctx.read(r, [d[0][:-2], d[1][:-1], d[2][:-1]], bitdepth=10)
+    with pytest.raises(ValueError, match="pixel format"):
+        ctx.read([r[0], r[1][:, :10], r[2][:, :10]], d, bitdepth=10)
+    with pytest.raises(ValueError, match="pixel_format"):
+        ctx.read(r, d, bitdepth=10, pixel_format="444")
+    with pytest.raises(ValueError, match="2-D"):
+        ctx.read([r[0][None]] + r[1:], d, bitdepth=10)
+    with pytest.raises(ValueError, match="planes"):
+        ctx.read(r[:2], d[:2], bitdepth=10)
+    with pytest.raises(ValueError, match="no frames"):
+        ctx.to_dict()
+    ctx.read(r, d, bitdepth=10)
+    assert ctx.frames == 1
+    ctx.close()
+    with pytest.raises(ValueError, match="closed"):
+        ctx.read(r, d, bitdepth=10)
+    with pytest.raises(ValueError):
+        vmaf_hip.Context(backend="cuda")
+    with pytest.raises(ValueError):
+        vmaf_hip.Context(device=0)  # a device is for backend="hip"
+    with pytest.raises(ValueError):
+        vmaf_hip.Context(model="no_such_model")
+    with pytest.raises(ValueError):
+        vmaf_hip.Context(features=["no_such_feature"])
+    with pytest.raises(ValueError):
+        vmaf_hip.Context(threads=-1)

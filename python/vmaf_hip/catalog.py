@@ -1,0 +1,272 @@
+"""Score a catalog of reference/distorted pairs on a Ray cluster (or a local Ray instance).
+
+    python -m vmaf_hip.catalog pairs.csv --out DIR [--model M ...] [--feature F ...]
+        [--backend auto|cpu|hip] [--threads N] [--address ADDR] [--num-cpus N]
+
+``pairs.csv`` has a header with the columns ``ref`` and ``dist`` and optionally ``width``,
+``height``, ``pixel_format``, ``bitdepth`` (raw .yuv inputs) and ``id``. Relative paths are
+taken from the CSV's folder; every Ray node must see the files under the same paths (shared
+storage). Each pair is one Ray task (``num_gpus=1`` with the GPU backend, which ``auto``
+picks when the cluster has GPUs); it writes ``DIR/<id>.json`` (what ``vmaf --json`` writes,
+plus a ``"catalog"`` entry saying how it was made) through a temporary file renamed into
+place, so a JSON that exists is complete. The job then writes ``DIR/summary.csv``. A second
+run over the same CSV and DIR scores only the pairs whose JSON is missing, incomplete or made
+with other settings: after a crash, run the same command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+SUMMARY_FIELDS = [
+    "id", "ref", "dist", "vmaf_mean", "vmaf_harmonic_mean", "vmaf_min", "frames", "seconds",
+    "backend", "error",
+]
+RAW_FIELDS = ("width", "height", "pixel_format", "bitdepth")
+
+
+def _pair_id(ref: str, dist: str) -> str:
+    stem = Path(dist).name.split(".")[0] or "pair"
+    digest = hashlib.sha1(f"{ref}\0{dist}".encode()).hexdigest()[:10]
+    return f"{stem}-{digest}"
+
+
+def _safe_id(s: str) -> bool:
+    return bool(s) and s not in (".", "..") and "/" not in s and "\\" not in s and "\0" not in s
+
+
+def read_pairs(csv_path: os.PathLike) -> List[Dict[str, Any]]:
+    """The pairs of a catalog CSV, paths made absolute, ids filled in and checked unique."""
+    csv_path = Path(csv_path)
+    base = csv_path.resolve().parent
+    pairs = []
+    with open(csv_path, newline="") as f:
+        reader = csv.DictReader(f)
+        cols = set(reader.fieldnames or [])
+        if not {"ref", "dist"} <= cols:
+            raise ValueError(f"{csv_path}: needs the columns ref and dist (has {sorted(cols)})")
+        for line, row in enumerate(reader, start=2):
+            row = {k: (v or "").strip() for k, v in row.items() if k}
+            if not row.get("ref") and not row.get("dist"):
+                continue
+            ref, dist = (str((base / row[k]).resolve()) for k in ("ref", "dist"))
+            raw = {k: row[k] for k in RAW_FIELDS if row.get(k)}
+            if raw and len(raw) != len(RAW_FIELDS):
+                raise ValueError(f"{csv_path}:{line}: raw input needs all of {', '.join(RAW_FIELDS)}")
+            for k in ("width", "height", "bitdepth"):
+                if k in raw:
+                    try:
+                        raw[k] = int(raw[k])
+                    except ValueError:
+                        raise ValueError(f"{csv_path}:{line}: {k} {raw[k]!r} is not a number") from None
+            pid = row.get("id") or _pair_id(ref, dist)
+            if not _safe_id(pid):
+                raise ValueError(f"{csv_path}:{line}: id {pid!r} cannot name a file")
+            pairs.append({"id": pid, "ref": ref, "dist": dist, "raw": raw, "line": line})
+    seen: Dict[str, int] = {}
+    for p in pairs:
+        if p["id"] in seen:
+            raise ValueError(f"{csv_path}: id {p['id']!r} on lines {seen[p['id']]} and {p['line']}")
+        seen[p["id"]] = p["line"]
+    return pairs
+
+
+def _settings(pair: Dict[str, Any], model: Sequence[str], features: Sequence[str]) -> dict:
+    """What a pair's result depends on: a JSON made with other settings is scored again."""
+    return {"ref": pair["ref"], "dist": pair["dist"], "raw": pair["raw"],
+            "model": list(model), "features": list(features)}
+
+
+def _metric(model: Sequence[str]) -> Optional[str]:
+    """The pooled metric the summary reports: the first model's name."""
+    if not model:
+        return None
+    for part in model[0].split(":"):
+        if part.startswith("name="):
+            return part[len("name="):]
+    return "vmaf"
+
+
+def load_done(path: Path, settings: dict) -> Optional[dict]:
+    """The result in ``path`` when it is complete and made with ``settings``; else None."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    meta = data.get("catalog") if isinstance(data, dict) else None
+    if not isinstance(meta, dict) or meta.get("settings") != settings:
+        return None
+    if not data.get("frames") or "pooled_metrics" not in data:
+        return None
+    return data
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` so that the file appears only complete."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def score_pair(pair: dict, out_dir: str, model: Sequence[str], features: Sequence[str],
+               backend: str, threads: int) -> dict:
+    """Scores one pair and writes its JSON (the body of a Ray task)."""
+    import vmaf_hip
+
+    t0 = time.monotonic()
+    result = vmaf_hip.score_files(pair["ref"], pair["dist"], model=list(model) or None,
+                                  features=list(features), backend=backend, threads=threads,
+                                  **pair["raw"])
+    result["catalog"] = {
+        "id": pair["id"],
+        "backend": backend,
+        "seconds": round(time.monotonic() - t0, 3),
+        "vmaf_hip": vmaf_hip.__version__,
+        "settings": _settings(pair, model, features),
+    }
+    write_atomic(Path(out_dir) / f"{pair['id']}.json", json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def summary_row(pair: dict, result: Optional[dict], metric: Optional[str],
+                error: str = "") -> dict:
+    row = {k: "" for k in SUMMARY_FIELDS}
+    row.update(id=pair["id"], ref=pair["ref"], dist=pair["dist"], error=error)
+    if result is not None:
+        meta = result["catalog"]
+        pooled = result["pooled_metrics"].get(metric, {}) if metric else {}
+        row.update(vmaf_mean=pooled.get("mean", ""),
+                   vmaf_harmonic_mean=pooled.get("harmonic_mean", ""),
+                   vmaf_min=pooled.get("min", ""), frames=len(result["frames"]),
+                   seconds=meta["seconds"], backend=meta["backend"])
+    return row
+
+
+def run_catalog(pairs_csv: os.PathLike, out_dir: os.PathLike, model: Sequence[str] = ("vmaf_v0.6.1",),
+                features: Sequence[str] = (), backend: str = "auto", threads: int = 0,
+                address: Optional[str] = None, num_cpus: Optional[int] = None,
+                log=print) -> dict:
+    """Scores every pair of ``pairs_csv`` not done yet in ``out_dir`` on Ray (started locally,
+    or joined at ``address``, unless already initialised) and writes ``summary.csv``. Returns
+    ``{"scored": [ids], "skipped": [ids], "failed": {id: error}, "summary": path}``."""
+    import ray
+
+    if backend not in ("auto", "cpu", "hip"):
+        raise ValueError(f"backend {backend!r}: should be auto, cpu or hip")
+    model, features = list(model), list(features)
+    pairs = read_pairs(pairs_csv)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(".*.json.*.tmp"):
+        # Left by a run that died mid-write: never a complete result.
+        stale.unlink(missing_ok=True)
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address)
+        else:
+            ray.init(num_cpus=num_cpus)
+    if backend == "auto":
+        backend = "hip" if ray.cluster_resources().get("GPU", 0) >= 1 else "cpu"
+    metric = _metric(model)
+    rows: Dict[str, dict] = {}
+    todo = []
+    for p in pairs:
+        done = load_done(out / f"{p['id']}.json", _settings(p, model, features))
+        if done is not None:
+            rows[p["id"]] = summary_row(p, done, metric)
+        else:
+            todo.append(p)
+    skipped = [p["id"] for p in pairs if p["id"] in rows]
+    log(f"{len(pairs)} pairs: {len(skipped)} done already, {len(todo)} to score on {backend}")
+    # One GPU per task on the GPU backend (Ray gives each its own device and, by default, a
+    # fresh worker process); CPU tasks take as many cores as their threads use.
+    resources = {"num_gpus": 1, "num_cpus": 1} if backend == "hip" else {"num_cpus": max(1, threads)}
+    task = ray.remote(score_pair).options(**resources)
+    pending = {task.remote(p, str(out), model, features, backend, threads): p for p in todo}
+    failed: Dict[str, str] = {}
+    scored = []
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            p = pending.pop(ref)
+            try:
+                result = ray.get(ref)
+            except Exception as e:  # a failed pair is reported; the others go on
+                cause = getattr(e, "cause", None) or e
+                msg = f"{type(cause).__name__}: {cause}".splitlines()[0]
+                failed[p["id"]] = msg
+                rows[p["id"]] = summary_row(p, None, metric, msg)
+                log(f"{p['id']}: failed: {msg}")
+                continue
+            scored.append(p["id"])
+            rows[p["id"]] = summary_row(p, result, metric)
+            row = rows[p["id"]]
+            log(f"{p['id']}: {metric or 'scores'} {row['vmaf_mean']} ({row['frames']} frames, "
+                f"{row['seconds']} s)")
+    summary = out / "summary.csv"
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=".summary.csv.", suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=SUMMARY_FIELDS)
+        w.writeheader()
+        for p in pairs:
+            w.writerow(rows[p["id"]])
+    os.replace(tmp, summary)
+    return {"scored": scored, "skipped": skipped, "failed": failed, "summary": str(summary)}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m vmaf_hip.catalog",
+        description="Score a CSV of reference/distorted pairs on Ray; one JSON per pair plus "
+                    "summary.csv; a second run resumes where the first stopped.")
+    ap.add_argument("pairs", help="CSV with columns ref,dist[,width,height,pixel_format,bitdepth,id]")
+    ap.add_argument("--out", required=True, help="folder for <id>.json and summary.csv")
+    ap.add_argument("--model", action="append", default=None,
+                    help="model (built-in version, path, or the CLI's -m syntax; repeatable; "
+                         "default vmaf_v0.6.1)")
+    ap.add_argument("--feature", action="append", default=[],
+                    help="extra feature, the CLI's --feature syntax (repeatable)")
+    ap.add_argument("--backend", choices=["auto", "cpu", "hip"], default="auto",
+                    help="auto: hip when the cluster has GPUs (default)")
+    ap.add_argument("--threads", type=int, default=0, help="worker threads per pair (CPU tasks "
+                    "reserve as many cores)")
+    ap.add_argument("--address", default=None, help="Ray cluster to join (default: a local one)")
+    ap.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray instance")
+    args = ap.parse_args(argv)
+    try:
+        res = run_catalog(args.pairs, args.out, model=args.model or ["vmaf_v0.6.1"],
+                          features=args.feature, backend=args.backend, threads=args.threads,
+                          address=args.address, num_cpus=args.num_cpus,
+                          log=lambda m: print(m, file=sys.stderr))
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(res["summary"])
+    if res["failed"]:
+        print(f"{len(res['failed'])} pairs failed; run again to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
