@@ -263,7 +263,7 @@ impl Context {
 
     /// Hands a GPU state to this context (`vmaf_hip_import_state`): extractors use their GPU
     /// version where one exists. Importing states of several devices spreads the frames over
-    /// them (frame `i` on state `i % n`). Ignored when `gpumask` is non-zero.
+    /// them (runs of [`crate::gpu::SPREAD_RUN`] frames on each state in turn). Ignored when `gpumask` is non-zero.
     pub fn import_gpu_state(&mut self, state: Arc<crate::gpu::GpuState>) -> Result<()> {
         if self.cfg.gpumask != 0 {
             crate::log_info!("gpumask set: GPU state not used");
