@@ -4,6 +4,7 @@ GPU gate (skip with reason "no device", or fail under VMAF_TEST_REQUIRE_GPU=1)."
 
 from __future__ import annotations
 
+import csv
 import json
 import lzma
 import re
@@ -168,3 +169,14 @@ def cli_cache(tmp_path_factory):
 
     return get
 
+
+def write_pairs(path, names):
+    """A catalog CSV of the parity clips `names` (their id is their name)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["ref", "dist", "width", "height", "pixel_format", "bitdepth", "id"])
+        for n in names:
+            raw = CLIPS[n] or {}
+            w.writerow([clip(n, "ref"), clip(n, "dist"), raw.get("width", ""),
+                        raw.get("height", ""), raw.get("pixel_format", ""),
+                        raw.get("bitdepth", ""), n])

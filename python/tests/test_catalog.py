@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import CLIPS, clip, same_scores
+from conftest import CLIPS, clip, same_scores, write_pairs
 
 ray = pytest.importorskip("ray", reason="ray not installed")
 from vmaf_hip import catalog  # noqa: E402
@@ -18,17 +18,6 @@ def local_ray():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
-
-
-def write_pairs(path, names):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["ref", "dist", "width", "height", "pixel_format", "bitdepth", "id"])
-        for n in names:
-            raw = CLIPS[n] or {}
-            w.writerow([clip(n, "ref"), clip(n, "dist"), raw.get("width", ""),
-                        raw.get("height", ""), raw.get("pixel_format", ""),
-                        raw.get("bitdepth", ""), n])
 
 
 def test_catalog_scores_and_resumes(tmp_path, local_ray, cli_cache):

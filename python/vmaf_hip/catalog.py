@@ -1,7 +1,9 @@
-"""Score a catalog of reference/distorted pairs on a Ray cluster (or a local Ray instance).
+"""Score a catalog of reference/distorted pairs on a Ray cluster (or a local Ray instance),
+or on the GPUs of this machine without Ray (``--engine local``).
 
     python -m vmaf_hip.catalog pairs.csv --out DIR [--model M ...] [--feature F ...]
         [--backend auto|cpu|hip] [--threads N] [--address ADDR] [--num-cpus N]
+        [--engine ray|local] [--per-gpu N] [--workers N]
 
 ``pairs.csv`` has a header with the columns ``ref`` and ``dist`` and optionally ``width``,
 ``height``, ``pixel_format``, ``bitdepth`` (raw .yuv inputs) and ``id``. Relative paths are
@@ -12,6 +14,10 @@ plus a ``"catalog"`` entry saying how it was made) through a temporary file rena
 place, so a JSON that exists is complete. The job then writes ``DIR/summary.csv``. A second
 run over the same CSV and DIR scores only the pairs whose JSON is missing, incomplete or made
 with other settings: after a crash, run the same command again.
+
+``--engine local`` scores the pairs in this process instead, several at once: ``--per-gpu``
+pairs per GPU (default 2: one feeding thread cannot keep a GPU busy) with the GPU backend,
+``--workers`` pairs (default 1) on the CPU. Same files, same resuming.
 """
 
 from __future__ import annotations
@@ -129,14 +135,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def score_pair(pair: dict, out_dir: str, model: Sequence[str], features: Sequence[str],
-               backend: str, threads: int) -> dict:
-    """Scores one pair and writes its JSON (the body of a Ray task)."""
+               backend: str, threads: int, device: Optional[int] = None) -> dict:
+    """Scores one pair and writes its JSON (the body of a Ray task or a local worker)."""
     import vmaf_hip
 
     t0 = time.monotonic()
     result = vmaf_hip.score_files(pair["ref"], pair["dist"], model=list(model) or None,
                                   features=list(features), backend=backend, threads=threads,
-                                  **pair["raw"])
+                                  device=device, **pair["raw"])
     result["catalog"] = {
         "id": pair["id"],
         "backend": backend,
@@ -162,24 +168,11 @@ def summary_row(pair: dict, result: Optional[dict], metric: Optional[str],
     return row
 
 
-def run_catalog(pairs_csv: os.PathLike, out_dir: os.PathLike, model: Sequence[str] = ("vmaf_v0.6.1",),
-                features: Sequence[str] = (), backend: str = "auto", threads: int = 0,
-                address: Optional[str] = None, num_cpus: Optional[int] = None,
-                log=print) -> dict:
-    """Scores every pair of ``pairs_csv`` not done yet in ``out_dir`` on Ray (started locally,
-    or joined at ``address``, unless already initialised) and writes ``summary.csv``. Returns
-    ``{"scored": [ids], "skipped": [ids], "failed": {id: error}, "summary": path}``."""
+def _ray_runs(todo: list, out: Path, model: list, features: list, backend: str, threads: int,
+              address: Optional[str], num_cpus: Optional[int]):
+    """Ray: the backend used, then ``(pair, result, error)`` as tasks finish."""
     import ray
 
-    if backend not in ("auto", "cpu", "hip"):
-        raise ValueError(f"backend {backend!r}: should be auto, cpu or hip")
-    model, features = list(model), list(features)
-    pairs = read_pairs(pairs_csv)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(".*.json.*.tmp"):
-        # Left by a run that died mid-write: never a complete result.
-        stale.unlink(missing_ok=True)
     if not ray.is_initialized():
         if address:
             ray.init(address=address)
@@ -187,6 +180,84 @@ def run_catalog(pairs_csv: os.PathLike, out_dir: os.PathLike, model: Sequence[st
             ray.init(num_cpus=num_cpus)
     if backend == "auto":
         backend = "hip" if ray.cluster_resources().get("GPU", 0) >= 1 else "cpu"
+    yield backend
+    # One GPU per task on the GPU backend (Ray gives each its own device and, by default, a
+    # fresh worker process); CPU tasks take as many cores as their threads use.
+    resources = {"num_gpus": 1, "num_cpus": 1} if backend == "hip" else {"num_cpus": max(1, threads)}
+    task = ray.remote(score_pair).options(**resources)
+    pending = {task.remote(p, str(out), model, features, backend, threads): p for p in todo}
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        for ref in ready:
+            p = pending.pop(ref)
+            try:
+                yield p, ray.get(ref), None
+            except Exception as e:  # a failed pair is reported; the others go on
+                yield p, None, getattr(e, "cause", None) or e
+
+
+def _local_runs(todo: list, out: Path, model: list, features: list, backend: str, threads: int,
+                per_gpu: int, workers: Optional[int]):
+    """This process: the backend used, then ``(pair, result, error)`` as pairs finish. With
+    the GPU backend, ``per_gpu`` threads per device, each scoring one pair at a time on it
+    (the library runs without the GIL, so they run in parallel)."""
+    import queue
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    import vmaf_hip
+
+    gpus = len(vmaf_hip.devices()) if backend in ("auto", "hip") else 0
+    if backend == "auto":
+        backend = "hip" if gpus else "cpu"
+    if backend == "hip" and not gpus:
+        raise vmaf_hip.NoDeviceError(vmaf_hip.gpu_unavailable_reason() or "no GPU")
+    yield backend
+    if backend == "hip":
+        slots = [d for _ in range(max(1, per_gpu)) for d in range(gpus)]
+    else:
+        slots = [None] * max(1, workers or 1)
+    free: "queue.Queue" = queue.Queue()
+    for d in slots:
+        free.put(d)
+
+    def run(p):
+        device = free.get()
+        try:
+            return score_pair(p, str(out), model, features, backend, threads, device)
+        finally:
+            free.put(device)
+
+    with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="vmaf-catalog") as pool:
+        pending = {pool.submit(run, p): p for p in todo}
+        while pending:
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                p = pending.pop(fut)
+                err = fut.exception()
+                yield p, (None if err else fut.result()), err
+
+
+def run_catalog(pairs_csv: os.PathLike, out_dir: os.PathLike, model: Sequence[str] = ("vmaf_v0.6.1",),
+                features: Sequence[str] = (), backend: str = "auto", threads: int = 0,
+                address: Optional[str] = None, num_cpus: Optional[int] = None,
+                log=print, engine: str = "ray", per_gpu: int = 2,
+                workers: Optional[int] = None) -> dict:
+    """Scores every pair of ``pairs_csv`` not done yet in ``out_dir`` and writes
+    ``summary.csv``: on Ray (started locally, or joined at ``address``, unless already
+    initialised), or with ``engine="local"`` in this process (``per_gpu`` pairs at once per
+    GPU, ``workers`` on the CPU). Returns
+    ``{"scored": [ids], "skipped": [ids], "failed": {id: error}, "summary": path}``."""
+    if backend not in ("auto", "cpu", "hip"):
+        raise ValueError(f"backend {backend!r}: should be auto, cpu or hip")
+    if engine not in ("ray", "local"):
+        raise ValueError(f"engine {engine!r}: should be ray or local")
+    model, features = list(model), list(features)
+    pairs = read_pairs(pairs_csv)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(".*.json.*.tmp"):
+        # Left by a run that died mid-write: never a complete result.
+        stale.unlink(missing_ok=True)
     metric = _metric(model)
     rows: Dict[str, dict] = {}
     todo = []
@@ -197,32 +268,26 @@ def run_catalog(pairs_csv: os.PathLike, out_dir: os.PathLike, model: Sequence[st
         else:
             todo.append(p)
     skipped = [p["id"] for p in pairs if p["id"] in rows]
+    if engine == "ray":
+        runs = _ray_runs(todo, out, model, features, backend, threads, address, num_cpus)
+    else:
+        runs = _local_runs(todo, out, model, features, backend, threads, per_gpu, workers)
+    backend = next(runs)
     log(f"{len(pairs)} pairs: {len(skipped)} done already, {len(todo)} to score on {backend}")
-    # One GPU per task on the GPU backend (Ray gives each its own device and, by default, a
-    # fresh worker process); CPU tasks take as many cores as their threads use.
-    resources = {"num_gpus": 1, "num_cpus": 1} if backend == "hip" else {"num_cpus": max(1, threads)}
-    task = ray.remote(score_pair).options(**resources)
-    pending = {task.remote(p, str(out), model, features, backend, threads): p for p in todo}
     failed: Dict[str, str] = {}
     scored = []
-    while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        for ref in ready:
-            p = pending.pop(ref)
-            try:
-                result = ray.get(ref)
-            except Exception as e:  # a failed pair is reported; the others go on
-                cause = getattr(e, "cause", None) or e
-                msg = f"{type(cause).__name__}: {cause}".splitlines()[0]
-                failed[p["id"]] = msg
-                rows[p["id"]] = summary_row(p, None, metric, msg)
-                log(f"{p['id']}: failed: {msg}")
-                continue
-            scored.append(p["id"])
-            rows[p["id"]] = summary_row(p, result, metric)
-            row = rows[p["id"]]
-            log(f"{p['id']}: {metric or 'scores'} {row['vmaf_mean']} ({row['frames']} frames, "
-                f"{row['seconds']} s)")
+    for p, result, err in runs:
+        if err is not None:  # a failed pair is reported; the others go on
+            msg = f"{type(err).__name__}: {err}".splitlines()[0]
+            failed[p["id"]] = msg
+            rows[p["id"]] = summary_row(p, None, metric, msg)
+            log(f"{p['id']}: failed: {msg}")
+            continue
+        scored.append(p["id"])
+        rows[p["id"]] = summary_row(p, result, metric)
+        row = rows[p["id"]]
+        log(f"{p['id']}: {metric or 'scores'} {row['vmaf_mean']} ({row['frames']} frames, "
+            f"{row['seconds']} s)")
     summary = out / "summary.csv"
     fd, tmp = tempfile.mkstemp(dir=out, prefix=".summary.csv.", suffix=".tmp")
     with os.fdopen(fd, "w", newline="") as f:
@@ -252,13 +317,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     "reserve as many cores)")
     ap.add_argument("--address", default=None, help="Ray cluster to join (default: a local one)")
     ap.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray instance")
+    ap.add_argument("--engine", choices=["ray", "local"], default="ray",
+                    help="local: score in this process, no Ray (one machine)")
+    ap.add_argument("--per-gpu", type=int, default=2,
+                    help="local engine: pairs scored at once per GPU (default 2)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="local engine on the CPU: pairs scored at once (default 1)")
     args = ap.parse_args(argv)
     try:
         res = run_catalog(args.pairs, args.out, model=args.model or ["vmaf_v0.6.1"],
                           features=args.feature, backend=args.backend, threads=args.threads,
                           address=args.address, num_cpus=args.num_cpus,
-                          log=lambda m: print(m, file=sys.stderr))
-    except (ValueError, OSError) as e:
+                          log=lambda m: print(m, file=sys.stderr), engine=args.engine,
+                          per_gpu=args.per_gpu, workers=args.workers)
+    except (ValueError, OSError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(res["summary"])
