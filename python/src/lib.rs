@@ -771,6 +771,16 @@ impl PyContext {
         })
         .map_err(py_err)
     }
+
+    /// Runs `f` on the state (None once closed) under the lock, taken without the GIL: the
+    /// thread holding it may be waiting for library workers whose tensors' deleters need the
+    /// GIL, so waiting for it with the GIL held can deadlock.
+    fn peek<R: Send>(&self, py: Python<'_>, f: impl FnOnce(Option<&Inner>) -> R + Send) -> R {
+        py.detach(|| {
+            let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            f(g.as_ref())
+        })
+    }
 }
 
 #[pymethods]
@@ -863,7 +873,14 @@ impl PyContext {
             Ok(Arc::new(device_picture(planes, gr, &state, which)?))
         };
         let r = picture(rt, r_host, "reference")?;
-        let d = picture(dt, d_host, "distorted")?;
+        let d = match picture(dt, d_host, "distorted") {
+            Ok(d) => d,
+            Err(e) => {
+                // A device picture's drop waits for the GPU: not with the GIL held.
+                py.detach(move || drop(r));
+                return Err(e);
+            }
+        };
         self.with(py, move |inner| {
             let n = inner.frames;
             inner
@@ -897,22 +914,20 @@ impl PyContext {
 
     /// Frames read so far.
     #[getter]
-    fn frames(&self) -> usize {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().map_or(0, |i| i.frames)
+    fn frames(&self, py: Python<'_>) -> usize {
+        self.peek(py, |i| i.map_or(0, |i| i.frames))
     }
 
     #[getter]
-    fn flushed(&self) -> bool {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().is_some_and(|i| i.ctx.is_flushed())
+    fn flushed(&self, py: Python<'_>) -> bool {
+        self.peek(py, |i| i.is_some_and(|i| i.ctx.is_flushed()))
     }
 
     /// The GPUs the context scores on, described.
     #[getter]
-    fn devices(&self) -> Vec<String> {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().map_or_else(Vec::new, |i| {
+    fn devices(&self, py: Python<'_>) -> Vec<String> {
+        self.peek(py, |i| {
+            let Some(i) = i else { return Vec::new() };
             i.ctx
                 .gpu_states()
                 .iter()
@@ -926,11 +941,11 @@ impl PyContext {
 
     /// Lets the context go (its workers, GPU buffers and any frames still held).
     fn close(&self, py: Python<'_>) {
-        let inner = {
-            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            g.take()
-        };
-        py.detach(move || drop(inner));
+        // Without the GIL, the lock too (see `peek`).
+        py.detach(|| {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+            drop(inner);
+        });
     }
 }
 
