@@ -368,7 +368,11 @@ unsafe extern "C" fn free_exported(m: *mut DLManagedTensor) {
     }
     // SAFETY: `m` is the first field of an `Exported` leaked by `DeviceArray::__dlpack__`, and
     // DLPack calls the deleter once.
-    drop(unsafe { Box::from_raw(m.cast::<Exported>()) });
+    let exported = unsafe { Box::from_raw(m.cast::<Exported>()) };
+    // With the GIL, as CuPy's and NumPy's deleters take it: the tests then catch a consumer
+    // that waits for its workers while holding the GIL. (Without an interpreter left, the
+    // closure simply drops.)
+    let _ = Python::try_attach(move |_| drop(exported));
     TEST_ARRAYS_FREED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 }
 

@@ -572,6 +572,12 @@ struct Inner {
     ctx: Context,
     models: Vec<Loaded>,
     frames: usize,
+    /// Format, depth and size of the first frame, which every later one must match.
+    first: Option<(PixelFormat, u32, usize, usize)>,
+    /// The first library error of a read, flush or scoring: the library reports a failed
+    /// frame's error once, so after it the context's scores would silently lack that frame's
+    /// features; every later call repeats it instead.
+    failed: Option<String>,
 }
 
 /// A scoring session fed frame by frame (`Context` on the Python side wraps it).
@@ -758,6 +764,13 @@ fn on_host(planes: &[ffi::Tensor]) -> bool {
     })
 }
 
+impl Inner {
+    /// `res`, remembered when it is a library error (see `failed`).
+    fn record<R>(&mut self, res: Result<R, Error>) -> Result<R, Error> {
+        res.inspect_err(|e| self.failed = Some(e.to_string()))
+    }
+}
+
 impl PyContext {
     fn with<R: Send>(
         &self,
@@ -767,9 +780,25 @@ impl PyContext {
         py.detach(|| {
             let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             let inner = g.as_mut().ok_or_else(|| inval("the context is closed"))?;
+            if let Some(m) = &inner.failed {
+                return Err(Error::Invalid(format!(
+                    "the context failed earlier ({m}); its scores would be incomplete: close it \
+                     and score with a new one"
+                )));
+            }
             f(inner)
         })
         .map_err(py_err)
+    }
+
+    /// Runs `f` on the state (None once closed) under the lock, taken without the GIL: the
+    /// thread holding it may be waiting for library workers whose tensors' deleters need the
+    /// GIL, so waiting for it with the GIL held can deadlock.
+    fn peek<R: Send>(&self, py: Python<'_>, f: impl FnOnce(Option<&Inner>) -> R + Send) -> R {
+        py.detach(|| {
+            let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            f(g.as_ref())
+        })
     }
 }
 
@@ -798,6 +827,8 @@ impl PyContext {
                 ctx,
                 models,
                 frames: 0,
+                first: None,
+                failed: None,
             })),
             backend: backend.to_string(),
         })
@@ -863,16 +894,43 @@ impl PyContext {
             Ok(Arc::new(device_picture(planes, gr, &state, which)?))
         };
         let r = picture(rt, r_host, "reference")?;
-        let d = picture(dt, d_host, "distorted")?;
-        self.with(py, move |inner| {
+        let d = match picture(dt, d_host, "distorted") {
+            Ok(d) => d,
+            Err(e) => {
+                // A device picture's drop waits for the GPU: not with the GIL held.
+                py.detach(move || drop(r));
+                return Err(e);
+            }
+        };
+        let geom = (gr.pix_fmt, gr.bpc, gr.w, gr.h);
+        let mut refusal = None;
+        let res = self.with(py, |inner| {
+            // Mistakes that leave the scores whole are refused here, before the library (whose
+            // errors mark the context failed).
+            if inner.ctx.is_flushed() {
+                refusal = Some("the context is flushed: no more frames".to_string());
+                return Ok(());
+            }
+            match inner.first {
+                Some(f) if f != geom => {
+                    refusal = Some(format!(
+                        "frame {}: {}x{} {:?} {}-bit, the first frame was {}x{} {:?} {}-bit",
+                        inner.frames, geom.2, geom.3, geom.0, geom.1, f.2, f.3, f.0, f.1
+                    ));
+                    return Ok(());
+                }
+                _ => inner.first = Some(geom),
+            }
             let n = inner.frames;
-            inner
-                .ctx
-                .read_pictures(r, d, n)
-                .map_err(context(format!("frame {n}")))?;
+            let res = inner.ctx.read_pictures(r, d, n);
+            inner.record(res.map_err(context(format!("frame {n}"))))?;
             inner.frames += 1;
             Ok(())
-        })
+        });
+        match refusal {
+            Some(m) => Err(PyValueError::new_err(m)),
+            None => res,
+        }
     }
 
     /// Scores the frames still in flight; no frames can be read afterwards.
@@ -884,35 +942,38 @@ impl PyContext {
             if inner.ctx.is_flushed() {
                 return Ok(());
             }
-            inner.ctx.flush().map_err(context("flushing the context"))
+            let res = inner.ctx.flush().map_err(context("flushing the context"));
+            inner.record(res)
         })
     }
 
     /// The scores as `vmaf --json` writes them (flushes first).
     fn json(&self, py: Python<'_>) -> PyResult<String> {
         self.with(py, |inner| {
-            finish_json(&mut inner.ctx, &inner.models, inner.frames)
+            if inner.frames == 0 {
+                return Err(inval("no frames were scored"));
+            }
+            let res = finish_json(&mut inner.ctx, &inner.models, inner.frames);
+            inner.record(res)
         })
     }
 
     /// Frames read so far.
     #[getter]
-    fn frames(&self) -> usize {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().map_or(0, |i| i.frames)
+    fn frames(&self, py: Python<'_>) -> usize {
+        self.peek(py, |i| i.map_or(0, |i| i.frames))
     }
 
     #[getter]
-    fn flushed(&self) -> bool {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().is_some_and(|i| i.ctx.is_flushed())
+    fn flushed(&self, py: Python<'_>) -> bool {
+        self.peek(py, |i| i.is_some_and(|i| i.ctx.is_flushed()))
     }
 
     /// The GPUs the context scores on, described.
     #[getter]
-    fn devices(&self) -> Vec<String> {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.as_ref().map_or_else(Vec::new, |i| {
+    fn devices(&self, py: Python<'_>) -> Vec<String> {
+        self.peek(py, |i| {
+            let Some(i) = i else { return Vec::new() };
             i.ctx
                 .gpu_states()
                 .iter()
@@ -926,11 +987,11 @@ impl PyContext {
 
     /// Lets the context go (its workers, GPU buffers and any frames still held).
     fn close(&self, py: Python<'_>) {
-        let inner = {
-            let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            g.take()
-        };
-        py.detach(move || drop(inner));
+        // Without the GIL, the lock too (see `peek`).
+        py.detach(|| {
+            let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+            drop(inner);
+        });
     }
 }
 

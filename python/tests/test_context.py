@@ -150,3 +150,49 @@ def test_errors():
         vmaf_hip.Context(features=["no_such_feature"])
     with pytest.raises(ValueError):
         vmaf_hip.Context(threads=-1)
+
+
+def test_scores_after_a_failed_frame_are_refused():
+    """A frame whose scoring failed (here float_ms_ssim on a picture too small for it,
+    reported once, by a later read or the flush) leaves the context's scores incomplete:
+    asking for them again raises instead of returning them without that feature."""
+    rng = np.random.default_rng(0)
+    w, h = 64, 64
+
+    def planes():
+        return [rng.integers(0, 256, s, dtype=np.uint8) for s in ((h, w), (h // 2, w // 2),
+                                                                  (h // 2, w // 2))]
+
+    for threads in (0, 2):
+        ctx = vmaf_hip.Context(model=None, features=["psnr", "float_ms_ssim"], threads=threads)
+        with pytest.raises(ValueError, match="too small"):
+            for _ in range(3):
+                ctx.read(planes(), planes())
+            ctx.flush()
+        for call in (ctx.to_dict, ctx.flush, lambda: ctx.read(planes(), planes())):
+            with pytest.raises(ValueError, match="failed earlier"):
+                call()
+        ctx.close()
+
+
+def test_mistakes_that_leave_the_scores_whole_are_not_fatal():
+    """A frame refused before scoring (another size than the first) changes nothing."""
+    frames, depth = pairs("natural_576x324_420p8")
+    frames = frames[:3]
+    want = score_frames(frames, depth)
+    ctx = vmaf_hip.Context()
+
+    def shrink(planes):
+        return [planes[0][:-2, :-2]] + [p[:-1, :-1] for p in planes[1:]]
+
+    for i, (r, d) in enumerate(frames):
+        if i == 1:
+            with pytest.raises(ValueError, match="first"):
+                ctx.read(shrink(r), shrink(d))
+        ctx.read(r, d)
+    ctx.flush()
+    with pytest.raises(ValueError, match="flushed"):
+        ctx._native.read([p.__dlpack__() for p in frames[0][0]],
+                         [p.__dlpack__() for p in frames[0][1]])
+    same_scores(ctx.to_dict(), want)
+    ctx.close()

@@ -166,3 +166,33 @@ def test_torch_tensors_rejected_where_they_do_not_fit():
     ctx.close()
     with pytest.raises(ValueError, match="backend"):
         vmaf_hip.Context().read(cuda(r), cuda(d))
+
+
+def test_torch_tensors_on_another_device_than_the_current_one():
+    """Tensors on cuda:1, written late on cuda:1's current stream (a side stream) while
+    cuda:0 is the current device: their export must order those writes before our reads
+    (PyTorch orders the current device's streams), else the scores are wrong."""
+    torch = torch_cuda()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU")
+    frames, depth = frames_of("natural_576x324_420p8", 8)
+    h, w = frames[0][0][0].shape
+    frames = [(crop_chroma(r, w, h), crop_chroma(d, w, h)) for r, d in frames]
+    want = score(frames, depth)
+
+    def late(p):
+        with torch.cuda.device(1):
+            src = torch.from_numpy(p).to("cuda:1")
+            torch.cuda._sleep(100_000_000)  # the copy lands well after __dlpack__ returns
+            return src.clone()
+
+    torch.cuda.set_device(1)
+    torch.cuda.set_stream(torch.cuda.Stream(device="cuda:1"))
+    torch.cuda.set_device(0)
+    try:
+        got = score(frames, depth, late, backend="hip", device=1)
+    finally:
+        torch.cuda.set_device(1)
+        torch.cuda.set_stream(torch.cuda.default_stream(1))
+        torch.cuda.set_device(0)
+    same_scores(got, want)

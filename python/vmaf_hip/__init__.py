@@ -9,8 +9,10 @@ harmonic_mean) and ``aggregate_metrics`` -- the same numbers, by construction.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -198,18 +200,19 @@ def _capsule(plane: Any, which: str, i: int) -> Any:
             ) from None
         plane = np.asarray(plane)
     try:
-        dev_type, _ = plane.__dlpack_device__()
+        dev_type, dev_id = plane.__dlpack_device__()
     except AttributeError:
-        dev_type = _DL_CPU
+        dev_type, dev_id = _DL_CPU, 0
     stream = {_DL_CUDA: 1, _DL_ROCM: 0}.get(int(dev_type))
     kwargs = {} if stream is None else {"stream": stream}
 
     def export(p: Any) -> Any:
-        try:
-            return p.__dlpack__(max_version=(1, 0), **kwargs)
-        except TypeError:
-            # Producers from before DLPack 1.0 know no max_version.
-            return p.__dlpack__(**kwargs)
+        with _on_tensor_device(p, stream, dev_id):
+            try:
+                return p.__dlpack__(max_version=(1, 0), **kwargs)
+            except TypeError:
+                # Producers from before DLPack 1.0 know no max_version.
+                return p.__dlpack__(**kwargs)
 
     try:
         return export(plane)
@@ -221,6 +224,16 @@ def _capsule(plane: Any, which: str, i: int) -> Any:
             except BufferError:
                 pass
         raise ValueError(f"{which} plane {i}: cannot be exported through DLPack: {e}") from None
+
+
+def _on_tensor_device(plane: Any, stream: Optional[int], dev_id: Any) -> Any:
+    """For a PyTorch GPU tensor, its device made current while it exports: PyTorch orders the
+    *current* device's current stream before that device's default stream, so a tensor on
+    another device would reach our reads with its writes unordered (a wrong score)."""
+    torch = sys.modules.get("torch")
+    if stream is None or torch is None or not isinstance(plane, torch.Tensor):
+        return contextlib.nullcontext()
+    return torch.cuda.device(int(dev_id))
 
 
 def _planes(frame: Any, which: str) -> list:
