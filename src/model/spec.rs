@@ -235,33 +235,27 @@ mod tests {
 
     #[test]
     fn errors_carry_the_command_texts() {
-        assert_eq!(
-            inval_text(ModelSpec::parse("version=a:bogus")),
-            "bad model option \"bogus\""
-        );
-        assert_eq!(
-            inval_text(ModelSpec::parse("version=a:noext=1")),
-            "bad model option \"noext=1\" (expected <extractor>.<option>=<value>)"
-        );
-        assert_eq!(
-            inval_text(ModelSpec::parse("version=a:.x=1")),
-            "bad model option \".x=1\" (expected <extractor>.<option>=<value>)"
-        );
-        assert_eq!(
-            inval_text(ModelSpec::parse("version=a:name=")),
-            "empty model name (name=)"
-        );
-        for s in ["name=x", "", "disable_clip"] {
-            assert_eq!(
-                inval_text(ModelSpec::parse(s)),
-                "a model needs path=FILE or version=NAME"
-            );
+        let needs = "a model needs path=FILE or version=NAME";
+        let cases = [
+            ("version=a:bogus", "bad model option \"bogus\""),
+            (
+                "version=a:noext=1",
+                "bad model option \"noext=1\" (expected <extractor>.<option>=<value>)",
+            ),
+            (
+                "version=a:.x=1",
+                "bad model option \".x=1\" (expected <extractor>.<option>=<value>)",
+            ),
+            ("version=a:name=", "empty model name (name=)"),
+            ("name=x", needs),
+            ("", needs),
+            ("disable_clip", needs),
+            // The strict grammar has no bare form.
+            ("vmaf_v0.6.1", "bad model option \"vmaf_v0.6.1\""),
+        ];
+        for (arg, text) in cases {
+            assert_eq!(inval_text(ModelSpec::parse(arg)), text, "{arg:?}");
         }
-        // The strict grammar has no bare form.
-        assert_eq!(
-            inval_text(ModelSpec::parse("vmaf_v0.6.1")),
-            "bad model option \"vmaf_v0.6.1\""
-        );
     }
 
     #[test]
@@ -318,17 +312,24 @@ mod tests {
     }
 
     #[test]
-    fn overloads_apply_or_name_the_extractor() {
-        let spec = ModelSpec::parse("version=vmaf_v0.6.1:adm.adm_enhn_gain_limit=1.2").unwrap();
-        let l = spec.load().unwrap();
-        let adm = l
-            .model
-            .features
-            .iter()
-            .find(|f| f.name.contains("adm"))
+    fn overloads_reach_single_and_bootstrap_models() {
+        let adm_gain = |m: &Model| {
+            m.features
+                .iter()
+                .filter(|f| f.name.contains("adm"))
+                .map(|f| f.opts.get("adm_enhn_gain_limit").map(str::to_string))
+                .collect::<Vec<_>>()
+        };
+        let l = ModelSpec::parse("version=vmaf_v0.6.1:adm.adm_enhn_gain_limit=1.2")
+            .unwrap()
+            .load()
             .unwrap();
-        assert_eq!(adm.opts.get("adm_enhn_gain_limit"), Some("1.2"));
-        let spec = ModelSpec::parse("version=vmaf_b_v0.6.3:adm.adm_enhn_gain_limit=1.2").unwrap();
-        assert!(spec.load().unwrap().collection.is_some());
+        assert_eq!(adm_gain(&l.model), [Some("1.2".to_string())]);
+        let l = ModelSpec::parse("version=vmaf_b_v0.6.3:adm.adm_enhn_gain_limit=1.2")
+            .unwrap()
+            .load()
+            .unwrap();
+        assert_eq!(adm_gain(&l.model), [Some("1.2".to_string())]);
+        assert!(l.collection.is_some());
     }
 }
