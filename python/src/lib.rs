@@ -18,10 +18,10 @@ use pyo3::prelude::*;
 
 use vmaf_hip::context::{Config, Context};
 use vmaf_hip::feature::Dict;
-use vmaf_hip::gpu::GpuState;
+use vmaf_hip::gpu::{DeviceChoice as Device, GpuState};
 use vmaf_hip::io::{self, VideoInfo};
 use vmaf_hip::log::LogLevel;
-use vmaf_hip::model::{Model, ModelCollection, ModelConfig, ModelFlags};
+use vmaf_hip::model::{LoadError, LoadedModel as Loaded, ModelSpec};
 use vmaf_hip::output::OutputFormat;
 use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
 use vmaf_hip::pooling::PoolingMethod;
@@ -79,134 +79,14 @@ fn inval(msg: impl Into<String>) -> Error {
     Error::inval(msg)
 }
 
-/// One model to load: a built-in version or a file, with the CLI's `-m` options.
-#[derive(Debug, Clone)]
-struct ModelSpec {
-    path: Option<String>,
-    version: Option<String>,
-    name: String,
-    flags: ModelFlags,
-    overloads: Vec<(String, Dict)>,
-}
-
-impl ModelSpec {
-    fn label(&self) -> &str {
-        self.version
-            .as_deref()
-            .or(self.path.as_deref())
-            .unwrap_or(&self.name)
-    }
-}
-
-/// A model argument: the CLI's `-m` syntax (`version=NAME:name=neg:disable_clip`, ...), or a
-/// plain built-in version name, or a path (anything naming an existing file, or with a `/` or
-/// a `.json`/`.pkl` suffix).
-fn parse_model(s: &str) -> Result<ModelSpec, Error> {
-    let mut m = ModelSpec {
-        path: None,
-        version: None,
-        name: "vmaf".into(),
-        flags: ModelFlags::empty(),
-        overloads: Vec::new(),
-    };
-    let looks_like_path = Path::new(s).is_file()
-        || s.contains(std::path::MAIN_SEPARATOR)
-        || s.ends_with(".json")
-        || s.ends_with(".pkl");
-    if !s.contains('=') {
-        if s.is_empty() {
-            return Err(inval("empty model name"));
-        }
-        if looks_like_path {
-            m.path = Some(s.into());
-        } else {
-            m.version = Some(s.into());
-        }
-        return Ok(m);
-    }
-    for kv in s.split(':').filter(|kv| !kv.is_empty()) {
-        let (key, val) = match kv.split_once('=') {
-            Some(kv) => kv,
-            None if kv == "disable_clip" || kv == "enable_transform" => (kv, "true"),
-            None => return Err(inval(format!("bad model option {kv:?}"))),
-        };
-        match key {
-            "path" => m.path = Some(val.into()),
-            "version" => m.version = Some(val.into()),
-            "name" if val.is_empty() => return Err(inval("empty model name (name=)")),
-            "name" => m.name = val.into(),
-            "disable_clip" if val == "true" => m.flags |= ModelFlags::DISABLE_CLIP,
-            "enable_transform" if val == "true" => m.flags |= ModelFlags::ENABLE_TRANSFORM,
-            "disable_clip" | "enable_transform" => {}
-            _ => {
-                let (ext, opt) = key
-                    .split_once('.')
-                    .filter(|(e, o)| !e.is_empty() && !o.is_empty())
-                    .ok_or_else(|| {
-                        inval(format!(
-                            "bad model option {kv:?} (expected <extractor>.<option>=<value>)"
-                        ))
-                    })?;
-                let mut d = Dict::new();
-                d.set(opt, val);
-                m.overloads.push((ext.into(), d));
-            }
-        }
-    }
-    if m.path.is_none() && m.version.is_none() {
-        return Err(inval(format!(
-            "model {s:?} needs path=FILE or version=NAME"
-        )));
-    }
-    Ok(m)
-}
-
-/// A loaded model, and the bootstrap collection it belongs to if it is one.
-struct Loaded {
-    label: String,
-    model: Model,
-    collection: Option<ModelCollection>,
-}
-
+/// Loads `spec` (the library's `-m` loading), its errors naming the model.
 fn load_model(spec: &ModelSpec) -> Result<Loaded, Error> {
-    let cfg = ModelConfig {
-        name: Some(spec.name.clone()),
-        flags: spec.flags,
-    };
-    let label = spec.label().to_string();
-    let single = match (&spec.version, &spec.path) {
-        (Some(v), _) => Model::load(v, &cfg),
-        (None, Some(p)) => Model::load_from_path(Path::new(p), &cfg),
-        (None, None) => return Err(inval("a model needs a version or a path")),
-    };
-    let (mut model, mut collection) = match single {
-        Ok(m) => (m, None),
-        Err(first) => {
-            // As the CLI does: a model that does not load may be a bootstrap collection.
-            let coll = match (&spec.version, &spec.path) {
-                (Some(v), _) => ModelCollection::load(v, &cfg),
-                (_, Some(p)) => ModelCollection::load_from_path(Path::new(p), &cfg),
-                (None, None) => return Err(first),
-            };
-            match coll {
-                Ok((m, c)) => (m, Some(c)),
-                Err(_) => return Err(first).map_err(context(format!("model {label}"))),
-            }
-        }
-    };
-    for (ext, opts) in &spec.overloads {
-        match &mut collection {
-            Some(c) => c.feature_overload(&mut model, ext, opts),
-            None => model.feature_overload(ext, opts),
-        }
-        .map_err(context(format!(
-            "overloading {ext} options of model {label}"
-        )))?;
-    }
-    Ok(Loaded {
-        label,
-        model,
-        collection,
+    let label = spec.label();
+    spec.load().map_err(|e| match e {
+        LoadError::Load(e) => context(format!("model {label}"))(e),
+        LoadError::Overload { extractor, error } => context(format!(
+            "overloading {extractor} options of model {label}"
+        ))(error),
     })
 }
 
@@ -232,13 +112,6 @@ enum Backend {
     Hip {
         device: Device,
     },
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Device {
-    First,
-    Index(usize),
-    All,
 }
 
 fn parse_backend(backend: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<Backend> {
@@ -281,21 +154,7 @@ fn parse_backend(backend: &str, device: Option<&Bound<'_, PyAny>>) -> PyResult<B
 
 /// The GPU states of `device`: one, or one per compute-capable device for `All`.
 fn gpu_states(device: Device) -> Result<Vec<Arc<GpuState>>, Error> {
-    let open = |index| GpuState::new(index).map_err(context("hip backend not available"));
-    match device {
-        Device::First => Ok(vec![open(None)?]),
-        Device::Index(i) => Ok(vec![open(Some(i))?]),
-        Device::All => {
-            let (devices, _) = vmaf_hip::gpu::enumerate();
-            let usable: Vec<usize> = (0..devices.len())
-                .filter(|&i| devices[i].compute_capable)
-                .collect();
-            if usable.is_empty() {
-                return Ok(vec![open(None)?]);
-            }
-            usable.into_iter().map(|i| open(Some(i))).collect()
-        }
-    }
+    vmaf_hip::gpu::open_states(device).map_err(context("hip backend not available"))
 }
 
 /// What a context is made of (all plain data, so it crosses to a thread without the GIL).
@@ -322,7 +181,7 @@ impl Setup {
     ) -> Result<Setup, Error> {
         let models = models
             .iter()
-            .map(|m| parse_model(m))
+            .map(|m| ModelSpec::parse_loose(m))
             .collect::<Result<Vec<_>, _>>()?;
         for (i, m) in models.iter().enumerate() {
             if models[..i].iter().any(|o| o.name == m.name) {

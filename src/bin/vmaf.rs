@@ -16,9 +16,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use vmaf_hip::context::{Config, Context};
 use vmaf_hip::feature::Dict;
+use vmaf_hip::gpu::DeviceChoice;
 use vmaf_hip::io::{self, VideoInfo};
 use vmaf_hip::log::LogLevel;
-use vmaf_hip::model::{Model, ModelCollection, ModelConfig, ModelFlags};
+use vmaf_hip::model::{LoadError, LoadedModel, ModelSpec};
 use vmaf_hip::output::OutputFormat;
 use vmaf_hip::picture::pool::PicturePool;
 use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
@@ -27,37 +28,6 @@ use vmaf_hip::Error;
 
 #[path = "vmaf/ctc.rs"]
 mod ctc;
-
-/// One `-m` argument.
-#[derive(Debug, Clone)]
-struct ModelArg {
-    path: Option<String>,
-    version: Option<String>,
-    name: String,
-    flags: ModelFlags,
-    /// `<extractor>.<option>=<value>` overloads, one dictionary each, in command-line order.
-    overloads: Vec<(String, Dict)>,
-}
-
-impl ModelArg {
-    fn default_model() -> Self {
-        ModelArg {
-            path: None,
-            version: Some("vmaf_v0.6.1".into()),
-            name: "vmaf".into(),
-            flags: ModelFlags::empty(),
-            overloads: Vec::new(),
-        }
-    }
-
-    /// What the score summary calls this model: its version, else its path.
-    fn label(&self) -> &str {
-        self.version
-            .as_deref()
-            .or(self.path.as_deref())
-            .unwrap_or(&self.name)
-    }
-}
 
 /// One `--feature` argument.
 #[derive(Debug, Clone)]
@@ -70,13 +40,6 @@ struct FeatureArg {
 enum Backend {
     Cpu,
     Hip,
-}
-
-/// `--hip-device` value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum HipDevice {
-    Index(u32),
-    All,
 }
 
 #[derive(Debug, Parser)]
@@ -108,7 +71,7 @@ struct Cli {
     /// Model, colon-separated: path=FILE | version=NAME, name=NAME, disable_clip,
     /// enable_transform, <extractor>.<option>=VALUE (repeatable)
     #[arg(short = 'm', long = "model", value_name = "PARAMS", value_parser = parse_model)]
-    model: Vec<ModelArg>,
+    model: Vec<ModelSpec>,
     /// Extra feature extractor: NAME[=key=value:key=value...] (repeatable)
     #[arg(long = "feature", value_name = "NAME[=OPTS]", value_parser = parse_feature)]
     feature: Vec<FeatureArg>,
@@ -176,7 +139,7 @@ struct Cli {
     backend: Backend,
     /// GPU for --backend hip: an index, or `all`
     #[arg(long = "hip-device", value_name = "N|all", value_parser = parse_hip_device)]
-    hip_device: Option<HipDevice>,
+    hip_device: Option<DeviceChoice>,
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     help: Option<bool>,
@@ -229,59 +192,17 @@ fn parse_pix_fmt(s: &str) -> Result<PixelFormat, String> {
     })
 }
 
-fn parse_hip_device(s: &str) -> Result<HipDevice, String> {
+fn parse_hip_device(s: &str) -> Result<DeviceChoice, String> {
     if s == "all" {
-        return Ok(HipDevice::All);
+        return Ok(DeviceChoice::All);
     }
-    s.parse()
-        .map(HipDevice::Index)
+    s.parse::<u32>()
+        .map(|i| DeviceChoice::Index(i as usize))
         .map_err(|_| "should be a device index or `all`".into())
 }
 
-fn parse_bool(v: &str) -> bool {
-    v == "true"
-}
-
-fn parse_model(s: &str) -> Result<ModelArg, String> {
-    let mut m = ModelArg {
-        path: None,
-        version: None,
-        name: "vmaf".into(),
-        flags: ModelFlags::empty(),
-        overloads: Vec::new(),
-    };
-    for kv in s.split(':').filter(|kv| !kv.is_empty()) {
-        let (key, val) = match kv.split_once('=') {
-            Some((k, v)) => (k, v),
-            None if kv == "disable_clip" || kv == "enable_transform" => (kv, "true"),
-            None => return Err(format!("bad model option {kv:?}")),
-        };
-        match key {
-            "path" => m.path = Some(val.into()),
-            "version" => m.version = Some(val.into()),
-            // An empty name would be an empty JSON key and XML attribute name.
-            "name" if val.is_empty() => return Err("empty model name (name=)".into()),
-            "name" => m.name = val.into(),
-            "disable_clip" if parse_bool(val) => m.flags |= ModelFlags::DISABLE_CLIP,
-            "enable_transform" if parse_bool(val) => m.flags |= ModelFlags::ENABLE_TRANSFORM,
-            "disable_clip" | "enable_transform" => {}
-            _ => {
-                let (ext, opt) = key
-                    .split_once('.')
-                    .filter(|(e, o)| !e.is_empty() && !o.is_empty())
-                    .ok_or_else(|| {
-                        format!("bad model option {kv:?} (expected <extractor>.<option>=<value>)")
-                    })?;
-                let mut d = Dict::new();
-                d.set(opt, val);
-                m.overloads.push((ext.into(), d));
-            }
-        }
-    }
-    if m.path.is_none() && m.version.is_none() {
-        return Err("a model needs path=FILE or version=NAME".into());
-    }
-    Ok(m)
+fn parse_model(s: &str) -> Result<ModelSpec, String> {
+    ModelSpec::parse(s).map_err(|e| describe(&e))
 }
 
 fn parse_feature(s: &str) -> Result<FeatureArg, String> {
@@ -395,102 +316,17 @@ fn fmt_f(v: f64) -> String {
     }
 }
 
-/// A model loaded from `-m`, and the collection it belongs to if it is one.
-struct Loaded {
-    label: String,
-    model: Model,
-    collection: Option<ModelCollection>,
-}
-
-fn load_model(arg: &ModelArg) -> Result<Loaded, CliError> {
-    let cfg = ModelConfig {
-        name: Some(arg.name.clone()),
-        flags: arg.flags,
-    };
-    let label = arg.label().to_string();
-    let single = match (&arg.version, &arg.path) {
-        (Some(v), _) => Model::load(v, &cfg),
-        (None, Some(p)) => Model::load_from_path(Path::new(p), &cfg),
-        (None, None) => unreachable!("checked when parsing"),
-    };
-    let (mut model, mut collection) = match single {
-        Ok(m) => (m, None),
-        Err(first) => {
-            // Like upstream, a model that does not load may still be a bootstrap collection.
-            let coll = match (&arg.version, &arg.path) {
-                (Some(v), _) => ModelCollection::load(v, &cfg),
-                (_, Some(p)) => ModelCollection::load_from_path(Path::new(p), &cfg),
-                (None, None) => unreachable!("checked when parsing"),
-            };
-            match coll {
-                Ok((m, c)) => (m, Some(c)),
-                Err(_) => {
-                    return Err(CliError(format!(
-                        "problem loading model {label}: {}",
-                        describe(&first)
-                    )))
-                }
-            }
-        }
-    };
-    for (ext, opts) in &arg.overloads {
-        let what = format!("problem overloading {ext} options of model {label}");
-        match &mut collection {
-            Some(c) => c.feature_overload(&mut model, ext, opts),
-            None => model.feature_overload(ext, opts),
-        }
-        .map_err(with_context(&what))?;
-    }
-    Ok(Loaded {
-        label,
-        model,
-        collection,
+fn load_model(spec: &ModelSpec) -> Result<LoadedModel, CliError> {
+    spec.load().map_err(|e| {
+        let label = spec.label();
+        CliError(match &e {
+            LoadError::Load(e) => format!("problem loading model {label}: {}", describe(e)),
+            LoadError::Overload { extractor, error } => format!(
+                "problem overloading {extractor} options of model {label}: {}",
+                describe(error)
+            ),
+        })
     })
-}
-
-/// The GPU states for `--backend hip`: the given device, the first usable one, or (`all`) one
-/// per compute-capable device, over which the frames are spread.
-fn hip_states(device: Option<HipDevice>) -> Result<Vec<Arc<vmaf_hip::gpu::GpuState>>, CliError> {
-    let open = |index| {
-        vmaf_hip::gpu::GpuState::new(index)
-            .map_err(|e| CliError(format!("hip backend not available: {}", describe(&e))))
-    };
-    match device {
-        None => Ok(vec![open(None)?]),
-        Some(HipDevice::Index(i)) => Ok(vec![open(Some(i as usize))?]),
-        Some(HipDevice::All) => {
-            let (devices, _) = vmaf_hip::gpu::enumerate();
-            let usable: Vec<usize> = (0..devices.len())
-                .filter(|&i| devices[i].compute_capable)
-                .collect();
-            if usable.is_empty() {
-                // Report why through the single-device path.
-                return Ok(vec![open(None)?]);
-            }
-            // A device takes about 0.2 s to start (its context): start them all at once. A
-            // thread that cannot start leaves its device to this one.
-            std::thread::scope(|s| {
-                let started: Vec<_> = usable
-                    .iter()
-                    .map(|&i| {
-                        let t = std::thread::Builder::new()
-                            .name("vmaf-gpu-open".into())
-                            .spawn_scoped(s, move || open(Some(i)));
-                        (i, t)
-                    })
-                    .collect();
-                started
-                    .into_iter()
-                    .map(|(i, t)| match t {
-                        Ok(h) => h.join().unwrap_or_else(|_| {
-                            Err(CliError(format!("opening GPU {i} failed unexpectedly")))
-                        }),
-                        Err(_) => open(Some(i)),
-                    })
-                    .collect()
-            })
-        }
-    }
 }
 
 fn check_compatible(
@@ -760,7 +596,7 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     };
     let mut models = cli.model.clone();
     if models.is_empty() && !cli.no_prediction {
-        models.push(ModelArg::default_model());
+        models.push(ModelSpec::default_model());
     }
     for (i, m) in models.iter().enumerate() {
         if models[..i].iter().any(|o| o.name == m.name) {
@@ -772,7 +608,8 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     }
     let gpu = match cli.backend {
         Backend::Cpu => Vec::new(),
-        Backend::Hip => hip_states(cli.hip_device)?,
+        Backend::Hip => vmaf_hip::gpu::open_states(cli.hip_device.unwrap_or(DeviceChoice::First))
+            .map_err(with_context("hip backend not available"))?,
     };
     vmaf_hip::log_debug!("{:.0} ms: GPU states open", ms());
 
@@ -804,11 +641,7 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     let mut loaded = Vec::with_capacity(models.len());
     for arg in &models {
         let l = load_model(arg)?;
-        let registered = match &l.collection {
-            Some(c) => ctx.use_features_from_model_collection(c),
-            None => ctx.use_features_from_model(&l.model),
-        };
-        registered.map_err(with_context(format!(
+        l.register(&mut ctx).map_err(with_context(format!(
             "problem loading the feature extractors of model {}",
             l.label
         )))?;
@@ -1059,26 +892,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_models() {
-        let m =
-            parse_model("version=vmaf_v0.6.1neg:name=neg:disable_clip:adm.adm_enhn_gain_limit=1.2")
-                .unwrap();
-        assert_eq!(m.version.as_deref(), Some("vmaf_v0.6.1neg"));
-        assert_eq!(m.name, "neg");
-        assert_eq!(m.flags, ModelFlags::DISABLE_CLIP);
-        assert_eq!(m.overloads.len(), 1);
-        assert_eq!(m.overloads[0].0, "adm");
-        assert_eq!(m.overloads[0].1.get("adm_enhn_gain_limit"), Some("1.2"));
-        let m = parse_model("path=/x/y.json:enable_transform=true:disable_clip=false").unwrap();
-        assert_eq!(m.path.as_deref(), Some("/x/y.json"));
-        assert_eq!(m.flags, ModelFlags::ENABLE_TRANSFORM);
-        assert_eq!(m.label(), "/x/y.json");
-        assert!(parse_model("version=a:bogus").is_err());
-        assert!(parse_model("version=a:noext=1").is_err());
-        assert!(parse_model("name=x").is_err());
-        let e = parse_model("version=a:name=").unwrap_err();
-        assert!(e.contains("empty model name"), "{e}");
-        assert_eq!(parse_model("version=a:name=x\"<&").unwrap().name, "x\"<&");
+    fn model_errors_are_the_library_messages() {
+        // The grammar is tested with `ModelSpec`; clap prints these texts as they are.
+        assert_eq!(
+            parse_model("version=a:name=").unwrap_err(),
+            "empty model name (name=)"
+        );
+        assert_eq!(
+            parse_model("name=x").unwrap_err(),
+            "a model needs path=FILE or version=NAME"
+        );
     }
 
     #[test]
@@ -1096,8 +919,8 @@ mod tests {
         assert!(parse_u32("-1").is_err());
         assert!(parse_bitdepth("9").is_err());
         assert_eq!(parse_pix_fmt("400"), Ok(PixelFormat::Yuv400p));
-        assert_eq!(parse_hip_device("all"), Ok(HipDevice::All));
-        assert_eq!(parse_hip_device("1"), Ok(HipDevice::Index(1)));
+        assert_eq!(parse_hip_device("all"), Ok(DeviceChoice::All));
+        assert_eq!(parse_hip_device("1"), Ok(DeviceChoice::Index(1)));
     }
 
     #[test]

@@ -285,6 +285,60 @@ impl GpuSet {
     }
 }
 
+/// Which devices to open with [`open_states`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceChoice {
+    /// The first compute-capable device.
+    First,
+    /// Device `i` of [`enumerate`]'s list.
+    Index(usize),
+    /// Every compute-capable device (or, with none, the first's error).
+    All,
+}
+
+/// Opens the states of `choice`. Errors are [`GpuState::new`]'s, unworded: callers say what
+/// they were opening the device for.
+pub fn open_states(choice: DeviceChoice) -> Result<Vec<Arc<GpuState>>> {
+    let usable: Vec<usize> = match choice {
+        DeviceChoice::First => return Ok(vec![GpuState::new(None)?]),
+        DeviceChoice::Index(i) => return Ok(vec![GpuState::new(Some(i))?]),
+        DeviceChoice::All => {
+            let (devices, _) = enumerate();
+            (0..devices.len())
+                .filter(|&i| devices[i].compute_capable)
+                .collect()
+        }
+    };
+    if usable.is_empty() {
+        // Report why through the single-device path.
+        return Ok(vec![GpuState::new(None)?]);
+    }
+    // A device takes about 0.2 s to start (its context): start them all at once. A thread
+    // that cannot start leaves its device to this one.
+    std::thread::scope(|s| {
+        let started: Vec<_> = usable
+            .iter()
+            .map(|&i| {
+                let t = std::thread::Builder::new()
+                    .name("vmaf-gpu-open".into())
+                    .spawn_scoped(s, move || GpuState::new(Some(i)));
+                (i, t)
+            })
+            .collect();
+        started
+            .into_iter()
+            .map(|(i, t)| match t {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::NoDevice(format!(
+                        "opening GPU {i} failed unexpectedly"
+                    )))
+                }),
+                Err(_) => GpuState::new(Some(i)),
+            })
+            .collect()
+    })
+}
+
 /// Page-locks the sample buffer of `pic` for every device (`dev` names the runtime to use), so
 /// GPU uploads read its luma plane in place instead of through a staging copy.
 pub fn pin_picture(

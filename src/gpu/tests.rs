@@ -918,3 +918,37 @@ fn wrapped_device_memory_scores_like_the_cpu() {
     assert!(r.is_err());
     assert_eq!(released.load(Ordering::SeqCst), before + 1);
 }
+
+/// `open_states`: one state for a single choice, one per compute-capable device for `All`
+/// (opened on their own threads), and without a device the single-device error for every
+/// choice.
+#[test]
+fn open_states_per_choice() {
+    let (devices, _) = enumerate();
+    let capable: Vec<usize> = (0..devices.len())
+        .filter(|&i| devices[i].compute_capable)
+        .collect();
+    if test_state().is_none() {
+        for choice in [
+            DeviceChoice::First,
+            DeviceChoice::Index(0),
+            DeviceChoice::All,
+        ] {
+            assert!(
+                matches!(open_states(choice), Err(Error::NoDevice(_))),
+                "{choice:?}"
+            );
+        }
+        return;
+    }
+    assert_eq!(open_states(DeviceChoice::First).unwrap().len(), 1);
+    let one = open_states(DeviceChoice::Index(capable[0])).unwrap();
+    assert_eq!(one[0].device().info().ordinal, capable[0]);
+    let all = open_states(DeviceChoice::All).unwrap();
+    let got: Vec<usize> = all.iter().map(|s| s.device().info().ordinal).collect();
+    assert_eq!(got, capable);
+    assert!(matches!(
+        open_states(DeviceChoice::Index(devices.len())),
+        Err(Error::NoDevice(_))
+    ));
+}

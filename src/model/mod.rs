@@ -13,12 +13,14 @@ use crate::feature::Dict;
 
 mod builtin;
 mod parse;
+mod spec;
 mod svm;
 #[cfg(test)]
 mod tests;
 
 pub use builtin::versions as builtin_versions;
 use parse::{ModelKind, Norm, Params};
+pub use spec::{LoadError, LoadedModel, ModelSpec};
 
 bitflags! {
     /// libvmaf's `enum VmafModelFlags`.

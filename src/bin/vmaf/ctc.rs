@@ -11,9 +11,10 @@ use std::sync::Arc;
 
 use clap::ArgMatches;
 
+use vmaf_hip::model::{ModelFlags, ModelSpec};
 use vmaf_hip::picture::{Picture, PictureData, PlaneRef};
 
-use super::{parse_feature, Cli, FeatureArg, ModelArg, ModelFlags};
+use super::{parse_feature, Cli, FeatureArg};
 
 /// Versions `--aom_ctc` accepts.
 pub(crate) const AOM_VERSIONS: [&str; 7] = ["v1.0", "v2.0", "v3.0", "v4.0", "v5.0", "v6.0", "v7.0"];
@@ -126,9 +127,9 @@ fn feature(spec: &str) -> FeatureArg {
 
 /// Applies preset `p` to the models and features collected so far; returns whether it allows
 /// inputs of different bit depths.
-fn apply(p: Preset, models: &mut Vec<ModelArg>, features: &mut Vec<FeatureArg>) -> bool {
+fn apply(p: Preset, models: &mut Vec<ModelSpec>, features: &mut Vec<FeatureArg>) -> bool {
     let def = definition(p);
-    models.extend(def.models.iter().map(|&(version, name)| ModelArg {
+    models.extend(def.models.iter().map(|&(version, name)| ModelSpec {
         path: None,
         version: Some(version.into()),
         name: name.into(),
@@ -154,7 +155,7 @@ pub(crate) fn expand(cli: &mut Cli, matches: &ArgMatches) {
         return;
     }
     enum Item {
-        Model(ModelArg),
+        Model(ModelSpec),
         Feature(FeatureArg),
         Preset(Preset),
     }
