@@ -304,30 +304,7 @@ fn score_files_impl(
     let mut vref = io::open(ref_path, opts.raw)?;
     let mut vdist = io::open(dist_path, opts.raw)?;
     let (a, b) = (vref.info(), vdist.info());
-    let mut problems = Vec::new();
-    if (a.width, a.height) != (b.width, b.height) {
-        problems.push(format!(
-            "dimensions differ ({}x{} vs {}x{})",
-            a.width, a.height, b.width, b.height
-        ));
-    }
-    if a.pix_fmt != b.pix_fmt {
-        problems.push(format!(
-            "pixel formats differ ({:?} vs {:?})",
-            a.pix_fmt, b.pix_fmt
-        ));
-    }
-    if a.bpc != b.bpc {
-        problems.push(format!("bit depths differ ({} vs {})", a.bpc, b.bpc));
-    }
-    if !problems.is_empty() {
-        return Err(inval(format!(
-            "{} and {} are incompatible: {}",
-            ref_path.display(),
-            dist_path.display(),
-            problems.join(", ")
-        )));
-    }
+    io::check_compatible(ref_path, &a, dist_path, &b, false)?;
     let (mut ctx, models) = setup.context()?;
     for _ in 0..opts.frame_skip_ref {
         if vref.read_frame()?.is_none() {

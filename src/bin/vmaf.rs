@@ -329,51 +329,6 @@ fn load_model(spec: &ModelSpec) -> Result<LoadedModel, CliError> {
     })
 }
 
-fn check_compatible(
-    a: &VideoInfo,
-    b: &VideoInfo,
-    ref_path: &Path,
-    dist_path: &Path,
-    common_bitdepth: bool,
-) -> Result<(), CliError> {
-    let mut problems = Vec::new();
-    if (a.width, a.height) != (b.width, b.height) {
-        problems.push(format!(
-            "dimensions differ ({}x{} vs {}x{})",
-            a.width, a.height, b.width, b.height
-        ));
-    }
-    if a.pix_fmt != b.pix_fmt {
-        problems.push(format!(
-            "pixel formats differ ({} vs {})",
-            fmt_name(a.pix_fmt),
-            fmt_name(b.pix_fmt)
-        ));
-    }
-    if a.bpc != b.bpc && !common_bitdepth {
-        problems.push(format!("bit depths differ ({} vs {})", a.bpc, b.bpc));
-    }
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(CliError(format!(
-        "{} and {} are incompatible: {}",
-        ref_path.display(),
-        dist_path.display(),
-        problems.join(", ")
-    )))
-}
-
-fn fmt_name(f: PixelFormat) -> &'static str {
-    match f {
-        PixelFormat::Yuv420p => "4:2:0",
-        PixelFormat::Yuv422p => "4:2:2",
-        PixelFormat::Yuv444p => "4:4:4",
-        PixelFormat::Yuv400p => "4:0:0",
-        PixelFormat::Unknown => "unknown",
-    }
-}
-
 /// Frames of one input read ahead of the scorer on threads of their own: one reading in order,
 /// or several reading every n-th frame by position (see `io::FrameReaderAt`).
 struct ReadAhead {
@@ -615,11 +570,11 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
 
     let mut vref = io::open(&ref_path, raw).map_err(reading(&ref_path))?;
     let mut vdist = io::open(&dist_path, raw).map_err(reading(&dist_path))?;
-    check_compatible(
-        &vref.info(),
-        &vdist.info(),
+    io::check_compatible(
         &ref_path,
+        &vref.info(),
         &dist_path,
+        &vdist.info(),
         cli.common_bitdepth,
     )?;
     for w in vref.warnings().iter().chain(&vdist.warnings()) {

@@ -152,6 +152,51 @@ pub fn file_plane_dims(pix_fmt: PixelFormat, w: usize, h: usize) -> Vec<(usize, 
 /// starts with the y4m signature is read as y4m even when `raw` is given (raw parameters would
 /// read its headers as samples): it must then agree with them, and a warning says they were
 /// not needed.
+/// Checks that the inputs at `ref_path` (`a`) and `dist_path` (`b`) can be scored together:
+/// same size and pixel format, and the same bit depth unless `common_bitdepth` (the caller
+/// converts both to one). The error names both files and every difference.
+pub fn check_compatible(
+    ref_path: &Path,
+    a: &VideoInfo,
+    dist_path: &Path,
+    b: &VideoInfo,
+    common_bitdepth: bool,
+) -> Result<()> {
+    let sampling = |f: PixelFormat| match f {
+        PixelFormat::Yuv420p => "4:2:0",
+        PixelFormat::Yuv422p => "4:2:2",
+        PixelFormat::Yuv444p => "4:4:4",
+        PixelFormat::Yuv400p => "4:0:0",
+        PixelFormat::Unknown => "unknown",
+    };
+    let mut problems = Vec::new();
+    if (a.width, a.height) != (b.width, b.height) {
+        problems.push(format!(
+            "dimensions differ ({}x{} vs {}x{})",
+            a.width, a.height, b.width, b.height
+        ));
+    }
+    if a.pix_fmt != b.pix_fmt {
+        problems.push(format!(
+            "pixel formats differ ({} vs {})",
+            sampling(a.pix_fmt),
+            sampling(b.pix_fmt)
+        ));
+    }
+    if a.bpc != b.bpc && !common_bitdepth {
+        problems.push(format!("bit depths differ ({} vs {})", a.bpc, b.bpc));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::inval(format!(
+        "{} and {} are incompatible: {}",
+        ref_path.display(),
+        dist_path.display(),
+        problems.join(", ")
+    )))
+}
+
 pub fn open(path: &Path, raw: Option<VideoInfo>) -> Result<Box<dyn VideoReader>> {
     let Some(info) = raw else {
         return Ok(Box::new(Y4mReader::open(path)?));
