@@ -84,9 +84,9 @@ fn load_model(spec: &ModelSpec) -> Result<Loaded, Error> {
     let label = spec.label();
     spec.load().map_err(|e| match e {
         LoadError::Load(e) => context(format!("model {label}"))(e),
-        LoadError::Overload { extractor, error } => context(format!(
-            "overloading {extractor} options of model {label}"
-        ))(error),
+        LoadError::Overload { extractor, error } => {
+            context(format!("overloading {extractor} options of model {label}"))(error)
+        }
     })
 }
 
