@@ -79,6 +79,18 @@ fn inval(msg: impl Into<String>) -> Error {
     Error::inval(msg)
 }
 
+/// What Python gets for a panic in the library (a bug): a `RuntimeError` it can catch, as C
+/// callers get an errno, instead of PyO3's `PanicException` (a `BaseException`).
+const PANICKED: &str = "internal error: the library panicked (a bug; please report it)";
+
+/// Runs `f` without the GIL, a panic becoming a `RuntimeError`.
+fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
+    match py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))) {
+        Ok(r) => r.map_err(py_err),
+        Err(_) => Err(PyRuntimeError::new_err(PANICKED)),
+    }
+}
+
 /// Loads `spec` (the library's `-m` loading), its errors naming the model.
 fn load_model(spec: &ModelSpec) -> Result<Loaded, Error> {
     let label = spec.label();
@@ -399,8 +411,9 @@ fn score_files_json(
         frame_skip_ref,
         frame_skip_dist,
     };
-    py.detach(|| score_files_impl(&setup, Path::new(&reference), Path::new(&distorted), opts))
-        .map_err(py_err)
+    detached(py, || {
+        score_files_impl(&setup, Path::new(&reference), Path::new(&distorted), opts)
+    })
 }
 
 /// The scoring state of a [`PyContext`].
@@ -613,18 +626,30 @@ impl PyContext {
         py: Python<'_>,
         f: impl FnOnce(&mut Inner) -> Result<R, Error> + Send,
     ) -> PyResult<R> {
-        py.detach(|| {
+        let out = py.detach(|| {
             let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            let inner = g.as_mut().ok_or_else(|| inval("the context is closed"))?;
+            let Some(inner) = g.as_mut() else {
+                return Some(Err(inval("the context is closed")));
+            };
             if let Some(m) = &inner.failed {
-                return Err(Error::Invalid(format!(
+                return Some(Err(Error::Invalid(format!(
                     "the context failed earlier ({m}); its scores would be incomplete: close it \
                      and score with a new one"
-                )));
+                ))));
             }
-            f(inner)
-        })
-        .map_err(py_err)
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(inner))) {
+                Ok(r) => Some(r),
+                Err(_) => {
+                    // Its state is unknown after a panic: later calls refuse it.
+                    inner.failed = Some(PANICKED.into());
+                    None
+                }
+            }
+        });
+        match out {
+            Some(r) => r.map_err(py_err),
+            None => Err(PyRuntimeError::new_err(PANICKED)),
+        }
     }
 
     /// Runs `f` on the state (None once closed) under the lock, taken without the GIL: the
@@ -657,7 +682,7 @@ impl PyContext {
         let b = parse_backend(backend, device.as_ref())?;
         let setup = Setup::new(models, features, b, threads, subsample, cpumask, gpumask)
             .map_err(py_err)?;
-        let (ctx, models) = py.detach(|| setup.context()).map_err(py_err)?;
+        let (ctx, models) = detached(py, || setup.context())?;
         Ok(PyContext {
             inner: Mutex::new(Some(Inner {
                 ctx,
@@ -861,6 +886,13 @@ fn gpu_unavailable_reason(py: Python<'_>) -> Option<String> {
     })
 }
 
+/// Tests only: a panic inside the library boundary, which must reach Python as a catchable
+/// `RuntimeError`.
+#[pyfunction]
+fn _test_panic(py: Python<'_>) -> PyResult<()> {
+    detached(py, || -> Result<(), Error> { panic!("a test panic") })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -872,5 +904,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyContext>()?;
     m.add_class::<ffi::DeviceArray>()?;
     m.add_function(wrap_pyfunction!(ffi::_test_arrays_freed, m)?)?;
+    m.add_function(wrap_pyfunction!(_test_panic, m)?)?;
     Ok(())
 }

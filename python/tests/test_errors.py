@@ -56,3 +56,12 @@ def test_no_device_error_is_runtime_error():
         with pytest.raises(vmaf_hip.NoDeviceError):
             vmaf_hip.score_files(clip("testsrc_321x241_420p8", "ref"),
                                  clip("testsrc_321x241_420p8", "dist"), backend="hip")
+
+
+def test_a_panic_in_the_library_is_a_runtime_error():
+    # A bug that panics must reach Python as an exception `except Exception` catches, not as
+    # PyO3's PanicException (a BaseException).
+    from vmaf_hip import _native
+
+    with pytest.raises(RuntimeError, match="internal error"):
+        _native._test_panic()
