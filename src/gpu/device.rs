@@ -433,6 +433,19 @@ impl Device {
         self.call(call, |api| f(api.common()))
     }
 
+    /// Waits for all queued work of the device, reporting a failure as a release warning (for
+    /// releases of memory the device may still be using).
+    pub(crate) fn synchronize_for_release(&self) {
+        let r = self.call_common("device synchronize", |f| {
+            // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
+            // primary context (CUDA).
+            unsafe { (f.synchronize)() }
+        });
+        if let Err(e) = r {
+            self.teardown_warn(format_args!("{e}"));
+        }
+    }
+
     /// Reports a failure while releasing a resource: a warning the first time, and only at
     /// debug level once the device has failed (a lost device fails every release, and the
     /// caller already got the error that matters).

@@ -28,9 +28,19 @@ pub(crate) struct DeviceFrame {
     planes: DevPlanes,
     /// Recorded on the legacy default stream when the picture is submitted.
     written: Event,
-    /// What keeps a caller's memory alive ([`wrap_device_picture`]). Declared after `planes`
-    /// so it drops after them: their drop waits for the device's work on the memory.
-    _owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// What keeps a caller's memory alive ([`wrap_device_picture`]); let go only after the
+    /// device's work on the memory has finished (`Drop`).
+    owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Drop for DeviceFrame {
+    fn drop(&mut self) {
+        // Borrowed planes do not wait on their own: one wait here covers every plane before
+        // the owner (and with it the caller's memory) goes.
+        if self.owner.is_some() {
+            self.device.synchronize_for_release();
+        }
+    }
 }
 
 impl DeviceFrame {
@@ -205,7 +215,7 @@ fn picture_over(
         device: device.clone(),
         planes,
         written: Event::new(device)?,
-        _owner: owner,
+        owner,
     };
     let samples = DevicePicture {
         frame: Arc::new(frame),
@@ -250,7 +260,7 @@ pub unsafe fn wrap_device_picture(
         DevPlanes::U8(
             (0..n)
                 // SAFETY: forwarded contract: the plane's samples stay allocated until `owner`
-                // drops, which is after these buffers (field order of `DeviceFrame`).
+                // drops, which `DeviceFrame`'s drop delays until the device's work is done.
                 .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i], len(i)) })
                 .collect::<Result<_>>()?,
         )

@@ -313,12 +313,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 
     /// `len` elements at device address `addr` that belong to someone else (a caller's tensor):
-    /// dropping the buffer waits for the device's queued work, so nothing of ours still reads
-    /// the memory when its owner lets it go, but frees nothing.
+    /// dropping the buffer neither frees nor waits. Whoever keeps the memory alive waits for
+    /// the device (`Device::synchronize_for_release`) before letting it go, once for all the
+    /// buffers over it (a device picture waits once, not once per plane).
     ///
     /// # Safety
     /// `addr` addresses `len` elements of device memory usable on `dev` (its primary context
-    /// on NVIDIA, its device on AMD) that stays allocated until the buffer has been dropped.
+    /// on NVIDIA, its device on AMD) that stays allocated until the buffer has been dropped and
+    /// the device's work queued on it has finished.
     pub unsafe fn borrowed(dev: &Arc<Device>, addr: u64, len: usize) -> Result<Self> {
         byte_len::<T>(len)?;
         if addr == 0 || !addr.is_multiple_of(std::mem::align_of::<T>() as u64) {
@@ -528,20 +530,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
 impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
+        if !self.owned {
+            // A caller's memory: whoever lets it go waits for the device (`borrowed`).
+            return;
+        }
         let p = self.ptr;
         // Queued kernels or copies may still use the memory: wait for the device first (frees
         // are rare: buffers are cached and reused).
-        let r = self.dev.call_common("device synchronize", |f| {
-            // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
-            // primary context (CUDA).
-            unsafe { (f.synchronize)() }
-        });
-        if let Err(e) = r {
-            self.dev.teardown_warn(format_args!("{e}"));
-        }
-        if !self.owned {
-            return;
-        }
+        self.dev.synchronize_for_release();
         self.dev.account(self.len * std::mem::size_of::<T>(), false);
         let r = self.dev.call("device free", |api| match api {
             // SAFETY: `p` came from hipMalloc and is freed once.
