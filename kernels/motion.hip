@@ -10,12 +10,19 @@
 __constant__ vmaf_i32 motion_filter[5] = {3571, 16004, 26386, 16004, 3571};
 
 /* One block of 32 x 8 threads covers a 32 x 32 tile: the difference plane is
- * staged with a 2-sample mirrored border, the vertical pass writes the rounded
- * column sums to shared memory, and each warp finishes one row of 32 outputs
- * at a time and adds its row total into the row's slot. */
+ * staged with a mirrored border (4 columns on the left, so rows start 4-sample
+ * aligned for vector loads), the vertical pass writes the rounded column sums to
+ * shared memory, then each lane finishes four outputs of one row (lane = row,
+ * warp = four columns), the eight partial row sums meet in shared memory and one
+ * lane per row adds the row total into the row's slot. */
 #define MOTION_TW 32
 #define MOTION_TH 32
 #define MOTION_BH 8
+/* Staged columns: x0 - 4 .. x0 + 36 (the filter needs x0 - 2 .. x0 + 34). */
+#define MOTION_SW (MOTION_TW + 8)
+#define MOTION_SH (MOTION_TH + 4)
+/* Vertical outputs per thread in the main pass. */
+#define MOTION_RUN (MOTION_TH / MOTION_BH)
 /* Threads of the one-block reduction kernel. */
 #define MOTION_BLOCK 256
 
@@ -41,54 +48,181 @@ template <> struct MotionAcc<vmaf_u8> {
     typedef vmaf_i32 type;
 };
 
+/* Four consecutive samples in one load: u8 -> u32, u16 -> u64. */
+template <typename T> struct MotionVec;
+template <> struct MotionVec<vmaf_u8> {
+    typedef vmaf_u32 type;
+};
+template <> struct MotionVec<vmaf_u16> {
+    typedef vmaf_u64 type;
+};
+
+template <typename V> VMAF_DEVICE V motion_load(const void *p)
+{
+#if defined(VMAF_HIPCPU)
+    V v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+#else
+    return *(const V *)p;
+#endif
+}
+
+/* Sample k (0..3) of a 4-sample vector, little endian. */
+VMAF_DEVICE vmaf_i32 motion_lane(vmaf_u32 v, int k)
+{
+    return (vmaf_i32)((v >> (8 * k)) & 0xffu);
+}
+VMAF_DEVICE vmaf_i32 motion_lane(vmaf_u64 v, int k)
+{
+    return (vmaf_i32)((v >> (16 * k)) & 0xffffu);
+}
+
+/* prev - cur over the staged window at (xs, ys), mirrored at the edges; every thread issues
+ * all its loads before its first store. */
+template <typename T>
+VMAF_DEVICE void motion_stage(const T *prev, const T *cur, int w, int h, int stride, int xs, int ys,
+                              vmaf_i32 (*s_d)[MOTION_SW], int tid)
+{
+    const int NT = MOTION_TW * MOTION_BH;
+    typedef typename MotionVec<T>::type V;
+    const bool inside = xs >= 0 && ys >= 0 && xs + MOTION_SW <= w && ys + MOTION_SH <= h;
+    const vmaf_u64 bits = (vmaf_u64)prev | (vmaf_u64)cur |
+                          (vmaf_u64)((long long)stride * (long long)sizeof(T)) |
+                          (vmaf_u64)((long long)xs * (long long)sizeof(T));
+    if (inside && bits % sizeof(V) == 0) {
+        const int VPR = MOTION_SW / 4, NV = MOTION_SH * VPR, PER = (NV + NT - 1) / NT;
+        V a[PER], b[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = tid + k * NT;
+            if (i < NV) {
+                const long long off = (long long)(ys + i / VPR) * stride + xs + 4 * (i % VPR);
+                a[k] = motion_load<V>(prev + off);
+                b[k] = motion_load<V>(cur + off);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = tid + k * NT;
+            if (i < NV) {
+#pragma unroll
+                for (int l = 0; l < 4; l++)
+                    s_d[i / VPR][4 * (i % VPR) + l] = motion_lane(a[k], l) - motion_lane(b[k], l);
+            }
+        }
+        return;
+    }
+    const int RPT = (MOTION_SH + MOTION_BH - 1) / MOTION_BH;
+    const int CPT = (MOTION_SW + MOTION_TW - 1) / MOTION_TW;
+    const int tx = tid % MOTION_TW, ty = tid / MOTION_TW;
+    vmaf_i32 d[RPT][CPT];
+    int col[CPT];
+#pragma unroll
+    for (int c = 0; c < CPT; c++)
+        col[c] = motion_mirror(xs + tx + c * MOTION_TW, w);
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        if (ty + r * MOTION_BH >= MOTION_SH)
+            continue;
+        const long long row = (long long)motion_mirror(ys + ty + r * MOTION_BH, h) * stride;
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (tx + c * MOTION_TW < MOTION_SW)
+                d[r][c] = (vmaf_i32)prev[row + col[c]] - (vmaf_i32)cur[row + col[c]];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        if (ty + r * MOTION_BH >= MOTION_SH)
+            continue;
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (tx + c * MOTION_TW < MOTION_SW)
+                s_d[ty + r * MOTION_BH][tx + c * MOTION_TW] = d[r][c];
+        }
+    }
+}
+
 template <typename T>
 VMAF_DEVICE void motion_rows(const T *prev, const T *cur, int w, int h, int stride, int shift,
                              vmaf_u64 *row_sums)
 {
     typedef typename MotionAcc<T>::type A;
-    __shared__ vmaf_i32 s_d[MOTION_TH + 4][MOTION_TW + 4];
+    __shared__ vmaf_i32 s_d[MOTION_SH][MOTION_SW];
+    /* Column c holds the vertical output at x0 - 2 + c; odd pitch for the row-wise reads. */
     __shared__ vmaf_i32 s_y[MOTION_TH][MOTION_TW + 5];
+    __shared__ vmaf_u32 s_part[MOTION_TH][MOTION_BH + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * MOTION_TW + tx;
     const int x0 = blockIdx.x * MOTION_TW, y0 = blockIdx.y * MOTION_TH;
     const A round = (A)1 << (shift - 1);
 
-    for (int r = ty; r < MOTION_TH + 4; r += MOTION_BH) {
-        const long long row = (long long)motion_mirror(y0 - 2 + r, h) * stride;
-        for (int c = tx; c < MOTION_TW + 4; c += MOTION_TW) {
-            const long long off = row + motion_mirror(x0 - 2 + c, w);
-            s_d[r][c] = (vmaf_i32)prev[off] - (vmaf_i32)cur[off];
+    motion_stage<T>(prev, cur, w, h, stride, x0 - 4, y0 - 2, s_d, tid);
+    __syncthreads();
+
+    /* Vertical pass: columns 0..31 in runs of MOTION_RUN rows, then the four right-hand
+     * columns one output per thread. Staged column c + 2 is output column c. */
+    {
+        const int r0 = ty * MOTION_RUN;
+        A acc[MOTION_RUN];
+#pragma unroll
+        for (int o = 0; o < MOTION_RUN; o++)
+            acc[o] = 0;
+#pragma unroll
+        for (int j = 0; j < MOTION_RUN + 4; j++) {
+            const A v = (A)s_d[r0 + j][tx + 2];
+#pragma unroll
+            for (int o = 0; o < MOTION_RUN; o++) {
+                const int k = j - o;
+                if (k >= 0 && k < 5)
+                    acc[o] += (A)motion_filter[k] * v;
+            }
+        }
+#pragma unroll
+        for (int o = 0; o < MOTION_RUN; o++)
+            s_y[r0 + o][tx] = (vmaf_i32)((acc[o] + round) >> shift);
+        if (tid < 4 * MOTION_TH) {
+            const int c = MOTION_TW + tid % 4, r = tid / 4;
+            A a = 0;
+#pragma unroll
+            for (int k = 0; k < 5; k++)
+                a += (A)motion_filter[k] * (A)s_d[r + k][c + 2];
+            s_y[r][c] = (vmaf_i32)((a + round) >> shift);
         }
     }
     __syncthreads();
 
-    for (int i = ty * MOTION_TW + tx; i < MOTION_TH * (MOTION_TW + 4); i += MOTION_TW * MOTION_BH) {
-        const int r = i / (MOTION_TW + 4), c = i % (MOTION_TW + 4);
-        A acc = 0;
+    /* Horizontal pass: lane = row, warp = four output columns. */
+    {
+        const int row = tx, c0 = ty * 4;
+        vmaf_i32 y[8];
 #pragma unroll
-        for (int k = 0; k < 5; k++)
-            acc += (A)motion_filter[k] * (A)s_d[r + k][c];
-        s_y[r][c] = (vmaf_i32)((acc + round) >> shift);
-    }
-    __syncthreads();
-
-    const int x = x0 + tx;
-    for (int r = ty; r < MOTION_TH; r += MOTION_BH) {
-        vmaf_u32 v = 0;
-        if (x < w) {
+        for (int k = 0; k < 8; k++)
+            y[k] = s_y[row][c0 + k];
+        vmaf_u32 part = 0;
+#pragma unroll
+        for (int o = 0; o < 4; o++) {
             /* Vertical results reach 2^16 at every depth: 64-bit sums here. */
             vmaf_i64 acc = 0;
 #pragma unroll
             for (int k = 0; k < 5; k++)
-                acc += (vmaf_i64)motion_filter[k] * s_y[r][tx + k];
+                acc += (vmaf_i64)motion_filter[k] * y[o + k];
             const vmaf_i32 b = (vmaf_i32)((acc + 32768) >> 16);
-            v = (vmaf_u32)(b < 0 ? -b : b);
+            if (x0 + c0 + o < w)
+                part += (vmaf_u32)(b < 0 ? -b : b);
         }
-        /* Sum the 32 lanes of this row (offsets below 32 keep a 64-wide
-         * wavefront's two rows apart); 32 values below 2^17 fit 32 bits. */
-        for (int offset = 16; offset > 0; offset /= 2)
-            v += VMAF_SHFL_DOWN(v, offset);
-        if (tx == 0 && y0 + r < h && v)
-            VMAF_ATOMIC_ADD_U64(&row_sums[y0 + r], v);
+        s_part[row][ty] = part;
+    }
+    __syncthreads();
+    /* 32 values below 2^17 fit 32 bits. */
+    if (tid < MOTION_TH && y0 + tid < h) {
+        vmaf_u32 v = 0;
+#pragma unroll
+        for (int k = 0; k < MOTION_BH; k++)
+            v += s_part[tid][k];
+        if (v)
+            VMAF_ATOMIC_ADD_U64(&row_sums[y0 + tid], v);
     }
 }
 

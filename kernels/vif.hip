@@ -15,6 +15,32 @@ __constant__ vmaf_u16 vif_filter[4][17] = {
     {10904, 43728, 10904},
 };
 __constant__ int vif_filter_width[4] = {17, 9, 5, 3};
+/* The same taps as doubles, for the FP64 horizontal pass. */
+__constant__ double vif_filter_f64[4][17] = {
+    {489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640, 935, 489},
+    {1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244},
+    {3571, 16004, 26386, 16004, 3571},
+    {10904, 43728, 10904},
+};
+
+/* Which horizontal sums run in doubles (1: the three second moments, 2: the means; 3: both).
+ * Exact either way: every horizontal sum is an integer below 2^49. Worth it only where FP64
+ * runs at the integer multiply rate on its own pipe, so those multiply-adds leave the
+ * integer pipe: NVIDIA GP100/GV100/GA100/GH100/GB100 and AMD CDNA 2/3. Elsewhere FP64 is
+ * 1/16 to 1/64 rate and the integer path stays. On an H200, 1 took scale 0 from 84 to 77 us
+ * per 1080p frame; 3 gave 79 (the means' conversions cost more than they free). Build
+ * systems may preset it (build.rs does, to 0, for the arch-neutral PTX). */
+#ifndef VIF_F64
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 600 || __CUDA_ARCH__ == 700 || \
+                               __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
+                               __CUDA_ARCH__ == 1000)
+#define VIF_F64 1
+#elif defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+#define VIF_F64 1
+#else
+#define VIF_F64 0
+#endif
+#endif
 
 /* Statistics tile: 32 x 32 outputs per block of 32 x 8 threads. The vertical
  * pass gives each thread four consecutive rows of one column (the 4 + F - 1
@@ -227,10 +253,87 @@ VMAF_DEVICE void vif_hrun_mu(const vmaf_u32 *row, vmaf_u32 mu1[VIF_RUN], vmaf_u3
     }
 }
 
+/* vif_hrun of a second moment in 64-bit integers, rounded: (sum + 2^15) >> 16. */
+template <int SCALE> VMAF_DEVICE void vif_hrun_u32(const vmaf_u32 *row, vmaf_u32 out[VIF_RUN])
+{
+    vmaf_u64 sum[VIF_RUN];
+    vif_hrun<SCALE, vmaf_u64>(row, sum);
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++)
+        out[o] = (vmaf_u32)((sum[o] + 32768) >> 16);
+}
+
+/* 2^52: an integer below it, added to it, sits in the low mantissa bits. */
+#define VIF_TWO52 4503599627370496.0
+
+/* u32 to double exactly, with an add instead of a (slow) conversion instruction. */
+VMAF_DEVICE double vif_u32_f64(vmaf_u32 v)
+{
+    return __dsub_rn(__longlong_as_double(0x4330000000000000ll | (long long)v), VIF_TWO52);
+}
+
+/* The bits of v + 2^52 for an integer 0 <= v < 2^52: v in the low 52. */
+VMAF_DEVICE vmaf_u64 vif_f64_bits(double v)
+{
+    return (vmaf_u64)__double_as_longlong(__dadd_rn(v, VIF_TWO52));
+}
+
+/* vif_hrun for the second moments in doubles, rounded as the integer path: (sum + 2^15) >> 16. */
+template <int SCALE> VMAF_DEVICE void vif_hrun_f64(const vmaf_u32 *row, vmaf_u32 out[VIF_RUN])
+{
+    const int F = VifTaps<SCALE>::F;
+    double acc[VIF_RUN];
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++)
+        acc[o] = 32768.0;
+#pragma unroll
+    for (int j = 0; j < F + VIF_RUN - 1; j++) {
+        const double v = vif_u32_f64(row[j]);
+#pragma unroll
+        for (int o = 0; o < VIF_RUN; o++) {
+            const int k = j - o;
+            if (k >= 0 && k < F)
+                acc[o] = __fma_rn(vif_filter_f64[SCALE][k], v, acc[o]);
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++)
+        out[o] = (vmaf_u32)(vif_f64_bits(acc[o]) >> 16);
+}
+
+/* vif_hrun_mu in doubles (sums below 2^32). */
+template <int SCALE>
+VMAF_DEVICE void vif_hrun_mu_f64(const vmaf_u32 *row, vmaf_u32 mu1[VIF_RUN], vmaf_u32 mu2[VIF_RUN])
+{
+    const int F = VifTaps<SCALE>::F;
+    double a1[VIF_RUN], a2[VIF_RUN];
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++)
+        a1[o] = a2[o] = 0.0;
+#pragma unroll
+    for (int j = 0; j < F + VIF_RUN - 1; j++) {
+        const vmaf_u32 v = row[j];
+        const double lo = vif_u32_f64(v & 0xffffu), hi = vif_u32_f64(v >> 16);
+#pragma unroll
+        for (int o = 0; o < VIF_RUN; o++) {
+            const int k = j - o;
+            if (k >= 0 && k < F) {
+                a1[o] = __fma_rn(vif_filter_f64[SCALE][k], lo, a1[o]);
+                a2[o] = __fma_rn(vif_filter_f64[SCALE][k], hi, a2[o]);
+            }
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < VIF_RUN; o++) {
+        mu1[o] = (vmaf_u32)vif_f64_bits(a1[o]);
+        mu2[o] = (vmaf_u32)vif_f64_bits(a2[o]);
+    }
+}
+
 /* One block computes a VIF_TW x VIF_TH tile of per-pixel statistics and adds
  * its four sums to acc[0..3] (two's complement in u64). `bpc` is the sample
  * depth at scale 0; later scales are always 16-bit. */
-template <typename T, int SCALE>
+template <typename T, int SCALE, int F64>
 VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride, int bpc,
                            const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc, vmaf_u64 *smem,
                            vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
@@ -354,12 +457,21 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     const int row = tx;
     const int col0 = ty * VIF_RUN;
     const int base = row * PITCH + col0;
-    vmaf_u32 mu1[VIF_RUN], mu2[VIF_RUN];
-    vmaf_u64 xx[VIF_RUN], yy[VIF_RUN], xy[VIF_RUN];
-    vif_hrun_mu<SCALE>(t_mu + base, mu1, mu2);
-    vif_hrun<SCALE, vmaf_u64>(t_xx + base, xx);
-    vif_hrun<SCALE, vmaf_u64>(t_yy + base, yy);
-    vif_hrun<SCALE, vmaf_u64>(t_xy + base, xy);
+    vmaf_u32 mu1[VIF_RUN], mu2[VIF_RUN], xx[VIF_RUN], yy[VIF_RUN], xy[VIF_RUN];
+    if (F64 & 2) {
+        vif_hrun_mu_f64<SCALE>(t_mu + base, mu1, mu2);
+    } else {
+        vif_hrun_mu<SCALE>(t_mu + base, mu1, mu2);
+    }
+    if (F64 & 1) {
+        vif_hrun_f64<SCALE>(t_xx + base, xx);
+        vif_hrun_f64<SCALE>(t_yy + base, yy);
+        vif_hrun_f64<SCALE>(t_xy + base, xy);
+    } else {
+        vif_hrun_u32<SCALE>(t_xx + base, xx);
+        vif_hrun_u32<SCALE>(t_yy + base, yy);
+        vif_hrun_u32<SCALE>(t_xy + base, xy);
+    }
 
     vmaf_i64 num_log = 0, den_log = 0, num_non_log = 0, den_non_log = 0;
     const bool row_in = y0 + row < h;
@@ -370,9 +482,7 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
         const vmaf_u32 mu1_sq = (vmaf_u32)(((vmaf_u64)mu1[o] * mu1[o] + 2147483648ull) >> 32);
         const vmaf_u32 mu2_sq = (vmaf_u32)(((vmaf_u64)mu2[o] * mu2[o] + 2147483648ull) >> 32);
         const vmaf_u32 mu1_mu2 = (vmaf_u32)(((vmaf_u64)mu1[o] * mu2[o] + 2147483648ull) >> 32);
-        const vmaf_u32 xx_f = (vmaf_u32)((xx[o] + 32768) >> 16);
-        const vmaf_u32 yy_f = (vmaf_u32)((yy[o] + 32768) >> 16);
-        const vmaf_u32 xy_f = (vmaf_u32)((xy[o] + 32768) >> 16);
+        const vmaf_u32 xx_f = xx[o], yy_f = yy[o], xy_f = xy[o];
         const vmaf_i32 sigma1_sq = (vmaf_i32)(xx_f - mu1_sq);
         vmaf_i32 sigma2_sq = (vmaf_i32)(yy_f - mu2_sq);
         const vmaf_i32 sigma12 = (vmaf_i32)(xy_f - mu1_mu2);
@@ -447,7 +557,7 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
 }
 
 /* The scale picks a compile-time filter width (the branch is uniform). */
-template <typename T>
+template <typename T, int F64>
 VMAF_DEVICE void vif_stats_any(const T *ref, const T *dis, int w, int h, int stride, int scale,
                                int bpc, const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc,
                                vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
@@ -455,17 +565,17 @@ VMAF_DEVICE void vif_stats_any(const T *ref, const T *dis, int w, int h, int str
     __shared__ vmaf_u64 smem[VIF_SMEM_U64];
     switch (scale) {
     case 0:
-        vif_stats<T, 0>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, down_ref,
+        vif_stats<T, 0, F64>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, down_ref,
                         down_dis, down_stride);
         break;
     case 1:
-        vif_stats<T, 1>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
+        vif_stats<T, 1, F64>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
         break;
     case 2:
-        vif_stats<T, 2>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
+        vif_stats<T, 2, F64>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
         break;
     default:
-        vif_stats<T, 3>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
+        vif_stats<T, 3, F64>(ref, dis, w, h, stride, bpc, log2_table, egl, acc, smem, 0, 0, 0);
         break;
     }
 }
@@ -478,7 +588,7 @@ VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_vif_stats_u8(const vmaf_u8 *ref, const
                                    vmaf_u64 *acc, vmaf_u16 *down_ref, vmaf_u16 *down_dis,
                                    int down_stride)
 {
-    vif_stats_any<vmaf_u8>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc, down_ref,
+    vif_stats_any<vmaf_u8, VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc, down_ref,
                            down_dis, down_stride);
 }
 
@@ -487,7 +597,7 @@ VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_vif_stats_u16(const vmaf_u16 *ref, con
                                     double egl, vmaf_u64 *acc, vmaf_u16 *down_ref,
                                     vmaf_u16 *down_dis, int down_stride)
 {
-    vif_stats_any<vmaf_u16>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc, down_ref,
+    vif_stats_any<vmaf_u16, VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc, down_ref,
                             down_dis, down_stride);
 }
 

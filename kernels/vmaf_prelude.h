@@ -45,7 +45,10 @@ VMAF_BARE double __ddiv_rn(double a, double b) { return __nvvm_div_rn_d(a, b); }
 VMAF_BARE double __dsqrt_rn(double a) { return __nvvm_sqrt_rn_d(a); }
 VMAF_BARE float __int2float_rn(int a) { return __nvvm_i2f_rn(a); }
 VMAF_BARE float __ll2float_rn(long long a) { return __nvvm_ll2f_rn(a); }
+VMAF_BARE double __fma_rn(double a, double b, double c) { return __nvvm_fma_rn_d(a, b, c); }
 VMAF_BARE unsigned __float_as_uint(float a) { return (unsigned)__nvvm_bitcast_f2i(a); }
+VMAF_BARE double __longlong_as_double(long long a) { return __nvvm_bitcast_ll2d(a); }
+VMAF_BARE long long __double_as_longlong(double a) { return __nvvm_bitcast_d2ll(a); }
 /* Leading zeros, 32 (64) for zero like the CUDA intrinsics; the zero test folds
  * into one clz.b32/b64, which is defined at zero. */
 VMAF_BARE int __clz(int a) { return a == 0 ? 32 : __builtin_clz((unsigned)a); }

@@ -473,7 +473,8 @@ fn motion_sad_equals_cpu_at_wave64_and_wave32() {
 
 /// The VIF sequence of src/feature/vif/gpu.rs (scale 0 statistics with the fused decimation,
 /// or the decimation alone when scale 0 is skipped; then statistics and decimation per scale)
-/// with the launches of src/gpu/launch/vif.rs.
+/// with the launches of src/gpu/launch/vif.rs. `alt` runs the statistics kernels built with
+/// the other horizontal-sum variant (integer or FP64, kernels/vif.hip `VIF_F64`).
 fn vif_on_model(
     f: LaunchFn,
     r: &PictureData,
@@ -481,7 +482,10 @@ fn vif_on_model(
     egl: f64,
     skip0: bool,
     warp: c_int,
+    alt: bool,
 ) -> [crate::feature::vif::VifAccums; 4] {
+    let sfx = if alt { "_alt" } else { "" };
+    let stats_u16 = format!("vmaf_vif_stats_u16{sfx}");
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc as i32);
     let table = crate::feature::vif::log2_table();
     let mut acc = [0u64; 16];
@@ -504,15 +508,15 @@ fn vif_on_model(
     let (r8, d8, r16, d16);
     let (k_stats, k_down, rp, dp) = if r.bpc == 8 {
         (r8, d8) = (dense_u8(r, 0), dense_u8(d, 0));
-        ("vmaf_vif_stats_u8", "vmaf_vif_down_u8", ptr(&r8), ptr(&d8))
+        (
+            format!("vmaf_vif_stats_u8{sfx}"),
+            "vmaf_vif_down_u8",
+            ptr(&r8),
+            ptr(&d8),
+        )
     } else {
         (r16, d16) = (dense_u16(r, 0), dense_u16(d, 0));
-        (
-            "vmaf_vif_stats_u16",
-            "vmaf_vif_down_u16",
-            ptr(&r16),
-            ptr(&d16),
-        )
+        (stats_u16.clone(), "vmaf_vif_down_u16", ptr(&r16), ptr(&d16))
     };
     let (wi, hi) = (w as i32, h as i32);
     {
@@ -545,7 +549,7 @@ fn vif_on_model(
             } else {
                 launch(
                     f,
-                    k_stats,
+                    &k_stats,
                     stats_grid(w, h),
                     (32, 8, 1),
                     warp,
@@ -578,7 +582,7 @@ fn vif_on_model(
         unsafe {
             launch(
                 f,
-                "vmaf_vif_stats_u16",
+                &stats_u16,
                 stats_grid(cw, ch),
                 (32, 8, 1),
                 warp,
@@ -652,8 +656,13 @@ fn vif_accums_equal_cpu_at_wave64_and_wave32() {
             )
             .unwrap();
             for warp in WAVES {
-                let got = vif_on_model(f, &r, &d, egl, skip, warp);
-                assert_eq!(got, want, "{what} egl {egl} skip_scale0 {skip} wave {warp}");
+                for alt in [false, true] {
+                    let got = vif_on_model(f, &r, &d, egl, skip, warp, alt);
+                    assert_eq!(
+                        got, want,
+                        "{what} egl {egl} skip_scale0 {skip} wave {warp} alt {alt}"
+                    );
+                }
             }
         }
     }
@@ -1306,7 +1315,7 @@ fn model_time_per_576x324_frame() {
     motion_on_model(f, &refs[0], r, 64);
     let motion = t.elapsed();
     let t = Instant::now();
-    vif_on_model(f, r, d, 100.0, false, 64);
+    vif_on_model(f, r, d, 100.0, false, 64, false);
     let vif = t.elapsed();
     let adm = crate::feature::adm::Adm::new(&crate::feature::options::Dict::new()).unwrap();
     let t = Instant::now();

@@ -232,6 +232,19 @@ inline unsigned __float_as_uint(float a)
     std::memcpy(&u, &a, 4);
     return u;
 }
+inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+inline double __longlong_as_double(long long a)
+{
+    double d;
+    std::memcpy(&d, &a, 8);
+    return d;
+}
+inline long long __double_as_longlong(double a)
+{
+    long long l;
+    std::memcpy(&l, &a, 8);
+    return l;
+}
 inline int __clz(int a) { return a == 0 ? 32 : __builtin_clz((unsigned)a); }
 inline int __clzll(long long a) { return a == 0 ? 64 : __builtin_clzll((unsigned long long)a); }
 

@@ -18,6 +18,26 @@
 
 #include <utility>
 
+/* VIF statistics with the other horizontal-sum variant than vif.hip picks for this build
+ * (VIF_F64 0 there: 3 here, and the reverse), so the model checks both. */
+VMAF_KERNEL void vmaf_vif_stats_u8_alt(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h,
+                                       int stride, int scale, int bpc, const vmaf_u16 *log2_table,
+                                       double egl, vmaf_u64 *acc, vmaf_u16 *down_ref,
+                                       vmaf_u16 *down_dis, int down_stride)
+{
+    vif_stats_any<vmaf_u8, 3 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc,
+                                        down_ref, down_dis, down_stride);
+}
+
+VMAF_KERNEL void vmaf_vif_stats_u16_alt(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
+                                        int stride, int scale, int bpc,
+                                        const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc,
+                                        vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
+{
+    vif_stats_any<vmaf_u16, 3 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl,
+                                         acc, down_ref, down_dis, down_stride);
+}
+
 /* ---- Kernels that check the model (src/gpu/hipcpu_tests.rs). ---- */
 
 /* out[rank * 4 + k]: __shfl_down/__shfl_up/__shfl_xor/__shfl of (rank * 3 + 1) with the
@@ -100,6 +120,8 @@ const Entry ENTRIES[] = {
     HIPCPU_KERNEL(vmaf_motion_reduce),
     HIPCPU_KERNEL(vmaf_vif_stats_u8),
     HIPCPU_KERNEL(vmaf_vif_stats_u16),
+    HIPCPU_KERNEL(vmaf_vif_stats_u8_alt),
+    HIPCPU_KERNEL(vmaf_vif_stats_u16_alt),
     HIPCPU_KERNEL(vmaf_vif_down_u8),
     HIPCPU_KERNEL(vmaf_vif_down_u16),
     HIPCPU_KERNEL(vmaf_adm_dwt0_u8),
