@@ -355,31 +355,6 @@ VMAF_DEVICE vmaf_i64 adm_cm_pixel(int scale, int b, vmaf_u32 irf, vmaf_i32 s, vm
     return ((vmaf_i64)xsq * x + adm_half(cube)) >> cube;
 }
 
-/* Sums `v[0..9]` over the block; valid in the thread of rank 0. */
-VMAF_DEVICE void adm_block_sum9(vmaf_u64 *v, vmaf_u64 (*scratch)[VMAF_MAX_WARPS])
-{
-    VMAF_ASSUME(blockDim.y == 1 && blockDim.z == 1, "adm_block_sum9: 1-D blocks only");
-    const unsigned rank = threadIdx.x;
-    const unsigned lane = rank % warpSize;
-    const unsigned warp = rank / warpSize;
-    for (int q = 0; q < 9; q++) {
-        for (int offset = warpSize / 2; offset > 0; offset /= 2)
-            v[q] += VMAF_SHFL_DOWN(v[q], offset);
-        if (lane == 0)
-            scratch[q][warp] = v[q];
-    }
-    __syncthreads();
-    if (rank == 0) {
-        const unsigned n_warps = (blockDim.x + warpSize - 1) / warpSize;
-        for (int q = 0; q < 9; q++) {
-            vmaf_u64 t = 0;
-            for (unsigned k = 0; k < n_warps; k++)
-                t += scratch[q][k];
-            v[q] = t;
-        }
-    }
-}
-
 /* One block per score-window row (row = top + blockIdx.x). Adds to out[0..9]:
  * den h, v, d (u64), DLM numerator h, v, d and AIM numerator h, v, d (int64 as
  * two's complement), each row rounded and shifted before it is added. */
@@ -389,7 +364,8 @@ VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_adm_cm(const vmaf_i32 *bands, const vm
                              vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl,
                              const vmaf_i32 *lut, int do_aim, vmaf_u64 *out)
 {
-    __shared__ vmaf_u64 scratch[9][VMAF_MAX_WARPS];
+    __shared__ vmaf_u64 scratch[9 * VMAF_MAX_WARPS];
+    VMAF_ASSUME(blockDim.y == 1 && blockDim.z == 1, "adm_cm: 1-D blocks only");
     const int i = top + blockIdx.x;
     const long long pl = plane;
     const vmaf_u32 irf[3] = {irf_h, irf_v, irf_d};
@@ -428,17 +404,16 @@ VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_adm_cm(const vmaf_i32 *bands, const vm
                 v[6 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], a, thr_aim, cube[b]);
         }
     }
-    adm_block_sum9(v, scratch);
-    if (threadIdx.x == 0) {
-        for (int b = 0; b < 3; b++) {
-            const vmaf_u64 d = (v[b] + (vmaf_u64)adm_half(den_row)) >> den_row;
-            if (d)
-                VMAF_ATOMIC_ADD_U64(&out[b], d);
-            for (int k = 1; k < 3; k++) {
-                const vmaf_i64 n = ((vmaf_i64)v[3 * k + b] + adm_half(cm_row)) >> cm_row;
-                if (n)
-                    VMAF_ATOMIC_ADD_U64(&out[3 * k + b], (vmaf_u64)n);
-            }
-        }
+    /* Thread q < 9 rounds and adds total q: out[q] is den (q < 3) or a numerator. */
+    const int q = threadIdx.x;
+    const vmaf_u64 total = vmaf_block_sums_u64<9>(v, scratch);
+    if (q < 3) {
+        const vmaf_u64 d = (total + (vmaf_u64)adm_half(den_row)) >> den_row;
+        if (d)
+            VMAF_ATOMIC_ADD_U64(&out[q], d);
+    } else if (q < 9) {
+        const vmaf_i64 n = ((vmaf_i64)total + adm_half(cm_row)) >> cm_row;
+        if (n)
+            VMAF_ATOMIC_ADD_U64(&out[q], (vmaf_u64)n);
     }
 }

@@ -176,33 +176,33 @@ VMAF_DEVICE vmaf_u64 vmaf_block_sum_u64(vmaf_u64 v, vmaf_u64 *scratch)
     return total;
 }
 
-/* vmaf_block_sum_u64 for four values at once, in place: one barrier instead of four. The
- * totals are valid in the thread of rank 0 only; `scratch` must hold 4 * VMAF_MAX_WARPS
+/* Sums N values per thread over the block with one barrier: returns, in the thread of rank
+ * q < N, the total of value q (zero elsewhere), so the N totals are finished side by side
+ * rather than one after another in one thread. `scratch` must hold N * VMAF_MAX_WARPS
  * values. Every thread of the block must call it. */
-VMAF_DEVICE void vmaf_block_sum4_u64(vmaf_u64 v[4], vmaf_u64 *scratch)
+template <int N> VMAF_DEVICE vmaf_u64 vmaf_block_sums_u64(vmaf_u64 v[N], vmaf_u64 *scratch)
 {
     const unsigned rank = vmaf_thread_rank();
     const unsigned lane = rank % warpSize;
     const unsigned warp = rank / warpSize;
     for (int offset = warpSize / 2; offset > 0; offset /= 2) {
-        for (int j = 0; j < 4; j++)
+        for (int j = 0; j < N; j++)
             v[j] += VMAF_SHFL_DOWN(v[j], offset);
     }
     if (lane == 0) {
-        for (int j = 0; j < 4; j++)
-            scratch[4 * warp + j] = v[j];
+        for (int j = 0; j < N; j++)
+            scratch[N * warp + j] = v[j];
     }
     __syncthreads();
-    if (rank == 0) {
+    vmaf_u64 total = 0;
+    if (rank < (unsigned)N) {
         const unsigned n_threads = blockDim.x * blockDim.y * blockDim.z;
         const unsigned n_warps = (n_threads + warpSize - 1) / warpSize;
         VMAF_ASSUME(n_warps <= VMAF_MAX_WARPS, "block sum: more waves than scratch slots");
-        for (int j = 0; j < 4; j++) {
-            v[j] = 0;
-            for (unsigned i = 0; i < n_warps; i++)
-                v[j] += scratch[4 * i + j];
-        }
+        for (unsigned i = 0; i < n_warps; i++)
+            total += scratch[N * i + rank];
     }
+    return total;
 }
 
 #endif /* VMAF_PRELUDE_H */
