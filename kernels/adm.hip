@@ -62,24 +62,36 @@ VMAF_DEVICE vmaf_i16 adm_hdot0(const vmaf_i32 *f, const vmaf_i16 *x)
     return (vmaf_i16)((vmaf_i32)(acc + 32768u) >> 16);
 }
 
-/* Scale-0 wavelet outputs at band pixel (i, j): out = {a, h, v, d}. */
-template <typename T>
-VMAF_DEVICE void adm_dwt0_at(const T *src, int stride, int w, int h, int bpc, int i, int j,
-                             vmaf_i32 *out)
+/* The scale-0 wavelet kernel stages, per 32 x 8 block of band pixels (j0, i0), the source
+ * rows 2 i0 - 1 .. 2 i0 + 16 and columns 2 j0 - 4 .. 2 j0 + 67 (the taps reach 2 j0 - 1 ..
+ * 2 j0 + 64; the window starts 4-sample aligned for vector loads). */
+#define ADM_S0_W 72
+#define ADM_S0_H 18
+
+/* adm_tap for the staging: coordinates the staged window holds beyond one mirror feed no
+ * output and are clamped into the plane only to keep reads in bounds. */
+struct AdmMirror {
+    static __device__ __forceinline__ int at(int i, int n)
+    {
+        i = adm_tap(i, n);
+        return i < 0 ? 0 : (i >= n ? n - 1 : i);
+    }
+};
+
+/* Scale-0 wavelet outputs out = {a, h, v, d} of the band pixel whose 4 x 4 source taps are
+ * staged at s[r0 + k][c0 + c] (source row 2i - 1 + k, column 2j - 1 + c). */
+VMAF_DEVICE void adm_dwt0_win(const vmaf_u16 (*s)[ADM_S0_W], int r0, int c0, int bpc,
+                              vmaf_i32 *out)
 {
     const vmaf_u32 round = 1u << (bpc - 1);
     const vmaf_u32 centre = 46342u * round;
-    long long rows[4];
-    for (int k = 0; k < 4; k++)
-        rows[k] = (long long)adm_tap(2 * i - 1 + k, h) * stride;
     vmaf_i16 lo[4], hi[4];
     for (int c = 0; c < 4; c++) {
-        const int x = adm_tap(2 * j - 1 + c, w);
         vmaf_u32 vl = 0, vh = 0;
         for (int k = 0; k < 4; k++) {
-            const vmaf_u32 s = (vmaf_u32)src[rows[k] + x];
-            vl += (vmaf_u32)adm_lo[k] * s;
-            vh += (vmaf_u32)adm_hi[k] * s;
+            const vmaf_u32 v = s[r0 + k][c0 + c];
+            vl += (vmaf_u32)adm_lo[k] * v;
+            vh += (vmaf_u32)adm_hi[k] * v;
         }
         lo[c] = (vmaf_i16)((vmaf_i32)(vl - centre + round) >> bpc);
         hi[c] = (vmaf_i16)((vmaf_i32)(vh + round) >> bpc);
@@ -257,14 +269,23 @@ VMAF_DEVICE void adm_dwt0(const T *ref, const T *dis, int w, int h, int stride, 
                           int cb, int flags, vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d,
                           double egl)
 {
+    __shared__ vmaf_u16 s_ref[ADM_S0_H][ADM_S0_W];
+    __shared__ vmaf_u16 s_dis[ADM_S0_H][ADM_S0_W];
+    VMAF_ASSUME(blockDim.x == 32 && blockDim.y == 8 && blockDim.z == 1,
+                "adm_dwt0: blocks of 32 x 8 threads");
     const int bw = (w + 1) / 2, bh = (h + 1) / 2;
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    const int i = blockIdx.y * blockDim.y + threadIdx.y;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int j0 = blockIdx.x * 32, i0 = blockIdx.y * 8;
+    vmaf_stage_pair<T, ADM_S0_W, ADM_S0_H, 32, 8, AdmMirror>(ref, dis, w, h, stride, 2 * j0 - 4,
+                                                             2 * i0 - 1, s_ref, s_dis,
+                                                             ty * 32 + tx);
+    __syncthreads();
+    const int i = i0 + ty, j = j0 + tx;
     if (i >= bh || j >= bw)
         return;
     vmaf_i32 oref[4], odis[4];
-    adm_dwt0_at<T>(ref, stride, w, h, bpc, i, j, oref);
-    adm_dwt0_at<T>(dis, stride, w, h, bpc, i, j, odis);
+    adm_dwt0_win(s_ref, 2 * ty, 2 * tx + 3, bpc, oref);
+    adm_dwt0_win(s_dis, 2 * ty, 2 * tx + 3, bpc, odis);
     adm_finish_pixel(0, i, j, bw, plane, oref, odis, approx_ref, approx_dis, bands, maps, lut, cl,
                      cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
 }

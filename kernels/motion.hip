@@ -48,36 +48,6 @@ template <> struct MotionAcc<vmaf_u8> {
     typedef vmaf_i32 type;
 };
 
-/* Four consecutive samples in one load: u8 -> u32, u16 -> u64. */
-template <typename T> struct MotionVec;
-template <> struct MotionVec<vmaf_u8> {
-    typedef vmaf_u32 type;
-};
-template <> struct MotionVec<vmaf_u16> {
-    typedef vmaf_u64 type;
-};
-
-template <typename V> VMAF_DEVICE V motion_load(const void *p)
-{
-#if defined(VMAF_HIPCPU)
-    V v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-#else
-    return *(const V *)p;
-#endif
-}
-
-/* Sample k (0..3) of a 4-sample vector, little endian. */
-VMAF_DEVICE vmaf_i32 motion_lane(vmaf_u32 v, int k)
-{
-    return (vmaf_i32)((v >> (8 * k)) & 0xffu);
-}
-VMAF_DEVICE vmaf_i32 motion_lane(vmaf_u64 v, int k)
-{
-    return (vmaf_i32)((v >> (16 * k)) & 0xffffu);
-}
-
 /* prev - cur over the staged window at (xs, ys), mirrored at the edges; every thread issues
  * all its loads before its first store. */
 template <typename T>
@@ -85,12 +55,9 @@ VMAF_DEVICE void motion_stage(const T *prev, const T *cur, int w, int h, int str
                               vmaf_i32 (*s_d)[MOTION_SW], int tid)
 {
     const int NT = MOTION_TW * MOTION_BH;
-    typedef typename MotionVec<T>::type V;
+    typedef typename VmafVec4<T>::type V;
     const bool inside = xs >= 0 && ys >= 0 && xs + MOTION_SW <= w && ys + MOTION_SH <= h;
-    const vmaf_u64 bits = (vmaf_u64)prev | (vmaf_u64)cur |
-                          (vmaf_u64)((long long)stride * (long long)sizeof(T)) |
-                          (vmaf_u64)((long long)xs * (long long)sizeof(T));
-    if (inside && bits % sizeof(V) == 0) {
+    if (inside && vmaf_vec4_aligned(prev, cur, stride, xs)) {
         const int VPR = MOTION_SW / 4, NV = MOTION_SH * VPR, PER = (NV + NT - 1) / NT;
         V a[PER], b[PER];
 #pragma unroll
@@ -98,8 +65,8 @@ VMAF_DEVICE void motion_stage(const T *prev, const T *cur, int w, int h, int str
             const int i = tid + k * NT;
             if (i < NV) {
                 const long long off = (long long)(ys + i / VPR) * stride + xs + 4 * (i % VPR);
-                a[k] = motion_load<V>(prev + off);
-                b[k] = motion_load<V>(cur + off);
+                a[k] = vmaf_load_vec<V>(prev + off);
+                b[k] = vmaf_load_vec<V>(cur + off);
             }
         }
 #pragma unroll
@@ -108,7 +75,8 @@ VMAF_DEVICE void motion_stage(const T *prev, const T *cur, int w, int h, int str
             if (i < NV) {
 #pragma unroll
                 for (int l = 0; l < 4; l++)
-                    s_d[i / VPR][4 * (i % VPR) + l] = motion_lane(a[k], l) - motion_lane(b[k], l);
+                    s_d[i / VPR][4 * (i % VPR) + l] =
+                        (vmaf_i32)vmaf_vec4_lane(a[k], l) - (vmaf_i32)vmaf_vec4_lane(b[k], l);
             }
         }
         return;

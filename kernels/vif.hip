@@ -77,119 +77,13 @@ VMAF_DEVICE int vif_reflect(int i, int n)
     return i;
 }
 
-/* Four consecutive samples in one load: u8 -> u32, u16 -> u64. */
-template <typename T> struct VifVec;
-template <> struct VifVec<vmaf_u8> {
-    typedef vmaf_u32 type;
+/* vif_reflect for vmaf_stage_pair. */
+struct VifMirror {
+    static __device__ __forceinline__ int at(int i, int n)
+    {
+        return vif_reflect(i, n);
+    }
 };
-template <> struct VifVec<vmaf_u16> {
-    typedef vmaf_u64 type;
-};
-
-/* Unaligned-type access through a byte copy on the host model (no aliasing assumptions);
- * a plain vector access on GPUs, whose callers check the alignment. */
-template <typename V> VMAF_DEVICE V vif_load(const void *p)
-{
-#if defined(VMAF_HIPCPU)
-    V v;
-    __builtin_memcpy(&v, p, sizeof v);
-    return v;
-#else
-    return *(const V *)p;
-#endif
-}
-
-VMAF_DEVICE void vif_store_u64(void *p, vmaf_u64 v)
-{
-#if defined(VMAF_HIPCPU)
-    __builtin_memcpy(p, &v, sizeof v);
-#else
-    *(vmaf_u64 *)p = v;
-#endif
-}
-
-/* Four 8-bit samples (sample 0 in the low byte) as four u16 lanes of a u64. */
-VMAF_DEVICE vmaf_u64 vif_widen4(vmaf_u32 v)
-{
-    const vmaf_u32 lo = (v & 0xffu) | ((v & 0xff00u) << 8);
-    const vmaf_u32 hi = ((v >> 16) & 0xffu) | ((v >> 8) & 0xff0000u);
-    return (vmaf_u64)lo | ((vmaf_u64)hi << 32);
-}
-VMAF_DEVICE vmaf_u64 vif_widen4(vmaf_u64 v)
-{
-    return v;
-}
-
-/* Stages the IN_W x IN_H window at (xs, ys) of both pictures as u16, mirrored at the edges,
- * with a whole block of VIF_TW x VIF_BLOCK_H threads. Every thread issues all its loads before
- * its first store, so the block waits for global memory once rather than once per row: a
- * window inside the plane with 4-sample alignment moves in 4-sample vectors, others sample by
- * sample through the mirror. */
-template <typename T, int IN_W, int IN_H>
-VMAF_DEVICE void vif_stage(const T *ref, const T *dis, int w, int h, int stride, int xs, int ys,
-                           vmaf_u16 (*s_ref)[IN_W], vmaf_u16 (*s_dis)[IN_W], int tid)
-{
-    const int NT = VIF_TW * VIF_BLOCK_H;
-    typedef typename VifVec<T>::type V;
-    const bool inside = xs >= 0 && ys >= 0 && xs + IN_W <= w && ys + IN_H <= h;
-    const vmaf_u64 bits = (vmaf_u64)ref | (vmaf_u64)dis |
-                          (vmaf_u64)((long long)stride * (long long)sizeof(T)) |
-                          (vmaf_u64)((long long)xs * (long long)sizeof(T));
-    if (IN_W % 4 == 0 && inside && bits % sizeof(V) == 0) {
-        const int VPR = IN_W / 4, NV = IN_H * VPR, PER = (NV + NT - 1) / NT;
-        V a[PER], b[PER];
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = tid + k * NT;
-            if (i < NV) {
-                const long long off = (long long)(ys + i / VPR) * stride + xs + 4 * (i % VPR);
-                a[k] = vif_load<V>(ref + off);
-                b[k] = vif_load<V>(dis + off);
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = tid + k * NT;
-            if (i < NV) {
-                vif_store_u64(&s_ref[i / VPR][4 * (i % VPR)], vif_widen4(a[k]));
-                vif_store_u64(&s_dis[i / VPR][4 * (i % VPR)], vif_widen4(b[k]));
-            }
-        }
-        return;
-    }
-    const int RPT = (IN_H + VIF_BLOCK_H - 1) / VIF_BLOCK_H, CPT = (IN_W + VIF_TW - 1) / VIF_TW;
-    const int tx = tid % VIF_TW, ty = tid / VIF_TW;
-    vmaf_u16 a[RPT][CPT], b[RPT][CPT];
-    int col[CPT];
-#pragma unroll
-    for (int c = 0; c < CPT; c++)
-        col[c] = vif_reflect(xs + tx + c * VIF_TW, w);
-#pragma unroll
-    for (int r = 0; r < RPT; r++) {
-        if (ty + r * VIF_BLOCK_H >= IN_H)
-            continue;
-        const long long row = (long long)vif_reflect(ys + ty + r * VIF_BLOCK_H, h) * stride;
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            if (tx + c * VIF_TW < IN_W) {
-                a[r][c] = (vmaf_u16)ref[row + col[c]];
-                b[r][c] = (vmaf_u16)dis[row + col[c]];
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < RPT; r++) {
-        if (ty + r * VIF_BLOCK_H >= IN_H)
-            continue;
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            if (tx + c * VIF_TW < IN_W) {
-                s_ref[ty + r * VIF_BLOCK_H][tx + c * VIF_TW] = a[r][c];
-                s_dis[ty + r * VIF_BLOCK_H][tx + c * VIF_TW] = b[r][c];
-            }
-        }
-    }
-}
 
 /* log2 in Q11 of a 32-bit value >= 2^17 through the 2^15..2^16 table. */
 VMAF_DEVICE vmaf_i64 vif_log2_32(const vmaf_u16 *table, vmaf_u32 v)
@@ -458,7 +352,8 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     vmaf_u16(*d_dis)[VIF_FUSED_W] = d_ref + VIF_FUSED_H;
     vmaf_u64 *scratch = smem + VIF_SMEM_U64 - 4 * VMAF_MAX_WARPS;
 
-    vif_stage<T, IN_W, IN_H>(ref, dis, w, h, stride, x0 - HALF, y0 - HALF, s_ref, s_dis, tid);
+    vmaf_stage_pair<T, IN_W, IN_H, VIF_TW, VIF_BLOCK_H, VifMirror>(ref, dis, w, h, stride, x0 - HALF,
+                                                                  y0 - HALF, s_ref, s_dis, tid);
     __syncthreads();
 
     /* Vertical pass: items of VIF_RUN rows of one column. (Splitting the last round's items

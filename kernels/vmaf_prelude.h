@@ -205,4 +205,135 @@ template <int N> VMAF_DEVICE vmaf_u64 vmaf_block_sums_u64(vmaf_u64 v[N], vmaf_u6
     return total;
 }
 
+/* Four consecutive samples in one load: u8 -> u32, u16 -> u64 (little endian, sample 0 in
+ * the low bits). Callers check alignment with vmaf_vec4_aligned. */
+template <typename T> struct VmafVec4;
+template <> struct VmafVec4<vmaf_u8> {
+    typedef vmaf_u32 type;
+};
+template <> struct VmafVec4<vmaf_u16> {
+    typedef vmaf_u64 type;
+};
+
+/* Whether rows of both planes, read from column xs on, move in 4-sample vectors. */
+template <typename T>
+VMAF_DEVICE bool vmaf_vec4_aligned(const T *a, const T *b, int stride, int xs)
+{
+    const vmaf_u64 bits = (vmaf_u64)a | (vmaf_u64)b |
+                          (vmaf_u64)((long long)stride * (long long)sizeof(T)) |
+                          (vmaf_u64)((long long)xs * (long long)sizeof(T));
+    return bits % sizeof(typename VmafVec4<T>::type) == 0;
+}
+
+/* A vector access; through a byte copy on the host model (no aliasing assumptions). */
+template <typename V> VMAF_DEVICE V vmaf_load_vec(const void *p)
+{
+#if defined(VMAF_HIPCPU)
+    V v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+#else
+    return *(const V *)p;
+#endif
+}
+
+VMAF_DEVICE void vmaf_store_u64(void *p, vmaf_u64 v)
+{
+#if defined(VMAF_HIPCPU)
+    __builtin_memcpy(p, &v, sizeof v);
+#else
+    *(vmaf_u64 *)p = v;
+#endif
+}
+
+/* Sample k (0..3) of a 4-sample vector. */
+VMAF_DEVICE vmaf_u32 vmaf_vec4_lane(vmaf_u32 v, int k)
+{
+    return (v >> (8 * k)) & 0xffu;
+}
+VMAF_DEVICE vmaf_u32 vmaf_vec4_lane(vmaf_u64 v, int k)
+{
+    return (vmaf_u32)(v >> (16 * k)) & 0xffffu;
+}
+
+/* The four samples of a vector as four u16 lanes of a u64. */
+VMAF_DEVICE vmaf_u64 vmaf_widen4(vmaf_u32 v)
+{
+    const vmaf_u32 lo = (v & 0xffu) | ((v & 0xff00u) << 8);
+    const vmaf_u32 hi = ((v >> 16) & 0xffu) | ((v >> 8) & 0xff0000u);
+    return (vmaf_u64)lo | ((vmaf_u64)hi << 32);
+}
+VMAF_DEVICE vmaf_u64 vmaf_widen4(vmaf_u64 v)
+{
+    return v;
+}
+
+/* Stages the IN_W x IN_H window at (xs, ys) of two planes as u16 in shared memory, with a
+ * block of BW x BH threads (tid: rank in the block). Every thread issues all its loads before
+ * its first store, so the block waits for global memory once rather than once per row: a
+ * window inside the plane with 4-sample alignment moves in 4-sample vectors, others sample by
+ * sample through M::at(i, n), which maps any coordinate the window holds into [0, n). */
+template <typename T, int IN_W, int IN_H, int BW, int BH, typename M>
+VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int stride, int xs,
+                                 int ys, vmaf_u16 (*s_ref)[IN_W], vmaf_u16 (*s_dis)[IN_W], int tid)
+{
+    const int NT = BW * BH;
+    typedef typename VmafVec4<T>::type V;
+    const bool inside = xs >= 0 && ys >= 0 && xs + IN_W <= w && ys + IN_H <= h;
+    if (IN_W % 4 == 0 && inside && vmaf_vec4_aligned(ref, dis, stride, xs)) {
+        const int VPR = IN_W / 4, NV = IN_H * VPR, PER = (NV + NT - 1) / NT;
+        V a[PER], b[PER];
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = tid + k * NT;
+            if (i < NV) {
+                const long long off = (long long)(ys + i / VPR) * stride + xs + 4 * (i % VPR);
+                a[k] = vmaf_load_vec<V>(ref + off);
+                b[k] = vmaf_load_vec<V>(dis + off);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < PER; k++) {
+            const int i = tid + k * NT;
+            if (i < NV) {
+                vmaf_store_u64(&s_ref[i / VPR][4 * (i % VPR)], vmaf_widen4(a[k]));
+                vmaf_store_u64(&s_dis[i / VPR][4 * (i % VPR)], vmaf_widen4(b[k]));
+            }
+        }
+        return;
+    }
+    const int RPT = (IN_H + BH - 1) / BH, CPT = (IN_W + BW - 1) / BW;
+    const int tx = tid % BW, ty = tid / BW;
+    vmaf_u16 a[RPT][CPT], b[RPT][CPT];
+    int col[CPT];
+#pragma unroll
+    for (int c = 0; c < CPT; c++)
+        col[c] = M::at(xs + tx + c * BW, w);
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        if (ty + r * BH >= IN_H)
+            continue;
+        const long long row = (long long)M::at(ys + ty + r * BH, h) * stride;
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (tx + c * BW < IN_W) {
+                a[r][c] = (vmaf_u16)ref[row + col[c]];
+                b[r][c] = (vmaf_u16)dis[row + col[c]];
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        if (ty + r * BH >= IN_H)
+            continue;
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (tx + c * BW < IN_W) {
+                s_ref[ty + r * BH][tx + c * BW] = a[r][c];
+                s_dis[ty + r * BH][tx + c * BW] = b[r][c];
+            }
+        }
+    }
+}
+
 #endif /* VMAF_PRELUDE_H */

@@ -73,7 +73,7 @@ pub(super) fn signatures() -> Vec<Signature> {
 /// Entries of ADM's reciprocal table the kernels may index (`0..=32768`).
 pub const ADM_LUT_LEN: usize = 32769;
 
-/// ADM wavelet kernel block (kernels/adm.hip reads the geometry from blockDim).
+/// ADM wavelet kernel block (kernels/adm.hip: the scale-0 staging assumes 32 x 8).
 const ADM_DWT_BLOCK: (u32, u32) = (32, 8);
 /// ADM masking kernel block (`ADM_CM_BLOCK`; a multiple of every warp size).
 const ADM_CM_BLOCK: u32 = 256;
