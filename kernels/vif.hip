@@ -286,33 +286,40 @@ VMAF_DEVICE void vif_vert(const vmaf_u16 (*s_ref)[IN_W], const vmaf_u16 (*s_dis)
         sq_shift = 16;
         sq_round = 32768;
     }
-    vmaf_u32 xs[F + R - 1], ys[F + R - 1];
+    /* Inputs outer, outputs inner, as the 8-bit path: only the R outputs' sums stay live
+     * (holding all F + R - 1 inputs of both pictures instead spilled registers at scale 0). */
+    vmaf_u32 a_mu1[R], a_mu2[R];
+    vmaf_u64 a_xx[R], a_yy[R], a_xy[R];
+#pragma unroll
+    for (int o = 0; o < R; o++) {
+        a_mu1[o] = a_mu2[o] = 0;
+        a_xx[o] = a_yy[o] = a_xy[o] = 0;
+    }
 #pragma unroll
     for (int j = 0; j < F + R - 1; j++) {
-        xs[j] = s_ref[r0 + j][c];
-        ys[j] = s_dis[r0 + j][c];
+        const vmaf_u32 x = s_ref[r0 + j][c], y = s_dis[r0 + j][c];
+#pragma unroll
+        for (int o = 0; o < R; o++) {
+            const int k = j - o;
+            if (k >= 0 && k < F) {
+                const vmaf_u32 f = vif_filter[SCALE][k];
+                const vmaf_u32 fx = f * x, fy = f * y;
+                a_mu1[o] += fx;
+                a_mu2[o] += fy;
+                a_xx[o] += (vmaf_u64)fx * x;
+                a_yy[o] += (vmaf_u64)fy * y;
+                a_xy[o] += (vmaf_u64)fx * y;
+            }
+        }
     }
 #pragma unroll
     for (int o = 0; o < R; o++) {
-        vmaf_u32 a_mu1 = 0, a_mu2 = 0;
-        vmaf_u64 a_xx = 0, a_yy = 0, a_xy = 0;
-#pragma unroll
-        for (int k = 0; k < F; k++) {
-            const vmaf_u32 f = vif_filter[SCALE][k];
-            const vmaf_u32 x = xs[o + k], y = ys[o + k];
-            const vmaf_u32 fx = f * x, fy = f * y;
-            a_mu1 += fx;
-            a_mu2 += fy;
-            a_xx += (vmaf_u64)fx * x;
-            a_yy += (vmaf_u64)fy * y;
-            a_xy += (vmaf_u64)fx * y;
-        }
         const int t = (r0 + o) * pitch + c;
-        t_mu[t] = (vmaf_u32)(vmaf_u16)((a_mu1 + mu_round) >> mu_shift) |
-                  ((vmaf_u32)(vmaf_u16)((a_mu2 + mu_round) >> mu_shift) << 16);
-        t_xx[t] = (vmaf_u32)((a_xx + sq_round) >> sq_shift);
-        t_yy[t] = (vmaf_u32)((a_yy + sq_round) >> sq_shift);
-        t_xy[t] = (vmaf_u32)((a_xy + sq_round) >> sq_shift);
+        t_mu[t] = (vmaf_u32)(vmaf_u16)((a_mu1[o] + mu_round) >> mu_shift) |
+                  ((vmaf_u32)(vmaf_u16)((a_mu2[o] + mu_round) >> mu_shift) << 16);
+        t_xx[t] = (vmaf_u32)((a_xx[o] + sq_round) >> sq_shift);
+        t_yy[t] = (vmaf_u32)((a_yy[o] + sq_round) >> sq_shift);
+        t_xy[t] = (vmaf_u32)((a_xy[o] + sq_round) >> sq_shift);
     }
 }
 
