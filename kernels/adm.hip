@@ -276,9 +276,9 @@ VMAF_DEVICE void adm_dwt0(const T *ref, const T *dis, int w, int h, int stride, 
     const int bw = (w + 1) / 2, bh = (h + 1) / 2;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int j0 = blockIdx.x * 32, i0 = blockIdx.y * 8;
+    const VmafStageU16<ADM_S0_W> sink = {s_ref, s_dis};
     vmaf_stage_pair<T, ADM_S0_W, ADM_S0_H, 32, 8, AdmMirror>(ref, dis, w, h, stride, 2 * j0 - 4,
-                                                             2 * i0 - 1, s_ref, s_dis,
-                                                             ty * 32 + tx);
+                                                             2 * i0 - 1, sink, ty * 32 + tx);
     __syncthreads();
     const int i = i0 + ty, j = j0 + tx;
     if (i >= bh || j >= bw)

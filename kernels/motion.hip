@@ -48,69 +48,28 @@ template <> struct MotionAcc<vmaf_u8> {
     typedef vmaf_i32 type;
 };
 
-/* prev - cur over the staged window at (xs, ys), mirrored at the edges; every thread issues
- * all its loads before its first store. */
-template <typename T>
-VMAF_DEVICE void motion_stage(const T *prev, const T *cur, int w, int h, int stride, int xs, int ys,
-                              vmaf_i32 (*s_d)[MOTION_SW], int tid)
-{
-    const int NT = MOTION_TW * MOTION_BH;
-    typedef typename VmafVec4<T>::type V;
-    const bool inside = xs >= 0 && ys >= 0 && xs + MOTION_SW <= w && ys + MOTION_SH <= h;
-    if (inside && vmaf_vec4_aligned(prev, cur, stride, xs)) {
-        const int VPR = MOTION_SW / 4, NV = MOTION_SH * VPR, PER = (NV + NT - 1) / NT;
-        V a[PER], b[PER];
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = tid + k * NT;
-            if (i < NV) {
-                const long long off = (long long)(ys + i / VPR) * stride + xs + 4 * (i % VPR);
-                a[k] = vmaf_load_vec<V>(prev + off);
-                b[k] = vmaf_load_vec<V>(cur + off);
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < PER; k++) {
-            const int i = tid + k * NT;
-            if (i < NV) {
-#pragma unroll
-                for (int l = 0; l < 4; l++)
-                    s_d[i / VPR][4 * (i % VPR) + l] =
-                        (vmaf_i32)vmaf_vec4_lane(a[k], l) - (vmaf_i32)vmaf_vec4_lane(b[k], l);
-            }
-        }
-        return;
+/* Window samples into prev - cur (vmaf_stage_pair's sink). */
+struct MotionDiff {
+    vmaf_i32 (*d)[MOTION_SW];
+    __device__ __forceinline__ void put4(int r, int c, vmaf_u64 a, vmaf_u64 b) const
+    {
+        for (int l = 0; l < 4; l++)
+            d[r][c + l] = (vmaf_i32)((a >> (16 * l)) & 0xffffu) -
+                          (vmaf_i32)((b >> (16 * l)) & 0xffffu);
     }
-    const int RPT = (MOTION_SH + MOTION_BH - 1) / MOTION_BH;
-    const int CPT = (MOTION_SW + MOTION_TW - 1) / MOTION_TW;
-    const int tx = tid % MOTION_TW, ty = tid / MOTION_TW;
-    vmaf_i32 d[RPT][CPT];
-    int col[CPT];
-#pragma unroll
-    for (int c = 0; c < CPT; c++)
-        col[c] = motion_mirror(xs + tx + c * MOTION_TW, w);
-#pragma unroll
-    for (int r = 0; r < RPT; r++) {
-        if (ty + r * MOTION_BH >= MOTION_SH)
-            continue;
-        const long long row = (long long)motion_mirror(ys + ty + r * MOTION_BH, h) * stride;
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            if (tx + c * MOTION_TW < MOTION_SW)
-                d[r][c] = (vmaf_i32)prev[row + col[c]] - (vmaf_i32)cur[row + col[c]];
-        }
+    __device__ __forceinline__ void put1(int r, int c, vmaf_u32 a, vmaf_u32 b) const
+    {
+        d[r][c] = (vmaf_i32)a - (vmaf_i32)b;
     }
-#pragma unroll
-    for (int r = 0; r < RPT; r++) {
-        if (ty + r * MOTION_BH >= MOTION_SH)
-            continue;
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            if (tx + c * MOTION_TW < MOTION_SW)
-                s_d[ty + r * MOTION_BH][tx + c * MOTION_TW] = d[r][c];
-        }
+};
+
+/* motion_mirror for vmaf_stage_pair. */
+struct MotionMirror {
+    static __device__ __forceinline__ int at(int i, int n)
+    {
+        return motion_mirror(i, n);
     }
-}
+};
 
 template <typename T>
 VMAF_DEVICE void motion_rows(const T *prev, const T *cur, int w, int h, int stride, int shift,
@@ -126,7 +85,9 @@ VMAF_DEVICE void motion_rows(const T *prev, const T *cur, int w, int h, int stri
     const int x0 = blockIdx.x * MOTION_TW, y0 = blockIdx.y * MOTION_TH;
     const A round = (A)1 << (shift - 1);
 
-    motion_stage<T>(prev, cur, w, h, stride, x0 - 4, y0 - 2, s_d, tid);
+    const MotionDiff sink = {s_d};
+    vmaf_stage_pair<T, MOTION_SW, MOTION_SH, MOTION_TW, MOTION_BH, MotionMirror>(
+        prev, cur, w, h, stride, x0 - 4, y0 - 2, sink, tid);
     __syncthreads();
 
     /* Vertical pass: columns 0..31 in runs of MOTION_RUN rows, then the four right-hand

@@ -7,29 +7,24 @@
  * steps of the gain term use explicitly rounded operations: no FMA contraction. */
 #include "vmaf_prelude.h"
 
-/* Q16 Gaussian filters of the four scales, centred (tap k at offset k - F/2). */
-__constant__ vmaf_u16 vif_filter[4][17] = {
-    {489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640, 935, 489},
-    {1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244},
-    {3571, 16004, 26386, 16004, 3571},
-    {10904, 43728, 10904},
-};
-__constant__ int vif_filter_width[4] = {17, 9, 5, 3};
-/* The same taps as doubles, for the FP64 horizontal pass. */
-__constant__ double vif_filter_f64[4][17] = {
-    {489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640, 935, 489},
-    {1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244},
-    {3571, 16004, 26386, 16004, 3571},
-    {10904, 43728, 10904},
-};
+/* Q16 Gaussian filters of the four scales, centred (tap k at offset k - F/2); also as
+ * doubles for the FP64 horizontal pass (a conversion per use would cost more than the load). */
+#define VIF_TAPS                                                                               \
+    {{489, 935, 1640, 2640, 3896, 5274, 6547, 7455, 7784, 7455, 6547, 5274, 3896, 2640, 1640,   \
+      935, 489},                                                                               \
+     {1244, 3663, 7925, 12590, 14692, 12590, 7925, 3663, 1244},                                \
+     {3571, 16004, 26386, 16004, 3571},                                                        \
+     {10904, 43728, 10904}}
+__constant__ vmaf_u16 vif_filter[4][17] = VIF_TAPS;
+__constant__ double vif_filter_f64[4][17] = VIF_TAPS;
 
-/* Which horizontal sums run in doubles (1: the three second moments, 2: the means; 3: both).
- * Exact either way: every horizontal sum is an integer below 2^49. Worth it only where FP64
- * runs at the integer multiply rate on its own pipe, so those multiply-adds leave the
- * integer pipe: NVIDIA GP100/GV100/GA100/GH100/GB100 and AMD CDNA 2/3. Elsewhere FP64 is
- * 1/16 to 1/64 rate and the integer path stays. On an H200, 1 took scale 0 from 84 to 77 us
- * per 1080p frame; 3 gave 79 (the means' conversions cost more than they free). Build
- * systems may preset it (build.rs does, to 0, for the arch-neutral PTX). */
+/* VIF_F64 1: the horizontal sums of the three second moments run in doubles. Exact: each is an
+ * integer below 2^49. Worth it only where FP64 runs at the integer multiply rate on its own
+ * pipe, so those multiply-adds leave the integer pipe: NVIDIA GP100/GV100/GA100/GH100/GB100
+ * and AMD CDNA 2/3. Elsewhere FP64 is 1/16 to 1/64 rate and the integer path stays. On an
+ * H200 it took scale 0 from 84 to 77 us per 1080p frame (the means in doubles too gave 79:
+ * their conversions cost more than they free). Build systems may preset it (build.rs does,
+ * to 0, for the arch-neutral PTX). */
 #ifndef VIF_F64
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 600 || __CUDA_ARCH__ == 700 || \
                                __CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || \
@@ -195,35 +190,6 @@ template <int SCALE> VMAF_DEVICE void vif_hrun_f64(const vmaf_u32 *row, vmaf_u32
         out[o] = (vmaf_u32)(vif_f64_bits(acc[o]) >> 16);
 }
 
-/* vif_hrun_mu in doubles (sums below 2^32). */
-template <int SCALE>
-VMAF_DEVICE void vif_hrun_mu_f64(const vmaf_u32 *row, vmaf_u32 mu1[VIF_RUN], vmaf_u32 mu2[VIF_RUN])
-{
-    const int F = VifTaps<SCALE>::F;
-    double a1[VIF_RUN], a2[VIF_RUN];
-#pragma unroll
-    for (int o = 0; o < VIF_RUN; o++)
-        a1[o] = a2[o] = 0.0;
-#pragma unroll
-    for (int j = 0; j < F + VIF_RUN - 1; j++) {
-        const vmaf_u32 v = row[j];
-        const double lo = vif_u32_f64(v & 0xffffu), hi = vif_u32_f64(v >> 16);
-#pragma unroll
-        for (int o = 0; o < VIF_RUN; o++) {
-            const int k = j - o;
-            if (k >= 0 && k < F) {
-                a1[o] = __fma_rn(vif_filter_f64[SCALE][k], lo, a1[o]);
-                a2[o] = __fma_rn(vif_filter_f64[SCALE][k], hi, a2[o]);
-            }
-        }
-    }
-#pragma unroll
-    for (int o = 0; o < VIF_RUN; o++) {
-        mu1[o] = (vmaf_u32)vif_f64_bits(a1[o]);
-        mu2[o] = (vmaf_u32)vif_f64_bits(a2[o]);
-    }
-}
-
 /* Vertical pass of R consecutive outputs (rows r0.., column c of the tile) for all five
  * statistics, with the per-scale rounding of the CPU path, into the shared tiles. */
 template <typename T, int SCALE, int R, int IN_W>
@@ -359,8 +325,9 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     vmaf_u16(*d_dis)[VIF_FUSED_W] = d_ref + VIF_FUSED_H;
     vmaf_u64 *scratch = smem + VIF_SMEM_U64 - 4 * VMAF_MAX_WARPS;
 
+    const VmafStageU16<IN_W> sink = {s_ref, s_dis};
     vmaf_stage_pair<T, IN_W, IN_H, VIF_TW, VIF_BLOCK_H, VifMirror>(ref, dis, w, h, stride, x0 - HALF,
-                                                                  y0 - HALF, s_ref, s_dis, tid);
+                                                                  y0 - HALF, sink, tid);
     __syncthreads();
 
     /* Vertical pass: items of VIF_RUN rows of one column. (Splitting the last round's items
@@ -375,12 +342,8 @@ VMAF_DEVICE void vif_stats(const T *ref, const T *dis, int w, int h, int stride,
     const int col0 = ty * VIF_RUN;
     const int base = row * PITCH + col0;
     vmaf_u32 mu1[VIF_RUN], mu2[VIF_RUN], xx[VIF_RUN], yy[VIF_RUN], xy[VIF_RUN];
-    if (F64 & 2) {
-        vif_hrun_mu_f64<SCALE>(t_mu + base, mu1, mu2);
-    } else {
-        vif_hrun_mu<SCALE>(t_mu + base, mu1, mu2);
-    }
-    if (F64 & 1) {
+    vif_hrun_mu<SCALE>(t_mu + base, mu1, mu2);
+    if (F64) {
         vif_hrun_f64<SCALE>(t_xx + base, xx);
         vif_hrun_f64<SCALE>(t_yy + base, yy);
         vif_hrun_f64<SCALE>(t_xy + base, xy);

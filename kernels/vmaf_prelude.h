@@ -153,29 +153,6 @@ VMAF_DEVICE unsigned vmaf_thread_rank(void)
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
-/* Sums `v` over the block (1-, 2- or 3-dimensional); the total is valid in the thread of rank
- * 0 only. `scratch` must hold VMAF_MAX_WARPS values. Every thread of the block must call it. */
-VMAF_DEVICE vmaf_u64 vmaf_block_sum_u64(vmaf_u64 v, vmaf_u64 *scratch)
-{
-    const unsigned rank = vmaf_thread_rank();
-    const unsigned lane = rank % warpSize;
-    const unsigned warp = rank / warpSize;
-    for (int offset = warpSize / 2; offset > 0; offset /= 2)
-        v += VMAF_SHFL_DOWN(v, offset);
-    if (lane == 0)
-        scratch[warp] = v;
-    __syncthreads();
-    vmaf_u64 total = 0;
-    if (rank == 0) {
-        const unsigned n_threads = blockDim.x * blockDim.y * blockDim.z;
-        const unsigned n_warps = (n_threads + warpSize - 1) / warpSize;
-        VMAF_ASSUME(n_warps <= VMAF_MAX_WARPS, "block sum: more waves than scratch slots");
-        for (unsigned i = 0; i < n_warps; i++)
-            total += scratch[i];
-    }
-    return total;
-}
-
 /* Sums N values per thread over the block with one barrier: returns, in the thread of rank
  * q < N, the total of value q (zero elsewhere), so the N totals are finished side by side
  * rather than one after another in one thread. `scratch` must hold N * VMAF_MAX_WARPS
@@ -203,6 +180,13 @@ template <int N> VMAF_DEVICE vmaf_u64 vmaf_block_sums_u64(vmaf_u64 v[N], vmaf_u6
             total += scratch[N * i + rank];
     }
     return total;
+}
+
+/* Sums `v` over the block (1-, 2- or 3-dimensional); the total is valid in the thread of rank
+ * 0 only. `scratch` must hold VMAF_MAX_WARPS values. Every thread of the block must call it. */
+VMAF_DEVICE vmaf_u64 vmaf_block_sum_u64(vmaf_u64 v, vmaf_u64 *scratch)
+{
+    return vmaf_block_sums_u64<1>(&v, scratch);
 }
 
 /* Four consecutive samples in one load: u8 -> u32, u16 -> u64 (little endian, sample 0 in
@@ -246,16 +230,6 @@ VMAF_DEVICE void vmaf_store_u64(void *p, vmaf_u64 v)
 #endif
 }
 
-/* Sample k (0..3) of a 4-sample vector. */
-VMAF_DEVICE vmaf_u32 vmaf_vec4_lane(vmaf_u32 v, int k)
-{
-    return (v >> (8 * k)) & 0xffu;
-}
-VMAF_DEVICE vmaf_u32 vmaf_vec4_lane(vmaf_u64 v, int k)
-{
-    return (vmaf_u32)(v >> (16 * k)) & 0xffffu;
-}
-
 /* The four samples of a vector as four u16 lanes of a u64. */
 VMAF_DEVICE vmaf_u64 vmaf_widen4(vmaf_u32 v)
 {
@@ -268,14 +242,32 @@ VMAF_DEVICE vmaf_u64 vmaf_widen4(vmaf_u64 v)
     return v;
 }
 
-/* Stages the IN_W x IN_H window at (xs, ys) of two planes as u16 in shared memory, with a
+/* Where vmaf_stage_pair puts window samples: both planes as u16. A sink takes four
+ * consecutive samples of each plane as u16 lanes of a u64 (put4, column c a multiple of 4) or
+ * one sample of each (put1), at window row r, column c. */
+template <int W> struct VmafStageU16 {
+    vmaf_u16 (*ref)[W];
+    vmaf_u16 (*dis)[W];
+    __device__ __forceinline__ void put4(int r, int c, vmaf_u64 a, vmaf_u64 b) const
+    {
+        vmaf_store_u64(&ref[r][c], a);
+        vmaf_store_u64(&dis[r][c], b);
+    }
+    __device__ __forceinline__ void put1(int r, int c, vmaf_u32 a, vmaf_u32 b) const
+    {
+        ref[r][c] = (vmaf_u16)a;
+        dis[r][c] = (vmaf_u16)b;
+    }
+};
+
+/* Stages the IN_W x IN_H window at (xs, ys) of two planes into `sink` (shared memory), with a
  * block of BW x BH threads (tid: rank in the block). Every thread issues all its loads before
  * its first store, so the block waits for global memory once rather than once per row: a
  * window inside the plane with 4-sample alignment moves in 4-sample vectors, others sample by
  * sample through M::at(i, n), which maps any coordinate the window holds into [0, n). */
-template <typename T, int IN_W, int IN_H, int BW, int BH, typename M>
+template <typename T, int IN_W, int IN_H, int BW, int BH, typename M, typename S>
 VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int stride, int xs,
-                                 int ys, vmaf_u16 (*s_ref)[IN_W], vmaf_u16 (*s_dis)[IN_W], int tid)
+                                 int ys, const S &sink, int tid)
 {
     const int NT = BW * BH;
     typedef typename VmafVec4<T>::type V;
@@ -296,15 +288,14 @@ VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int s
         for (int k = 0; k < PER; k++) {
             const int i = tid + k * NT;
             if (i < NV) {
-                vmaf_store_u64(&s_ref[i / VPR][4 * (i % VPR)], vmaf_widen4(a[k]));
-                vmaf_store_u64(&s_dis[i / VPR][4 * (i % VPR)], vmaf_widen4(b[k]));
+                sink.put4(i / VPR, 4 * (i % VPR), vmaf_widen4(a[k]), vmaf_widen4(b[k]));
             }
         }
         return;
     }
     const int RPT = (IN_H + BH - 1) / BH, CPT = (IN_W + BW - 1) / BW;
     const int tx = tid % BW, ty = tid / BW;
-    vmaf_u16 a[RPT][CPT], b[RPT][CPT];
+    vmaf_u32 a[RPT][CPT], b[RPT][CPT];
     int col[CPT];
 #pragma unroll
     for (int c = 0; c < CPT; c++)
@@ -317,8 +308,8 @@ VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int s
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
             if (tx + c * BW < IN_W) {
-                a[r][c] = (vmaf_u16)ref[row + col[c]];
-                b[r][c] = (vmaf_u16)dis[row + col[c]];
+                a[r][c] = ref[row + col[c]];
+                b[r][c] = dis[row + col[c]];
             }
         }
     }
@@ -328,10 +319,8 @@ VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int s
             continue;
 #pragma unroll
         for (int c = 0; c < CPT; c++) {
-            if (tx + c * BW < IN_W) {
-                s_ref[ty + r * BH][tx + c * BW] = a[r][c];
-                s_dis[ty + r * BH][tx + c * BW] = b[r][c];
-            }
+            if (tx + c * BW < IN_W)
+                sink.put1(ty + r * BH, tx + c * BW, a[r][c], b[r][c]);
         }
     }
 }

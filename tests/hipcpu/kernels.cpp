@@ -18,14 +18,14 @@
 
 #include <utility>
 
-/* VIF statistics with the other horizontal-sum variant than vif.hip picks for this build
- * (VIF_F64 0 there: 3 here, and the reverse), so the model checks both. */
+/* VIF statistics with the other horizontal-sum variant (integer or FP64 second moments) than
+ * vif.hip picks for this build, so the model checks both. */
 VMAF_KERNEL void vmaf_vif_stats_u8_alt(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h,
                                        int stride, int scale, int bpc, const vmaf_u16 *log2_table,
                                        double egl, vmaf_u64 *acc, vmaf_u16 *down_ref,
                                        vmaf_u16 *down_dis, int down_stride)
 {
-    vif_stats_any<vmaf_u8, 3 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc,
+    vif_stats_any<vmaf_u8, 1 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc,
                                         down_ref, down_dis, down_stride);
 }
 
@@ -34,7 +34,7 @@ VMAF_KERNEL void vmaf_vif_stats_u16_alt(const vmaf_u16 *ref, const vmaf_u16 *dis
                                         const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc,
                                         vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
 {
-    vif_stats_any<vmaf_u16, 3 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl,
+    vif_stats_any<vmaf_u16, 1 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl,
                                          acc, down_ref, down_dis, down_stride);
 }
 
