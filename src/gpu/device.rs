@@ -377,8 +377,9 @@ impl Device {
     }
 
     fn injected_fault(&self, call: &str) -> Result<()> {
-        // Teardown still works on the real device: injected faults model failing work.
-        if ["destroy", "free", "unload"]
+        // Teardown still works on the real device: injected faults model failing work. Ending
+        // a capture is teardown too: a stream left capturing would swallow later work.
+        if ["destroy", "free", "unload", "end capture"]
             .iter()
             .any(|t| call.contains(t))
         {

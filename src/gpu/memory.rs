@@ -104,7 +104,13 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 
-    /// Records that a copy queued on `stream` uses this memory.
+    /// Waits for any copy in flight and creates the guard event, before a copy into this buffer
+    /// is queued (see [`DeviceBuffer::queue_download`]).
+    pub(crate) fn prepare_download(&mut self) -> Result<()> {
+        self.settle()?;
+        self.ensure_event()
+    }
+
     /// Creates the guard event; done before a copy is queued so that failing to create it
     /// cannot leave a copy unguarded.
     fn ensure_event(&mut self) -> Result<()> {
@@ -115,7 +121,7 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 
     /// Records that a copy just queued on `stream` uses this memory.
-    fn mark_in_use(&mut self, stream: &Stream) -> Result<()> {
+    pub(crate) fn mark_in_use(&mut self, stream: &Stream) -> Result<()> {
         let Some(ev) = &self.event else {
             return stream.synchronize();
         };
@@ -435,23 +441,37 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         dst: &mut PinnedHostBuffer<T>,
         count: usize,
     ) -> Result<()> {
+        if self.check_range("download", count, dst.len)? == 0 {
+            return Ok(());
+        }
+        dst.prepare_download()?;
+        self.queue_download(stream, dst, count)?;
+        dst.mark_in_use(stream)
+    }
+
+    /// The copy of [`Self::download_async`] alone, for work recorded into a graph: call
+    /// `dst.prepare_download()` before and `dst.mark_in_use(stream)` once the copy (or the
+    /// graph holding it) is queued, so that reading `dst` waits for it.
+    pub(crate) fn queue_download(
+        &self,
+        stream: &Stream,
+        dst: &PinnedHostBuffer<T>,
+        count: usize,
+    ) -> Result<()> {
         let bytes = self.check_range("download", count, dst.len)?;
         if bytes == 0 {
             return Ok(());
         }
-        dst.settle()?;
-        dst.ensure_event()?;
         let (d, src) = (dst.ptr.cast::<c_void>(), self.ptr);
         self.dev.call("copy device to host", |api| match api {
             // SAFETY: both ranges hold `bytes` bytes; the host cannot see `dst` until the event
-            // recorded below has passed.
+            // its owner records after queueing this copy has passed.
             Api::Hip(h) => unsafe {
                 (h.fns.memcpy_dtoh_async)(d, src as *mut c_void, bytes, stream.raw)
             },
             // SAFETY: as above.
             Api::Cuda(c) => unsafe { (c.fns.memcpy_dtoh_async)(d, src, bytes, stream.raw) },
-        })?;
-        dst.mark_in_use(stream)
+        })
     }
 
     /// Copies the first `dst.len()` elements of this buffer into ordinary host memory after
@@ -514,7 +534,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 
     /// Queues filling the whole buffer with zero bytes.
-    pub fn zero(&mut self, stream: &Stream) -> Result<()> {
+    pub fn zero(&self, stream: &Stream) -> Result<()> {
         let bytes = self.len * std::mem::size_of::<T>();
         let dst = self.ptr;
         self.dev.call("memset", |api| match api {

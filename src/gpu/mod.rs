@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 pub mod code;
 pub mod device;
 pub mod frames;
+pub(crate) mod graph;
 #[cfg(test)]
 pub(crate) mod hipcpu_tests;
 pub(crate) mod job;

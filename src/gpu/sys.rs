@@ -48,6 +48,10 @@ pub type RawFunction = *mut c_void;
 pub type RawDevPtr = u64;
 /// `nvrtcProgram` / `hiprtcProgram`.
 pub type RawProgram = *mut c_void;
+/// `CUgraph` / `hipGraph_t`.
+pub type RawGraph = *mut c_void;
+/// `CUgraphExec` / `hipGraphExec_t`.
+pub type RawGraphExec = *mut c_void;
 
 // Values shared by both vendors' headers.
 pub const STREAM_NON_BLOCKING: c_uint = 1;
@@ -55,6 +59,9 @@ pub const STREAM_NON_BLOCKING: c_uint = 1;
 pub const HOST_REGISTER_PORTABLE: c_uint = 1;
 
 pub const EVENT_DISABLE_TIMING: c_uint = 2;
+/// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL` / `hipStreamCaptureModeThreadLocal`: a capture fails
+/// if its own thread makes a call that cannot be captured; other threads are not affected.
+pub const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 // CUresult / hipError_t values we treat specially.
 pub const ERR_OUT_OF_MEMORY_CUDA: Status = 2;
 pub const ERR_OUT_OF_MEMORY_HIP: Status = 2;
@@ -246,6 +253,44 @@ pub struct CommonFns {
         *mut *mut c_void,
         *mut *mut c_void,
     ) -> Status,
+    /// Stream capture into graphs, where the runtime has every call of it.
+    pub graph: Option<GraphFns>,
+}
+
+/// Stream capture and graph replay (CUDA 11.4+, HIP 5.3+); optional, so a runtime without them
+/// still loads and every frame's work is launched call by call.
+#[derive(Clone, Copy)]
+pub struct GraphFns {
+    /// `hipStreamBeginCapture` / `cuStreamBeginCapture_v2`.
+    pub begin_capture: unsafe extern "C" fn(RawStream, c_int) -> Status,
+    /// `hipStreamEndCapture` / `cuStreamEndCapture`.
+    pub end_capture: unsafe extern "C" fn(RawStream, *mut RawGraph) -> Status,
+    /// `hipGraphInstantiateWithFlags` / `cuGraphInstantiateWithFlags`.
+    pub instantiate: unsafe extern "C" fn(*mut RawGraphExec, RawGraph, u64) -> Status,
+    /// `hipGraphLaunch` / `cuGraphLaunch`.
+    pub launch: unsafe extern "C" fn(RawGraphExec, RawStream) -> Status,
+    /// `hipGraphExecDestroy` / `cuGraphExecDestroy`.
+    pub exec_destroy: unsafe extern "C" fn(RawGraphExec) -> Status,
+    /// `hipGraphDestroy` / `cuGraphDestroy`.
+    pub destroy: unsafe extern "C" fn(RawGraph) -> Status,
+}
+
+/// The graph calls of `lib` under `names` (in [`GraphFns`] field order), if it has them all.
+fn graph_fns(lib: &Library, names: [&str; 6]) -> Option<GraphFns> {
+    // SAFETY: every `get` below names the vendor's symbol whose C prototype is the
+    // field's type (the two runtimes shape these calls alike); `lib` outlives the copies, as
+    // it is kept in the same API table for the life of the process.
+    unsafe {
+        let sym = |n: &str| format!("{n}\0");
+        Some(GraphFns {
+            begin_capture: *lib.get(sym(names[0]).as_bytes()).ok()?,
+            end_capture: *lib.get(sym(names[1]).as_bytes()).ok()?,
+            instantiate: *lib.get(sym(names[2]).as_bytes()).ok()?,
+            launch: *lib.get(sym(names[3]).as_bytes()).ok()?,
+            exec_destroy: *lib.get(sym(names[4]).as_bytes()).ok()?,
+            destroy: *lib.get(sym(names[5]).as_bytes()).ok()?,
+        })
+    }
 }
 
 impl HipFns {
@@ -269,6 +314,17 @@ impl HipFns {
             module_get_function: self.module_get_function,
             module_unload: self.module_unload,
             launch_kernel: self.module_launch_kernel,
+            graph: graph_fns(
+                &self._lib,
+                [
+                    "hipStreamBeginCapture",
+                    "hipStreamEndCapture",
+                    "hipGraphInstantiateWithFlags",
+                    "hipGraphLaunch",
+                    "hipGraphExecDestroy",
+                    "hipGraphDestroy",
+                ],
+            ),
         }
     }
 }
@@ -294,6 +350,17 @@ impl CudaFns {
             module_get_function: self.module_get_function,
             module_unload: self.module_unload,
             launch_kernel: self.launch_kernel,
+            graph: graph_fns(
+                &self._lib,
+                [
+                    "cuStreamBeginCapture_v2",
+                    "cuStreamEndCapture",
+                    "cuGraphInstantiateWithFlags",
+                    "cuGraphLaunch",
+                    "cuGraphExecDestroy",
+                    "cuGraphDestroy",
+                ],
+            ),
         }
     }
 }

@@ -90,7 +90,7 @@ fn psnr_kernel_matches_cpu() {
     let dev = state.device();
     let stream = state.stream();
     let mut seed = 42u64;
-    let mut sums = DeviceBuffer::<u64>::new(dev, 4).unwrap();
+    let sums = DeviceBuffer::<u64>::new(dev, 4).unwrap();
     let mut host_sums = PinnedHostBuffer::<u64>::new(dev, 4).unwrap();
     for &(w, h) in &[(1usize, 1usize), (33, 7), (1921, 1081), (4000, 3)] {
         let (rs, ds, off) = (w + 5, w + 64, 17);
@@ -951,4 +951,81 @@ fn open_states_per_choice() {
         open_states(DeviceChoice::Index(devices.len())),
         Err(Error::NoDevice(_))
     ));
+}
+
+/// Recorded work launched again reads the buffers' current contents (a graph fixes addresses,
+/// not data), a new key records again, and on NVIDIA (graphs on by default) the work is
+/// recorded from the second run.
+#[test]
+fn replayed_work_reads_current_contents() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let stream = Stream::new(dev).unwrap();
+    let mut a = DeviceBuffer::<u32>::new(dev, 4).unwrap();
+    let mut b = DeviceBuffer::<u32>::new(dev, 4).unwrap();
+    let mut host = PinnedHostBuffer::<u32>::new(dev, 4).unwrap();
+    let mut replay = graph::Replay::<u32>::default();
+    let graphs = std::env::var("VMAF_HIP_GRAPHS").ok();
+    let expect_graph = match graphs.as_deref() {
+        Some("0") => false,
+        Some("1") => true,
+        _ => dev.api().vendor() == Vendor::Nvidia,
+    };
+    for i in 0..6u32 {
+        // Key 0 for three runs, then key 1 (its source buffer differs).
+        let key = u32::from(i >= 3);
+        let src = if key == 0 { &mut a } else { &mut b };
+        // New contents every run, written outside the recorded work.
+        let mut up = PinnedHostBuffer::<u32>::new(dev, 4).unwrap();
+        up.as_mut_slice()
+            .unwrap()
+            .copy_from_slice(&[i, i + 1, i + 2, 1000 + key]);
+        src.upload_async(&stream, &mut up, 4).unwrap();
+        let src = &*src;
+        host.prepare_download().unwrap();
+        let h = &host;
+        replay
+            .run(&key, &stream, |s| src.queue_download(s, h, 4))
+            .unwrap();
+        host.mark_in_use(&stream).unwrap();
+        assert_eq!(
+            host.as_slice().unwrap(),
+            &[i, i + 1, i + 2, 1000 + key],
+            "run {i}"
+        );
+        // Direct on the first run of a key, recorded from the second.
+        let first_of_key = i == 0 || i == 3;
+        assert_eq!(replay.recorded(), expect_graph && !first_of_key, "run {i}");
+    }
+}
+
+/// Work that fails while being recorded is run again call by call, and the stream stays usable.
+#[test]
+fn failed_capture_falls_back_to_direct_calls() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let stream = Stream::new(dev).unwrap();
+    let mut replay = graph::Replay::<()>::default();
+    let calls = std::cell::Cell::new(0);
+    let work = |s: &Stream| {
+        calls.set(calls.get() + 1);
+        if calls.get() == 2 {
+            // The second run is the one recorded.
+            return Err(crate::error::Error::inval("refused while recording"));
+        }
+        s.synchronize()
+    };
+    for _ in 0..3 {
+        replay.run(&(), &stream, work).unwrap();
+    }
+    let graphs_on = std::env::var("VMAF_HIP_GRAPHS").ok().as_deref() != Some("0")
+        && dev.api().vendor() == Vendor::Nvidia;
+    if graphs_on {
+        // Run 2 failed while recording and ran again directly; run 3 was direct.
+        assert_eq!(calls.get(), 4);
+        assert!(replay.direct() && !replay.recorded());
+    } else {
+        assert_eq!(calls.get(), 3);
+    }
+    stream.synchronize().unwrap();
 }

@@ -12,6 +12,7 @@ use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
+use crate::gpu::graph::Replay;
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::planes::PlaneAs;
@@ -37,6 +38,8 @@ struct Scratch<T: Sample> {
     lut: DeviceBuffer<i32>,
     out_dev: DeviceBuffer<u64>,
     out_host: PinnedHostBuffer<u64>,
+    /// Everything after scale 0's wavelet, the same every frame for given parameters.
+    tail: Replay<AdmParams>,
 }
 
 impl<T: Sample> Scratch<T> {
@@ -45,6 +48,9 @@ impl<T: Sample> Scratch<T> {
         let (bw, bh) = band_size(w, h, 0);
         let plane = bw * bh;
         let buf = || DeviceBuffer::<i32>::new(dev, plane);
+        // Zeroed here, then after each frame's read-back (by the recorded tail).
+        let out_dev = DeviceBuffer::new(dev, SLOTS * NUM_SCALES)?;
+        out_dev.zero(state.stream())?;
         let mut lut = DeviceBuffer::new(dev, ADM_LUT_LEN)?;
         lut.upload_blocking(state.stream(), &div_lookup()[..])?;
         Ok(Scratch {
@@ -56,8 +62,9 @@ impl<T: Sample> Scratch<T> {
             maps: DeviceBuffer::new(dev, 4 * plane)?,
             plane,
             lut,
-            out_dev: DeviceBuffer::new(dev, SLOTS * NUM_SCALES)?,
+            out_dev,
             out_host: PinnedHostBuffer::new(dev, SLOTS * NUM_SCALES)?,
+            tail: Replay::default(),
         })
     }
 }
@@ -123,7 +130,6 @@ fn queue_typed<T: Sample + PlaneAs>(
             scratch: s,
             luma: [ref_dev, dis_dev],
         } = job.parts();
-        s.out_dev.zero(stream)?;
         let b = AdmBuffers {
             bands: &s.bands,
             maps: &s.maps,
@@ -131,41 +137,47 @@ fn queue_typed<T: Sample + PlaneAs>(
             lut: &s.lut,
         };
         let [ar, ad] = &s.approx;
-        let (mut pw, mut ph) = (w, h);
-        for scale in 0..NUM_SCALES {
-            let (bw, bh) = band_size(w, h, scale);
-            let sp = scale_params(w, h, scale, p);
-            // Scale s writes approximation slot s % 2 and reads the other one.
-            let (cur, prev) = (scale % 2, (scale + 1) % 2);
-            if scale == 0 {
-                kernels::adm_dwt0(
-                    state,
-                    stream,
-                    ref_dev.dense(w, h),
-                    dis_dev.dense(w, h),
-                    bpc,
-                    &ar[cur],
-                    &ad[cur],
-                    &b,
-                    &sp,
-                )?;
-            } else {
-                kernels::adm_dwt123(
-                    state,
-                    stream,
-                    band_plane(&ar[prev], pw, ph),
-                    band_plane(&ad[prev], pw, ph),
-                    &ar[cur],
-                    &ad[cur],
-                    &b,
-                    &sp,
-                )?;
+        // Scale s writes approximation slot s % 2 and reads the other one. Only scale 0's
+        // wavelet reads the frame's pictures; the rest is recorded once and replayed.
+        kernels::adm_dwt0(
+            state,
+            stream,
+            ref_dev.dense(w, h),
+            dis_dev.dense(w, h),
+            bpc,
+            &ar[0],
+            &ad[0],
+            &b,
+            &scale_params(w, h, 0, p),
+        )?;
+        s.out_host.prepare_download()?;
+        let (out_dev, out_host) = (&s.out_dev, &s.out_host);
+        s.tail.run(p, stream, |stream| {
+            let (mut pw, mut ph) = (w, h);
+            for scale in 0..NUM_SCALES {
+                let (bw, bh) = band_size(w, h, scale);
+                let sp = scale_params(w, h, scale, p);
+                let (cur, prev) = (scale % 2, (scale + 1) % 2);
+                if scale > 0 {
+                    kernels::adm_dwt123(
+                        state,
+                        stream,
+                        band_plane(&ar[prev], pw, ph),
+                        band_plane(&ad[prev], pw, ph),
+                        &ar[cur],
+                        &ad[cur],
+                        &b,
+                        &sp,
+                    )?;
+                }
+                kernels::adm_cm(state, stream, &b, bw, bh, &sp, out_dev, SLOTS * scale)?;
+                (pw, ph) = (bw, bh);
             }
-            kernels::adm_cm(state, stream, &b, bw, bh, &sp, &s.out_dev, SLOTS * scale)?;
-            (pw, ph) = (bw, bh);
-        }
-        s.out_dev
-            .download_async(stream, &mut s.out_host, SLOTS * NUM_SCALES)?;
+            out_dev.queue_download(stream, out_host, SLOTS * NUM_SCALES)?;
+            // Ready for the next frame.
+            out_dev.zero(stream)
+        })?;
+        s.out_host.mark_in_use(stream)?;
     }
     Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::gpu::graph::Replay;
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::planes::PlaneAs;
@@ -16,6 +17,8 @@ struct Scratch {
     rows: DeviceBuffer<u64>,
     out_dev: DeviceBuffer<u64>,
     out_host: PinnedHostBuffer<u64>,
+    /// The reduction and read-back, the same every frame.
+    tail: Replay<()>,
 }
 
 fn queue_typed<T: Sample + PlaneAs>(
@@ -30,11 +33,16 @@ fn queue_typed<T: Sample + PlaneAs>(
         |s| s.h == h,
         |st| {
             let dev = st.device();
+            // Zeroed here, then after each frame's reduction (by the recorded tail).
+            let rows = DeviceBuffer::new(dev, h)?;
+            rows.zero(st.stream())?;
+            st.stream().synchronize()?;
             Ok(Scratch {
                 h,
-                rows: DeviceBuffer::new(dev, h)?,
+                rows,
                 out_dev: DeviceBuffer::new(dev, 1)?,
                 out_host: PinnedHostBuffer::new(dev, 1)?,
+                tail: Replay::default(),
             })
         },
     )?;
@@ -45,17 +53,23 @@ fn queue_typed<T: Sample + PlaneAs>(
             scratch: s,
             luma: [p, c],
         } = job.parts();
-        s.rows.zero(stream)?;
-        kernels::motion_sad(
+        kernels::motion_rows(
             state,
             stream,
             p.dense(w, h),
             c.dense(w, h),
             cur.bpc,
             &s.rows,
-            &s.out_dev,
         )?;
-        s.out_dev.download_async(stream, &mut s.out_host, 1)?;
+        s.out_host.prepare_download()?;
+        let (rows, out_dev, out_host) = (&s.rows, &s.out_dev, &s.out_host);
+        s.tail.run(&(), stream, |stream| {
+            kernels::motion_reduce(state, stream, rows, h, out_dev)?;
+            out_dev.queue_download(stream, out_host, 1)?;
+            // Ready for the next frame.
+            rows.zero(stream)
+        })?;
+        s.out_host.mark_in_use(stream)?;
     }
     // Waits for the read-back (and so for the kernels before it on the stream).
     Ok(job.finish(|s| Ok(s.out_host.as_slice()?[0])))

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::gpu::planes::{dense, PlaneAs};
 use std::sync::Arc;
 
+use crate::gpu::graph::Replay;
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
@@ -27,6 +28,8 @@ struct Scratch<T: Sample> {
     table: DeviceBuffer<u16>,
     acc_dev: DeviceBuffer<u64>,
     acc_host: PinnedHostBuffer<u64>,
+    /// Scales 1-3 and the read-back, the same every frame for a given (gain limit, depth).
+    tail: Replay<(u64, u32)>,
 }
 
 impl<T: Sample> Scratch<T> {
@@ -41,6 +44,9 @@ impl<T: Sample> Scratch<T> {
             pyr_ref.push(DeviceBuffer::new(dev, cw * ch)?);
             pyr_dis.push(DeviceBuffer::new(dev, cw * ch)?);
         }
+        // Zeroed here, then after each frame's read-back (by the recorded tail).
+        let acc_dev = DeviceBuffer::new(dev, 16)?;
+        acc_dev.zero(state.stream())?;
         let mut table = DeviceBuffer::new(dev, 1 << 16)?;
         table.upload_blocking(state.stream(), log2_table())?;
         Ok(Scratch {
@@ -50,8 +56,9 @@ impl<T: Sample> Scratch<T> {
             pyr_ref,
             pyr_dis,
             table,
-            acc_dev: DeviceBuffer::new(dev, 16)?,
+            acc_dev,
             acc_host: PinnedHostBuffer::new(dev, 16)?,
+            tail: Replay::default(),
         })
     }
 }
@@ -77,7 +84,6 @@ fn queue_typed<T: Sample + PlaneAs>(
             scratch: s,
             luma: [ref_dev, dis_dev],
         } = job.parts();
-        s.acc_dev.zero(stream)?;
         let down0 = (
             dense(&s.pyr_ref[0], w / 2, h / 2),
             dense(&s.pyr_dis[0], w / 2, h / 2),
@@ -100,37 +106,53 @@ fn queue_typed<T: Sample + PlaneAs>(
                 Some(down0),
             )?;
         }
-        let (mut cw, mut ch) = (w / 2, h / 2);
-        for scale in 1..4 {
-            let (pr, pd) = (&s.pyr_ref[scale - 1], &s.pyr_dis[scale - 1]);
-            kernels::vif_stats(
-                state,
-                stream,
-                dense(pr, cw, ch),
-                dense(pd, cw, ch),
-                scale,
-                bpc,
-                &s.table,
-                egl,
-                &s.acc_dev,
-                None,
-            )?;
-            if scale < 3 {
-                kernels::vif_down(
+        s.acc_host.prepare_download()?;
+        let Scratch {
+            pyr_ref,
+            pyr_dis,
+            table,
+            acc_dev,
+            acc_host,
+            tail,
+            ..
+        } = s;
+        // Scale 0 read the frame's pictures; the rest only reads and writes these buffers.
+        tail.run(&(egl.to_bits(), bpc), stream, |stream| {
+            let (mut cw, mut ch) = (w / 2, h / 2);
+            for scale in 1..4 {
+                let (pr, pd) = (&pyr_ref[scale - 1], &pyr_dis[scale - 1]);
+                kernels::vif_stats(
                     state,
                     stream,
                     dense(pr, cw, ch),
                     dense(pd, cw, ch),
                     scale,
                     bpc,
-                    dense(&s.pyr_ref[scale], cw / 2, ch / 2),
-                    dense(&s.pyr_dis[scale], cw / 2, ch / 2),
+                    table,
+                    egl,
+                    acc_dev,
+                    None,
                 )?;
+                if scale < 3 {
+                    kernels::vif_down(
+                        state,
+                        stream,
+                        dense(pr, cw, ch),
+                        dense(pd, cw, ch),
+                        scale,
+                        bpc,
+                        dense(&pyr_ref[scale], cw / 2, ch / 2),
+                        dense(&pyr_dis[scale], cw / 2, ch / 2),
+                    )?;
+                }
+                cw /= 2;
+                ch /= 2;
             }
-            cw /= 2;
-            ch /= 2;
-        }
-        s.acc_dev.download_async(stream, &mut s.acc_host, 16)?;
+            acc_dev.queue_download(stream, acc_host, 16)?;
+            // Ready for the next frame.
+            acc_dev.zero(stream)
+        })?;
+        acc_host.mark_in_use(stream)?;
     }
     Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).

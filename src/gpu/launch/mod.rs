@@ -18,7 +18,7 @@ pub use cambi::{
 pub use float_ssim::{
     ssim_decimate, ssim_hconv, ssim_hconv_plane, ssim_rows, ssim_to_float, DeviceImage, SsimSample,
 };
-pub use motion::motion_sad;
+pub use motion::{motion_reduce, motion_rows};
 pub use psnr::psnr_sse;
 pub use vif::{vif_down, vif_stats};
 

@@ -33,21 +33,20 @@ const REDUCE_KERNEL: &str = "vmaf_motion_reduce";
 const MOTION_TILE: (u32, u32) = (32, 32);
 const MOTION_BLOCK: u32 = 256;
 
-/// Queues the motion SAD of the blurred difference `prev - cur`: per-row sums go to
-/// `row_sums[0..h]` (which must be zeroed), then `out[0]` receives the total.
-pub fn motion_sad<T: Sample>(
+/// Queues the per-row sums of the motion SAD of the blurred difference `prev - cur` into
+/// `row_sums[0..h]` (which must be zeroed); [`motion_reduce`] totals them.
+pub fn motion_rows<T: Sample>(
     state: &GpuState,
     stream: &Stream,
     prev: DevicePlane<'_, T>,
     cur: DevicePlane<'_, T>,
     bpc: u32,
     row_sums: &DeviceBuffer<u64>,
-    out: &DeviceBuffer<u64>,
 ) -> Result<()> {
     if (prev.w, prev.h, prev.stride) != (cur.w, cur.h, cur.stride) {
         return Err(Error::inval("motion planes differ in geometry"));
     }
-    if prev.w < 3 || prev.h < 3 || row_sums.len() < prev.h || out.is_empty() {
+    if prev.w < 3 || prev.h < 3 || row_sums.len() < prev.h {
         return Err(Error::inval("bad motion kernel parameters"));
     }
     let p = prev.checked_ptr()?;
@@ -57,9 +56,7 @@ pub fn motion_sad<T: Sample>(
     let stride = prev.stride as i32;
     let shift: i32 = if bpc == 8 { 8 } else { bpc as i32 };
     let rows = row_sums.ptr();
-    let o = out.ptr();
     let k_rows = state.kernel("motion", T::MOTION_ROWS_KERNEL)?;
-    let k_reduce = state.kernel("motion", REDUCE_KERNEL)?;
     let cfg = LaunchConfig {
         grid: (
             (w as u32).div_ceil(MOTION_TILE.0),
@@ -73,7 +70,23 @@ pub fn motion_sad<T: Sample>(
     // matches `vmaf_motion_rows_{u8,u16}(const T *prev, const T *cur, int w, int h, int stride, int
     // shift, u64 *row_sums)`; reads are at mirrored coordinates inside the checked planes, writes
     // at row_sums[row] for row < h <= row_sums.len().
-    unsafe { launch::<RowsArgs<T>>(&k_rows, stream, cfg, &(p, c, w, h, stride, shift, rows))? };
+    unsafe { launch::<RowsArgs<T>>(&k_rows, stream, cfg, &(p, c, w, h, stride, shift, rows)) }
+}
+
+/// Queues the total of `row_sums[0..h]` into `out[0]`.
+pub fn motion_reduce(
+    state: &GpuState,
+    stream: &Stream,
+    row_sums: &DeviceBuffer<u64>,
+    h: usize,
+    out: &DeviceBuffer<u64>,
+) -> Result<()> {
+    if h == 0 || row_sums.len() < h || out.is_empty() {
+        return Err(Error::inval("bad motion reduction parameters"));
+    }
+    let h = i32::try_from(h).map_err(|_| Error::inval("motion: too many rows"))?;
+    let (rows, o) = (row_sums.ptr(), out.ptr());
+    let k_reduce = state.kernel("motion", REDUCE_KERNEL)?;
     let cfg = LaunchConfig {
         grid: (1, 1, 1),
         block: (MOTION_BLOCK, 1, 1),
