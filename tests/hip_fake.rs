@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use vmaf_hip::gpu::code;
 
 /// What the fake reports once everything is released: nothing left, nothing misused.
-const CLEAN: &str = "fake: dev_allocs=0 streams=0 events=0 modules=0 host=0 bad=0";
+const CLEAN: &str = "fake: dev_allocs=0 streams=0 events=0 modules=0 host=0 graphs=0 bad=0";
 /// The arch the fake reports (its default).
 const FAKE_ARCH: &str = "gfx90a:sramecc+:xnack-";
 /// An arch no build embeds code for (RDNA 1 is in no default list): served by hiprtc or nothing.
@@ -577,6 +577,74 @@ fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
             .collect();
         assert!(failed.is_empty(), "calls failed: {failed:?}");
     }
+}
+
+/// `VMAF_HIP_GRAPHS=1` on the HIP path: each scratch set runs its fixed work directly on its
+/// first frame, records it on its second (no event, wait or synchronize inside a capture; the
+/// fake rejects those), and launches the graph from then on; every graph and exec is destroyed
+/// with the state. Without the variable HIP launches call by call.
+#[test]
+fn graphs_replay_fixed_work_on_request() {
+    let Some(kit) = kit() else { return };
+    if !have_amd_objects() {
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return;
+    }
+    let frames = 8;
+    let keys: Vec<String> = (0..frames).map(|i| format!("read{i}")).collect();
+    let on = driver(
+        kit,
+        "graphs-on",
+        &["score", "1", &frames.to_string()],
+        &[("VMAF_HIP_GRAPHS", "1")],
+    );
+    let off = driver(kit, "graphs-off", &["score", "1", &frames.to_string()], &[]);
+    for r in [&on, &off] {
+        for key in keys
+            .iter()
+            .map(String::as_str)
+            .chain(["init", "flush", "close"])
+        {
+            assert_eq!(r.int(key), 0, "{key}: {}", show(&r.out));
+        }
+        r.assert_clean();
+        let failed: Vec<&str> = r
+            .log
+            .lines()
+            .filter(|l| !l.ends_with("-> 0") && l.contains("->"))
+            .collect();
+        assert!(failed.is_empty(), "calls failed: {failed:?}");
+    }
+    assert_eq!(off.calls("hipStreamBeginCapture").count(), 0, "{}", off.log);
+    assert_eq!(off.calls("hipGraphLaunch").count(), 0, "{}", off.log);
+
+    // VIF, ADM and motion each record once per scratch set; with one worker every frame
+    // after a set's second is a graph launch per extractor.
+    let captures = on.calls("hipStreamBeginCapture").count();
+    assert!(
+        (3..=9).contains(&captures),
+        "captures {captures}\n{}",
+        on.log
+    );
+    assert_eq!(on.calls("hipStreamEndCapture").count(), captures);
+    assert_eq!(on.calls("hipGraphInstantiateWithFlags").count(), captures);
+    assert_eq!(on.calls("hipGraphExecDestroy").count(), captures);
+    assert_eq!(on.calls("hipGraphDestroy").count(), captures);
+    let launches = on.calls("hipGraphLaunch").count();
+    assert!(launches >= frames, "graph launches {launches}\n{}", on.log);
+    // Each extractor's first kernel (it reads the frame's pictures) is still launched on
+    // every frame; the recorded work is not launched call by call any more.
+    let sigs = kernel_signatures();
+    let count = |r: &Run, k: &str| {
+        check_launches(r, &sigs)
+            .iter()
+            .filter(|l| l.kernel == k)
+            .count()
+    };
+    assert_eq!(count(&on, "vmaf_vif_stats_u8"), frames);
+    assert_eq!(count(&on, "vmaf_adm_dwt0_u8"), frames);
+    assert!(count(&on, "vmaf_vif_stats_u16") < count(&off, "vmaf_vif_stats_u16"));
+    assert!(count(&on, "vmaf_adm_cm") < count(&off, "vmaf_adm_cm"));
 }
 
 // ---------------------------------------------------------------- error mapping

@@ -236,6 +236,9 @@ pub struct Device {
     /// Bytes of device memory our buffers hold now, and the most they have held.
     mem_in_use: std::sync::atomic::AtomicUsize,
     mem_peak: std::sync::atomic::AtomicUsize,
+    /// Held shared while one of our streams records a graph, exclusively while we wait for the
+    /// whole device: a device-wide wait during a capture fails and spoils the capture.
+    capturing: std::sync::RwLock<()>,
 }
 
 // SAFETY: the primary context handle and the ordinal are plain identifiers that both runtimes
@@ -316,6 +319,7 @@ impl Device {
             failed: std::sync::atomic::AtomicBool::new(false),
             mem_in_use: std::sync::atomic::AtomicUsize::new(0),
             mem_peak: std::sync::atomic::AtomicUsize::new(0),
+            capturing: std::sync::RwLock::new(()),
         };
         d.bind()?;
         Ok(Arc::new(d))
@@ -377,9 +381,8 @@ impl Device {
     }
 
     fn injected_fault(&self, call: &str) -> Result<()> {
-        // Teardown still works on the real device: injected faults model failing work. Ending
-        // a capture is teardown too: a stream left capturing would swallow later work.
-        if ["destroy", "free", "unload", "end capture"]
+        // Teardown still works on the real device: injected faults model failing work.
+        if ["destroy", "free", "unload"]
             .iter()
             .any(|t| call.contains(t))
         {
@@ -437,6 +440,7 @@ impl Device {
     /// Waits for all queued work of the device, reporting a failure as a release warning (for
     /// releases of memory the device may still be using).
     pub(crate) fn synchronize_for_release(&self) {
+        let _no_capture = self.capturing.write().unwrap_or_else(|e| e.into_inner());
         let r = self.call_common("device synchronize", |f| {
             // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
             // primary context (CUDA).
@@ -445,6 +449,11 @@ impl Device {
         if let Err(e) = r {
             self.teardown_warn(format_args!("{e}"));
         }
+    }
+
+    /// Shared hold for recording a graph on one of this device's streams (see `capturing`).
+    pub(super) fn capture_guard(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.capturing.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Reports a failure while releasing a resource: a warning the first time, and only at

@@ -9,9 +9,14 @@
 //!
 //! [`Replay`] runs the work directly the first time (so kernels are loaded, and a capture never
 //! meets a module load), records it the second time, and launches the graph from then on. A
-//! runtime without graphs, a failed capture or `VMAF_HIP_GRAPHS=0` leaves it on direct calls;
+//! runtime without graphs, failed captures or `VMAF_HIP_GRAPHS=0` leave it on direct calls;
 //! nothing is lost but speed. AMD runs direct unless `VMAF_HIP_GRAPHS=1`: HIP's capture of
 //! module launches has not been run on AMD hardware here.
+//!
+//! A device-wide wait (`cuCtxSynchronize`) while any stream of the context is capturing fails
+//! and spoils the capture, so our own such waits (releasing memory) hold the device's capture
+//! lock exclusively; a caller's own device-wide wait on a shared context can still meet one of
+//! the few captures (one per scratch set and key), which then falls back to direct calls.
 
 use std::sync::Arc;
 
@@ -20,16 +25,25 @@ use super::sys::{self, GraphFns, Vendor};
 use super::Stream;
 use crate::error::Result;
 
-/// Whether frames' fixed work may be replayed as graphs on `dev`.
-fn enabled(dev: &Device) -> Option<&'static GraphFns> {
+/// Whether frames' fixed work may be replayed as graphs on `dev` (the setting is read once).
+pub(crate) fn enabled(dev: &Device) -> Option<&'static GraphFns> {
+    static SETTING: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+    let setting = *SETTING.get_or_init(|| match std::env::var("VMAF_HIP_GRAPHS").ok().as_deref() {
+        Some("0") => Some(false),
+        Some("1") => Some(true),
+        _ => None,
+    });
     let graph = dev.api().common().graph.as_ref()?;
-    let on = match std::env::var("VMAF_HIP_GRAPHS").ok().as_deref() {
-        Some("0") => false,
-        Some("1") => true,
-        _ => dev.api().vendor() == Vendor::Nvidia,
-    };
-    on.then_some(graph)
+    setting
+        .unwrap_or(dev.api().vendor() == Vendor::Nvidia)
+        .then_some(graph)
 }
+
+/// Keys one replay keeps recordings for (extractors with different options share scratch
+/// sets, e.g. VIF for a model and its NEG variant).
+const KEYS: usize = 4;
+/// Failed captures after which a replay stays on direct calls.
+const MAX_FAILURES: u32 = 3;
 
 /// An instantiated graph; destroyed with its device still alive.
 struct Exec {
@@ -42,11 +56,25 @@ struct Exec {
 // only owner) hands it out behind `&mut`, so launches of one exec never overlap on the host.
 unsafe impl Send for Exec {}
 
+impl Exec {
+    fn launch(&self, stream: &Stream) -> Result<()> {
+        let (fns, raw) = (self.fns, self.raw);
+        stream.dev.call("launch graph", |_| {
+            // SAFETY: `raw` is a live exec of this device and `stream` a live stream of it; the
+            // buffers the graph uses belong to the caller, who keeps them (with this replay)
+            // until the work has finished.
+            unsafe { (fns.launch)(raw, stream.raw) }
+        })
+    }
+}
+
 impl Drop for Exec {
     fn drop(&mut self) {
         let (fns, raw) = (self.fns, self.raw);
-        // Launched copies of the graph may still run: the runtime keeps what they need alive
-        // until they finish, so destroying the exec here does not wait.
+        // None of its launches is running: a scratch (which owns its replay) goes back to the
+        // pool only after the host waited for an event recorded after the graph's launch, and a
+        // dropped scratch first frees its buffers (declared before its replay), which waits for
+        // the device.
         let r = self.dev.call("graph exec destroy", |_| {
             // SAFETY: `raw` came from a successful instantiate and is destroyed once.
             unsafe { (fns.exec_destroy)(raw) }
@@ -59,37 +87,37 @@ impl Drop for Exec {
 
 /// The replay state of one fixed piece of work, kept with the buffers it uses. `K` is what
 /// the recorded work depends on besides those buffers (kernel arguments such as model
-/// options); a new key records again.
+/// options); each key is recorded on its second run.
 pub(crate) struct Replay<K> {
-    /// The key of the last direct run: the next run with it records.
-    seen: Option<K>,
-    /// The recorded work and its key.
-    exec: Option<(K, Exec)>,
-    /// Direct calls only (capture failed, or graphs are off).
-    direct: bool,
+    /// Keys run directly once, not recorded yet (most recent last).
+    seen: Vec<K>,
+    /// Recordings by key (most recently recorded last).
+    execs: Vec<(K, Exec)>,
+    /// Failed captures so far.
+    failures: u32,
 }
 
 impl<K> Default for Replay<K> {
     fn default() -> Self {
         Replay {
-            seen: None,
-            exec: None,
-            direct: false,
+            seen: Vec::new(),
+            execs: Vec::new(),
+            failures: 0,
         }
     }
 }
 
 impl<K> Replay<K> {
-    /// Whether the work is recorded (later runs launch the graph), for tests.
+    /// How many keys the work is recorded for (their later runs launch the graph), for tests.
     #[cfg(test)]
-    pub(crate) fn recorded(&self) -> bool {
-        self.exec.is_some()
+    pub(crate) fn recordings(&self) -> usize {
+        self.execs.len()
     }
 
-    /// Whether the work is launched call by call for good (a capture failed), for tests.
+    /// Whether the work is launched call by call for good (captures failed), for tests.
     #[cfg(test)]
     pub(crate) fn direct(&self) -> bool {
-        self.direct
+        self.failures >= MAX_FAILURES
     }
 }
 
@@ -104,37 +132,35 @@ impl<K: PartialEq + Clone> Replay<K> {
         work: impl Fn(&Stream) -> Result<()>,
     ) -> Result<()> {
         let fns = match enabled(&stream.dev) {
-            Some(f) if !self.direct => f,
+            Some(f) if self.failures < MAX_FAILURES => f,
             _ => return work(stream),
         };
-        if let Some((k, exec)) = &self.exec {
-            if k == key {
-                let raw = exec.raw;
-                return stream.dev.call("launch graph", |_| {
-                    // SAFETY: `raw` is a live exec of this device and `stream` a live stream of
-                    // it; the buffers the graph uses belong to the caller, who keeps them (with
-                    // this replay) until the work has finished.
-                    unsafe { (fns.launch)(raw, stream.raw) }
-                });
+        if let Some((_, exec)) = self.execs.iter().find(|(k, _)| k == key) {
+            return exec.launch(stream);
+        }
+        let Some(i) = self.seen.iter().position(|k| k == key) else {
+            if self.seen.len() == KEYS {
+                self.seen.remove(0);
             }
-        }
-        if self.seen.as_ref() != Some(key) {
-            self.exec = None;
-            self.seen = Some(key.clone());
+            self.seen.push(key.clone());
             return work(stream);
-        }
+        };
         match record(fns, stream, &work) {
             Ok(exec) => {
-                let raw = exec.raw;
-                self.exec = Some((key.clone(), exec));
-                stream.dev.call("launch graph", |_| {
-                    // SAFETY: as above.
-                    unsafe { (fns.launch)(raw, stream.raw) }
-                })
+                self.seen.remove(i);
+                if self.execs.len() == KEYS {
+                    self.execs.remove(0);
+                }
+                exec.launch(stream)?;
+                self.execs.push((key.clone(), exec));
+                Ok(())
             }
             Err(e) => {
-                crate::log_debug!("graph capture failed, launching call by call: {e}");
-                self.direct = true;
+                self.failures += 1;
+                crate::log_debug!(
+                    "graph capture failed ({} of {MAX_FAILURES}), launching call by call: {e}",
+                    self.failures
+                );
                 work(stream)
             }
         }
@@ -148,6 +174,7 @@ fn record(
     work: &impl Fn(&Stream) -> Result<()>,
 ) -> Result<Exec> {
     let dev = &stream.dev;
+    let _capturing = dev.capture_guard();
     dev.call("begin capture", |_| {
         // SAFETY: `stream` is a live stream of this device, not capturing (captures begin and
         // end within this function, on the calling thread).
@@ -155,10 +182,11 @@ fn record(
     })?;
     let queued = work(stream);
     let mut graph: sys::RawGraph = std::ptr::null_mut();
-    let ended = dev.call("end capture", |_| {
-        // SAFETY: ends the capture begun above; writes one handle.
-        unsafe { (fns.end_capture)(stream.raw, &mut graph) }
-    });
+    // Directly, not through `Device::call`: nothing (a failed bind, an injected fault) may
+    // keep the stream from leaving capture. The begin above made the device current here.
+    // SAFETY: ends the capture begun above on this thread; writes one handle.
+    let st = unsafe { (fns.end_capture)(stream.raw, &mut graph) };
+    let ended = dev.api().check(st, "end capture");
     let destroy = |graph: sys::RawGraph| {
         if !graph.is_null() {
             // SAFETY: a graph from the capture above, destroyed once (an exec made from it

@@ -4,7 +4,10 @@
  * launches, copies, streams, events, error mapping) runs on machines without a GPU.
  *
  * Device memory is calloc'ed host memory; copies and memsets run at once (streams are always
- * idle); launches are recorded, not run. Every call appends one line to an in-memory log
+ * idle); launches are recorded, not run. Stream capture records a stream's copies, memsets and
+ * launches (checked as they are captured) into a graph; launching its exec runs the copies and
+ * memsets again. Event records, waits and synchronizes of a capturing stream are misuse, and a
+ * device synchronize during any capture fails (hipErrorStreamCaptureUnsupported), as on CUDA. Every call appends one line to an in-memory log
  * (fakehip_calls()) and, when FAKEHIP_LOG names a file, to that file.
  *
  * The fake also checks what a real runtime would reject or crash on: copies and memsets must
@@ -45,6 +48,7 @@ enum {
     hipErrorInvalidHandle = 400,
     hipErrorNotFound = 500,
     hipErrorLaunchFailure = 719,
+    hipErrorStreamCaptureUnsupported = 900,
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -56,7 +60,7 @@ static int log_file_tried;
 /* Call counters the failure knobs count with. */
 static long n_malloc, n_launch, n_sync;
 /* Live objects, for the leak summary. */
-static long live_streams, live_events, live_modules, live_host;
+static long live_streams, live_events, live_modules, live_host, live_graphs;
 static long n_bad;
 
 struct alloc {
@@ -192,6 +196,55 @@ static long stream_id(void *s)
     return !s ? 0 : has_obj(streams, s) ? *(long *)s : -1;
 }
 
+/* One captured operation: a copy or memset (src NULL: memset to `byte`), or a launch. */
+struct op {
+    int launch;
+    void *dst;
+    const void *src;
+    int byte;
+    size_t n;
+};
+/* A graph or an exec: the operations in capture order. */
+struct graph {
+    struct op *ops;
+    size_t n, cap;
+};
+#define MAX_CAPTURES 64
+static void *cap_streams[MAX_CAPTURES];
+static struct graph *cap_graphs[MAX_CAPTURES];
+static void *graphs[MAX_OBJ], *execs[MAX_OBJ];
+
+/* The graph `s` is being captured into, or NULL. */
+static struct graph *capture_of_locked(void *s)
+{
+    for (int i = 0; s && i < MAX_CAPTURES; i++)
+        if (cap_streams[i] == s)
+            return cap_graphs[i];
+    return NULL;
+}
+
+static int capturing_any_locked(void)
+{
+    for (int i = 0; i < MAX_CAPTURES; i++)
+        if (cap_streams[i])
+            return 1;
+    return 0;
+}
+
+static int add_op(struct graph *g, struct op op)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 16;
+        struct op *o = realloc(g->ops, cap * sizeof *o);
+        if (!o)
+            return 0;
+        g->ops = o;
+        g->cap = cap;
+    }
+    g->ops[g->n++] = op;
+    return 1;
+}
+
 /* ---------------------------------------------------------------- query API for tests */
 
 /* Every call so far, one per line; valid until the next call into the fake. */
@@ -200,13 +253,15 @@ EXPORT const char *fakehip_calls(void)
     return log_buf ? log_buf : "";
 }
 
-/* Live objects and misuse: "dev_allocs=.. streams=.. events=.. modules=.. host=.. bad=..". */
+/* Live objects and misuse: "dev_allocs=.. streams=.. events=.. modules=.. host=.. graphs=..
+ * bad=.." (graphs counts graphs and their execs). */
 EXPORT const char *fakehip_summary(void)
 {
     static char s[256];
     pthread_mutex_lock(&lock);
-    snprintf(s, sizeof s, "dev_allocs=%zu streams=%ld events=%ld modules=%ld host=%ld bad=%ld",
-             n_allocs, live_streams, live_events, live_modules, live_host, n_bad);
+    snprintf(s, sizeof s,
+             "dev_allocs=%zu streams=%ld events=%ld modules=%ld host=%ld graphs=%ld bad=%ld",
+             n_allocs, live_streams, live_events, live_modules, live_host, live_graphs, n_bad);
     pthread_mutex_unlock(&lock);
     return s;
 }
@@ -297,6 +352,8 @@ EXPORT int hipDeviceSynchronize(void)
     pthread_mutex_lock(&lock);
     long fail_at = env_long("FAKEHIP_SYNC_FAIL_AT", 0);
     int st = fail_at > 0 && ++n_sync >= fail_at ? hipErrorLaunchFailure : 0;
+    if (capturing_any_locked())
+        st = hipErrorStreamCaptureUnsupported;
     logf_locked("hipDeviceSynchronize -> %d", st);
     pthread_mutex_unlock(&lock);
     return st;
@@ -451,11 +508,16 @@ static int copy(const char *what, void *dst, const void *src, int byte, size_t n
         st = bad_locked("copy destination outside device memory");
     else if (dev_src && !in_device_locked(src, n))
         st = bad_locked("copy source outside device memory");
-    else if (src)
+    else if (capture_of_locked(stream)) {
+        struct op op = {0, dst, src, byte, n};
+        if (!add_op(capture_of_locked(stream), op))
+            st = hipErrorOutOfMemory;
+    } else if (src)
         memmove(dst, src, n);
     else
         memset(dst, byte, n);
-    logf_locked("%s bytes=%zu stream=%ld -> %d", what, n, stream_id(stream), st);
+    logf_locked("%s bytes=%zu stream=%ld%s -> %d", what, n, stream_id(stream),
+                capture_of_locked(stream) ? " captured" : "", st);
     pthread_mutex_unlock(&lock);
     return st;
 }
@@ -525,8 +587,9 @@ static int sync_status_locked(void)
 EXPORT int hipStreamSynchronize(void *s)
 {
     pthread_mutex_lock(&lock);
-    int st = stream_ok_locked(s) ? sync_status_locked()
-                                 : bad_locked("hipStreamSynchronize of a dead stream");
+    int st = !stream_ok_locked(s)    ? bad_locked("hipStreamSynchronize of a dead stream")
+             : capture_of_locked(s) ? bad_locked("hipStreamSynchronize of a capturing stream")
+                                    : sync_status_locked();
     logf_locked("hipStreamSynchronize stream=%ld -> %d", stream_id(s), st);
     pthread_mutex_unlock(&lock);
     return st;
@@ -538,6 +601,8 @@ EXPORT int hipStreamWaitEvent(void *s, void *e, unsigned flags)
     int st = 0;
     if (!stream_ok_locked(s) || !has_obj(events, e))
         st = bad_locked("hipStreamWaitEvent on a dead stream or event");
+    else if (capture_of_locked(s))
+        st = bad_locked("hipStreamWaitEvent on a capturing stream");
     logf_locked("hipStreamWaitEvent stream=%ld event=%ld flags=%u -> %d", stream_id(s),
                 e && !st ? *(long *)e : -1, flags, st);
     pthread_mutex_unlock(&lock);
@@ -584,6 +649,8 @@ EXPORT int hipEventRecord(void *e, void *s)
     int st = 0;
     if (!has_obj(events, e) || !stream_ok_locked(s))
         st = bad_locked("hipEventRecord on a dead event or stream");
+    else if (capture_of_locked(s))
+        st = bad_locked("hipEventRecord on a capturing stream (the host could not wait on it)");
     logf_locked("hipEventRecord event=%ld stream=%ld -> %d", st ? -1 : *(long *)e, stream_id(s),
                 st);
     pthread_mutex_unlock(&lock);
@@ -746,10 +813,147 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
         st = bad_locked("launch with more than 64 KiB of shared memory");
     else if (fail_at > 0 && idx >= fail_at)
         st = hipErrorLaunchFailure;
+    else if (capture_of_locked(stream)) {
+        struct op op = {1, NULL, NULL, 0, 0};
+        if (!add_op(capture_of_locked(stream), op))
+            st = hipErrorOutOfMemory;
+    }
     logf_locked("hipModuleLaunchKernel #%ld %s grid=%u,%u,%u block=%u,%u,%u shmem=%u args=%d "
                 "stream=%ld -> %d",
                 idx, fn && has_obj(modules, fn->mod) ? fn->name : "?", gx, gy, gz, bx, by, bz, shmem, nargs,
                 stream_id(stream), st);
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+/* ---------------------------------------------------------------- stream capture and graphs */
+
+EXPORT int hipStreamBeginCapture(void *s, int mode)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0, slot = -1;
+    for (int i = 0; i < MAX_CAPTURES && slot < 0; i++)
+        if (!cap_streams[i])
+            slot = i;
+    struct graph *g = calloc(1, sizeof *g);
+    if (!s || !has_obj(streams, s))
+        st = bad_locked("hipStreamBeginCapture of the null or a dead stream");
+    else if (capture_of_locked(s))
+        st = bad_locked("hipStreamBeginCapture of a stream already capturing");
+    else if (slot < 0 || !g)
+        st = hipErrorOutOfMemory;
+    else {
+        cap_streams[slot] = s;
+        cap_graphs[slot] = g;
+        g = NULL;
+    }
+    free(g);
+    logf_locked("hipStreamBeginCapture stream=%ld mode=%d -> %d", stream_id(s), mode, st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+EXPORT int hipStreamEndCapture(void *s, void **graph)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0;
+    struct graph *g = capture_of_locked(s);
+    if (!g || !graph)
+        st = bad_locked("hipStreamEndCapture of a stream not capturing");
+    else {
+        for (int i = 0; i < MAX_CAPTURES; i++)
+            if (cap_streams[i] == s)
+                cap_streams[i] = NULL, cap_graphs[i] = NULL;
+        if (!add_obj(graphs, g)) {
+            free(g->ops);
+            free(g);
+            st = hipErrorOutOfMemory;
+        } else {
+            *graph = g;
+            live_graphs++;
+        }
+    }
+    logf_locked("hipStreamEndCapture stream=%ld ops=%zu -> %d", stream_id(s), g ? g->n : 0, st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+EXPORT int hipGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0;
+    struct graph *g = graph, *x = NULL;
+    if (!exec || !has_obj(graphs, g))
+        st = bad_locked("hipGraphInstantiateWithFlags of a graph that is not live");
+    else if (!(x = calloc(1, sizeof *x)) ||
+             (g->n && !(x->ops = malloc(g->n * sizeof *x->ops))) || !add_obj(execs, x)) {
+        if (x)
+            free(x->ops);
+        free(x);
+        st = hipErrorOutOfMemory;
+    } else {
+        if (g->n)
+            memcpy(x->ops, g->ops, g->n * sizeof *x->ops);
+        x->n = x->cap = g->n;
+        *exec = x;
+        live_graphs++;
+    }
+    logf_locked("hipGraphInstantiateWithFlags flags=%llu -> %d", flags, st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+EXPORT int hipGraphLaunch(void *exec, void *s)
+{
+    pthread_mutex_lock(&lock);
+    long fail_at = env_long("FAKEHIP_LAUNCH_FAIL_AT", 0);
+    int st = 0;
+    struct graph *x = exec;
+    if (!has_obj(execs, x) || !stream_ok_locked(s))
+        st = bad_locked("hipGraphLaunch of a dead exec or on a dead stream");
+    else if (capture_of_locked(s))
+        st = bad_locked("hipGraphLaunch on a capturing stream");
+    /* Every operation is checked again: the memory it names must still be live. */
+    for (size_t i = 0; !st && i < x->n; i++) {
+        struct op *o = &x->ops[i];
+        if (o->launch) {
+            if (fail_at > 0 && ++n_launch >= fail_at)
+                st = hipErrorLaunchFailure;
+        } else if (o->src ? !in_device_locked(o->dst, o->n) && !in_device_locked(o->src, o->n)
+                          : !in_device_locked(o->dst, o->n))
+            st = bad_locked("graph copy of device memory that is no longer live");
+        else if (o->src)
+            memmove(o->dst, o->src, o->n);
+        else
+            memset(o->dst, o->byte, o->n);
+    }
+    logf_locked("hipGraphLaunch ops=%zu stream=%ld -> %d", has_obj(execs, x) ? x->n : 0,
+                stream_id(s), st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+static int destroy_graph(void **set, void *g, const char *what)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0;
+    if (del_obj(set, g)) {
+        free(((struct graph *)g)->ops);
+        free(g);
+        live_graphs--;
+    } else
+        st = bad_locked(what);
+    logf_locked("%s -> %d", set == execs ? "hipGraphExecDestroy" : "hipGraphDestroy", st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+EXPORT int hipGraphExecDestroy(void *exec)
+{
+    return destroy_graph(execs, exec, "hipGraphExecDestroy of an exec that is not live");
+}
+
+EXPORT int hipGraphDestroy(void *graph)
+{
+    return destroy_graph(graphs, graph, "hipGraphDestroy of a graph that is not live");
 }
