@@ -214,6 +214,16 @@ impl Run {
         s
     }
 
+    /// Every logged call returned success.
+    fn assert_no_failed_calls(&self) {
+        let failed: Vec<&str> = self
+            .log
+            .lines()
+            .filter(|l| !l.ends_with("-> 0") && l.contains("->"))
+            .collect();
+        assert!(failed.is_empty(), "calls failed: {failed:?}");
+    }
+
     fn assert_clean(&self) {
         assert!(
             self.stdout().contains(CLEAN),
@@ -424,6 +434,18 @@ fn expected_module_line_for(kernel: &str, arch: &str) -> Option<String> {
 /// The kernel files a vif + adm + motion run loads.
 const SCORE_MODULES: [&str; 3] = ["adm", "motion", "vif"];
 
+/// The fake's kit when the library embeds AMD code objects for it; otherwise the test is
+/// skipped (without hipcc at build time there is no code to load, and run-time compiling is off
+/// here).
+fn kit_with_objects() -> Option<&'static Kit> {
+    let kit = kit()?;
+    if !have_amd_objects() {
+        println!("skipped: built without hipcc, no AMD code objects to load");
+        return None;
+    }
+    Some(kit)
+}
+
 fn have_amd_objects() -> bool {
     SCORE_MODULES
         .iter()
@@ -570,12 +592,7 @@ fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
         assert!(r.calls("hipMemcpyDtoHAsync").count() >= 3, "{}", r.log);
         assert!(r.calls("hipEventRecord").count() >= 1, "{}", r.log);
         assert!(r.calls("hipMalloc").count() >= 1, "{}", r.log);
-        let failed: Vec<&str> = r
-            .log
-            .lines()
-            .filter(|l| !l.ends_with("-> 0") && l.contains("->"))
-            .collect();
-        assert!(failed.is_empty(), "calls failed: {failed:?}");
+        r.assert_no_failed_calls();
     }
 }
 
@@ -585,11 +602,9 @@ fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
 /// with the state. Without the variable HIP launches call by call.
 #[test]
 fn graphs_replay_fixed_work_on_request() {
-    let Some(kit) = kit() else { return };
-    if !have_amd_objects() {
-        println!("skipped: built without hipcc, no AMD code objects to load");
+    let Some(kit) = kit_with_objects() else {
         return;
-    }
+    };
     let frames = 8;
     let keys: Vec<String> = (0..frames).map(|i| format!("read{i}")).collect();
     let on = driver(
@@ -608,12 +623,7 @@ fn graphs_replay_fixed_work_on_request() {
             assert_eq!(r.int(key), 0, "{key}: {}", show(&r.out));
         }
         r.assert_clean();
-        let failed: Vec<&str> = r
-            .log
-            .lines()
-            .filter(|l| !l.ends_with("-> 0") && l.contains("->"))
-            .collect();
-        assert!(failed.is_empty(), "calls failed: {failed:?}");
+        r.assert_no_failed_calls();
     }
     assert_eq!(off.calls("hipStreamBeginCapture").count(), 0, "{}", off.log);
     assert_eq!(off.calls("hipGraphLaunch").count(), 0, "{}", off.log);
@@ -688,11 +698,9 @@ fn assert_failure(kit: &Kit, name: &str, knob: &str, at: &str, errno: i32) {
 
 #[test]
 fn out_of_memory_is_enomem() {
-    let Some(kit) = kit() else { return };
-    if !have_amd_objects() {
-        println!("skipped: built without hipcc, no AMD code objects to load");
+    let Some(kit) = kit_with_objects() else {
         return;
-    }
+    };
     let n = clean_count(kit, "hipMalloc");
     assert!(n >= 2, "a clean run allocates device memory");
     for at in [1, n / 2, n] {
@@ -708,11 +716,9 @@ fn out_of_memory_is_enomem() {
 
 #[test]
 fn failed_launch_is_eio() {
-    let Some(kit) = kit() else { return };
-    if !have_amd_objects() {
-        println!("skipped: built without hipcc, no AMD code objects to load");
+    let Some(kit) = kit_with_objects() else {
         return;
-    }
+    };
     let n = clean_count(kit, "hipModuleLaunchKernel");
     for at in [1, n / 2, n] {
         let name = format!("launch-{at}");
@@ -722,11 +728,9 @@ fn failed_launch_is_eio() {
 
 #[test]
 fn failed_synchronize_is_eio() {
-    let Some(kit) = kit() else { return };
-    if !have_amd_objects() {
-        println!("skipped: built without hipcc, no AMD code objects to load");
+    let Some(kit) = kit_with_objects() else {
         return;
-    }
+    };
     let n = clean_count(kit, "hipStreamSynchronize") + clean_count(kit, "hipEventSynchronize");
     for at in [1, n / 2] {
         let name = format!("sync-{at}");
@@ -750,11 +754,9 @@ fn refused_or_missing_code_object_is_enodev() {
 
 #[test]
 fn cli_hip_backend_runs_on_the_fake() {
-    let Some(kit) = kit() else { return };
-    if !have_amd_objects() {
-        println!("skipped: built without hipcc, no AMD code objects to load");
+    let Some(kit) = kit_with_objects() else {
         return;
-    }
+    };
     let dir = common::work_dir("hip_fake_cli");
     let out = dir.join("out.json");
     let mut args = common::clip_args("life_320x240_420p8");

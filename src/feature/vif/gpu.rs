@@ -120,30 +120,17 @@ fn queue_typed<T: Sample + PlaneAs>(
         tail.run(&(egl.to_bits(), bpc), stream, |stream| {
             let (mut cw, mut ch) = (w / 2, h / 2);
             for scale in 1..4 {
-                let (pr, pd) = (&pyr_ref[scale - 1], &pyr_dis[scale - 1]);
-                kernels::vif_stats(
-                    state,
-                    stream,
-                    dense(pr, cw, ch),
-                    dense(pd, cw, ch),
-                    scale,
-                    bpc,
-                    table,
-                    egl,
-                    acc_dev,
-                    None,
-                )?;
+                let (pr, pd) = (
+                    dense(&pyr_ref[scale - 1], cw, ch),
+                    dense(&pyr_dis[scale - 1], cw, ch),
+                );
+                kernels::vif_stats(state, stream, pr, pd, scale, bpc, table, egl, acc_dev, None)?;
                 if scale < 3 {
-                    kernels::vif_down(
-                        state,
-                        stream,
-                        dense(pr, cw, ch),
-                        dense(pd, cw, ch),
-                        scale,
-                        bpc,
+                    let next = (
                         dense(&pyr_ref[scale], cw / 2, ch / 2),
                         dense(&pyr_dis[scale], cw / 2, ch / 2),
-                    )?;
+                    );
+                    kernels::vif_down(state, stream, pr, pd, scale, bpc, next.0, next.1)?;
                 }
                 cw /= 2;
                 ch /= 2;
