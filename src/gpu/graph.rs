@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::device::Device;
 use super::sys::{self, GraphFns, Vendor};
-use super::Stream;
+use super::{DeviceBuffer, PinnedHostBuffer, Stream};
 use crate::error::Result;
 
 /// Whether frames' fixed work may be replayed as graphs on `dev` (the setting is read once).
@@ -164,6 +164,43 @@ impl<K: PartialEq + Clone> Replay<K> {
                 work(stream)
             }
         }
+    }
+}
+
+/// Where a replayed frame leaves its results: `from[..count]` is copied into `into` (which the
+/// host then reads, waiting for the copy), and `reset` is zeroed for the next frame, both at the
+/// end of the recorded work.
+pub(crate) struct ReadBack<'a> {
+    pub from: &'a DeviceBuffer<u64>,
+    pub into: &'a mut PinnedHostBuffer<u64>,
+    pub count: usize,
+    pub reset: &'a DeviceBuffer<u64>,
+}
+
+impl<K: PartialEq + Clone> Replay<K> {
+    /// [`Self::run`] with the frame's read-back and reset recorded after `work`, and `into`
+    /// marked so that reading it waits for the copy.
+    pub(crate) fn run_and_read_back(
+        &mut self,
+        key: &K,
+        stream: &Stream,
+        rb: ReadBack<'_>,
+        work: impl Fn(&Stream) -> Result<()>,
+    ) -> Result<()> {
+        let ReadBack {
+            from,
+            into,
+            count,
+            reset,
+        } = rb;
+        into.prepare_download()?;
+        let dst: &PinnedHostBuffer<u64> = into;
+        self.run(key, stream, |s| {
+            work(s)?;
+            from.queue_download(s, dst, count)?;
+            reset.zero(s)
+        })?;
+        into.mark_in_use(stream)
     }
 }
 

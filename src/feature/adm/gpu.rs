@@ -12,7 +12,7 @@ use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-use crate::gpu::graph::Replay;
+use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::planes::PlaneAs;
@@ -150,9 +150,14 @@ fn queue_typed<T: Sample + PlaneAs>(
             &b,
             &scale_params(w, h, 0, p),
         )?;
-        s.out_host.prepare_download()?;
-        let (out_dev, out_host) = (&s.out_dev, &s.out_host);
-        s.tail.run(p, stream, |stream| {
+        let out_dev = &s.out_dev;
+        let rb = ReadBack {
+            from: out_dev,
+            into: &mut s.out_host,
+            count: SLOTS * NUM_SCALES,
+            reset: out_dev,
+        };
+        s.tail.run_and_read_back(p, stream, rb, |stream| {
             let (mut pw, mut ph) = (w, h);
             for scale in 0..NUM_SCALES {
                 let (bw, bh) = band_size(w, h, scale);
@@ -173,11 +178,8 @@ fn queue_typed<T: Sample + PlaneAs>(
                 kernels::adm_cm(state, stream, &b, bw, bh, &sp, out_dev, SLOTS * scale)?;
                 (pw, ph) = (bw, bh);
             }
-            out_dev.queue_download(stream, out_host, SLOTS * NUM_SCALES)?;
-            // Ready for the next frame.
-            out_dev.zero(stream)
+            Ok(())
         })?;
-        s.out_host.mark_in_use(stream)?;
     }
     Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).

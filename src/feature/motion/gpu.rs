@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::gpu::graph::Replay;
+use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::planes::PlaneAs;
@@ -61,15 +61,16 @@ fn queue_typed<T: Sample + PlaneAs>(
             cur.bpc,
             &s.rows,
         )?;
-        s.out_host.prepare_download()?;
-        let (rows, out_dev, out_host) = (&s.rows, &s.out_dev, &s.out_host);
-        s.tail.run(&(), stream, |stream| {
-            kernels::motion_reduce(state, stream, rows, h, out_dev)?;
-            out_dev.queue_download(stream, out_host, 1)?;
-            // Ready for the next frame.
-            rows.zero(stream)
+        let (rows, out_dev) = (&s.rows, &s.out_dev);
+        let rb = ReadBack {
+            from: out_dev,
+            into: &mut s.out_host,
+            count: 1,
+            reset: rows,
+        };
+        s.tail.run_and_read_back(&(), stream, rb, |stream| {
+            kernels::motion_reduce(state, stream, rows, h, out_dev)
         })?;
-        s.out_host.mark_in_use(stream)?;
     }
     // Waits for the read-back (and so for the kernels before it on the stream).
     Ok(job.finish(|s| Ok(s.out_host.as_slice()?[0])))

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::gpu::planes::{dense, PlaneAs};
 use std::sync::Arc;
 
-use crate::gpu::graph::Replay;
+use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
@@ -106,7 +106,6 @@ fn queue_typed<T: Sample + PlaneAs>(
                 Some(down0),
             )?;
         }
-        s.acc_host.prepare_download()?;
         let Scratch {
             pyr_ref,
             pyr_dis,
@@ -117,7 +116,13 @@ fn queue_typed<T: Sample + PlaneAs>(
             ..
         } = s;
         // Scale 0 read the frame's pictures; the rest only reads and writes these buffers.
-        tail.run(&(egl.to_bits(), bpc), stream, |stream| {
+        let rb = ReadBack {
+            from: acc_dev,
+            into: acc_host,
+            count: 16,
+            reset: acc_dev,
+        };
+        tail.run_and_read_back(&(egl.to_bits(), bpc), stream, rb, |stream| {
             let (mut cw, mut ch) = (w / 2, h / 2);
             for scale in 1..4 {
                 let (pr, pd) = (
@@ -135,11 +140,8 @@ fn queue_typed<T: Sample + PlaneAs>(
                 cw /= 2;
                 ch /= 2;
             }
-            acc_dev.queue_download(stream, acc_host, 16)?;
-            // Ready for the next frame.
-            acc_dev.zero(stream)
+            Ok(())
         })?;
-        acc_host.mark_in_use(stream)?;
     }
     Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).
