@@ -543,15 +543,16 @@ fn gpu_faults_fail_cleanly() {
         return;
     }
     // Without a delay the fault strikes at once; `@N` lets N calls pass, so it strikes in the
-    // middle of the stream (the clip has 48 frames; a frame takes about 20 launches).
+    // middle of the stream (the clip has 48 frames; a frame takes 3 graph launches once its
+    // work is recorded, about 20 launches without graphs, and some 20 runtime calls of any kind).
     let mut long = clip_args(G8);
     long.extend(["-q", "--backend", "hip", "--threads", "2"].map(String::from));
     for (fault, needle, args) in [
         ("oom", "out-of-memory", &args),
         ("launch", "launch failure", &args),
         ("lost", "device loss", &args),
-        ("launch@300", "launch failure", &long),
-        ("lost@600", "device loss", &long),
+        ("launch@100", "launch failure", &long),
+        ("lost@300", "device loss", &long),
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
             .args(args)

@@ -642,8 +642,9 @@ fn graphs_replay_fixed_work_on_request() {
     assert_eq!(on.calls("hipGraphDestroy").count(), captures);
     let launches = on.calls("hipGraphLaunch").count();
     assert!(launches >= frames, "graph launches {launches}\n{}", on.log);
-    // Each extractor's first kernel (it reads the frame's pictures) is still launched on
-    // every frame; the recorded work is not launched call by call any more.
+    // Each extractor's first kernel (it reads the frame's pictures) is launched directly on a
+    // scratch set's first frame and recorded on its second; later frames only update the
+    // recorded node's arguments. The rest is not launched call by call any more.
     let sigs = kernel_signatures();
     let count = |r: &Run, k: &str| {
         check_launches(r, &sigs)
@@ -651,8 +652,25 @@ fn graphs_replay_fixed_work_on_request() {
             .filter(|l| l.kernel == k)
             .count()
     };
-    assert_eq!(count(&on, "vmaf_vif_stats_u8"), frames);
-    assert_eq!(count(&on, "vmaf_adm_dwt0_u8"), frames);
+    let updates = |r: &Run, k: &str| {
+        r.calls("hipGraphExecKernelNodeSetParams")
+            .filter(|l| l.split(' ').nth(1) == Some(k))
+            .count()
+    };
+    for head in [
+        "vmaf_vif_stats_u8",
+        "vmaf_adm_dwt0_u8",
+        "vmaf_motion_rows_u8",
+    ] {
+        assert_eq!(
+            count(&off, head),
+            frames - usize::from(head.starts_with("vmaf_motion"))
+        );
+        assert_eq!(updates(&off, head), 0);
+        let (launched, updated) = (count(&on, head), updates(&on, head));
+        assert_eq!(launched + updated, count(&off, head), "{head}\n{}", on.log);
+        assert!(updated > 0 && launched < frames, "{head}\n{}", on.log);
+    }
     assert!(count(&on, "vmaf_vif_stats_u16") < count(&off, "vmaf_vif_stats_u16"));
     assert!(count(&on, "vmaf_adm_cm") < count(&off, "vmaf_adm_cm"));
 }

@@ -427,6 +427,15 @@ impl Device {
         r
     }
 
+    /// [`Self::call`] for a call whose failure is an answer, not a fault: the caller falls back
+    /// (a runtime that rejects a graph capture or an update runs the work call by call), so
+    /// the device is not marked failed and later release warnings stay warnings.
+    pub(super) fn try_call(&self, call: &str, f: impl FnOnce(Api) -> Status) -> Result<()> {
+        self.injected_fault(call)
+            .and_then(|()| self.bind())
+            .and_then(|()| self.api.check(f(self.api), call))
+    }
+
     /// [`Self::call`] for a call both runtimes shape alike: `f` gets the vendor's
     /// [`CommonFns`].
     pub(super) fn call_common(

@@ -152,6 +152,10 @@ impl Kernel {
             .collect();
         let (g, b) = (cfg.grid, cfg.block);
         let params = ptrs.as_mut_ptr();
+        // A replayed frame's head: the launch becomes an update of its recorded node.
+        if let Some(r) = super::graph::redirect_launch(&self.module.dev, self.raw, &cfg, params) {
+            return r;
+        }
         let name = &self.name;
         self.module.dev.call_common(&format!("launch {name}"), |f| {
             // SAFETY: the argument pointers live until the call returns (the runtime copies

@@ -52,6 +52,8 @@ pub type RawProgram = *mut c_void;
 pub type RawGraph = *mut c_void;
 /// `CUgraphExec` / `hipGraphExec_t`.
 pub type RawGraphExec = *mut c_void;
+/// `CUgraphNode` / `hipGraphNode_t`.
+pub type RawGraphNode = *mut c_void;
 
 // Values shared by both vendors' headers.
 pub const STREAM_NON_BLOCKING: c_uint = 1;
@@ -62,6 +64,8 @@ pub const EVENT_DISABLE_TIMING: c_uint = 2;
 /// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL` / `hipStreamCaptureModeThreadLocal`: a capture fails
 /// if its own thread makes a call that cannot be captured; other threads are not affected.
 pub const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
+/// `CU_GRAPH_NODE_TYPE_KERNEL` / `hipGraphNodeTypeKernel`.
+pub const GRAPH_NODE_KERNEL: c_int = 0;
 // CUresult / hipError_t values we treat specially.
 pub const ERR_OUT_OF_MEMORY_CUDA: Status = 2;
 pub const ERR_OUT_OF_MEMORY_HIP: Status = 2;
@@ -273,10 +277,55 @@ pub struct GraphFns {
     pub exec_destroy: unsafe extern "C" fn(RawGraphExec) -> Status,
     /// `hipGraphDestroy` / `cuGraphDestroy`.
     pub destroy: unsafe extern "C" fn(RawGraph) -> Status,
+    /// Updating a recorded kernel's arguments, where the runtime has those calls.
+    pub head: Option<HeadFns>,
 }
 
-/// The graph calls of `lib` under `names` (in [`GraphFns`] field order), if it has them all.
-fn graph_fns(lib: &Library, names: [&str; 6]) -> Option<GraphFns> {
+/// The calls that find a recorded graph's first kernel and give it new arguments before a
+/// launch of its exec (CUDA 10.1+, HIP 5.3+).
+#[derive(Clone, Copy)]
+pub struct HeadFns {
+    /// `hipGraphGetRootNodes` / `cuGraphGetRootNodes`.
+    pub root_nodes: unsafe extern "C" fn(RawGraph, *mut RawGraphNode, *mut usize) -> Status,
+    /// `hipGraphNodeGetType` / `cuGraphNodeGetType`.
+    pub node_type: unsafe extern "C" fn(RawGraphNode, *mut c_int) -> Status,
+    /// `hipGraphExecKernelNodeSetParams` / `cuGraphExecKernelNodeSetParams` (the first version,
+    /// which every driver since CUDA 10.1 exports); the two take differently laid-out structs.
+    pub set_kernel: SetKernelFn,
+}
+
+/// A kernel node's launch, laid out as the vendor's update call takes it.
+#[derive(Clone, Copy)]
+pub enum SetKernelFn {
+    Hip(unsafe extern "C" fn(RawGraphExec, RawGraphNode, *const HipKernelNodeParams) -> Status),
+    Cuda(unsafe extern "C" fn(RawGraphExec, RawGraphNode, *const CudaKernelNodeParams) -> Status),
+}
+
+/// `hipKernelNodeParams`.
+#[repr(C)]
+pub struct HipKernelNodeParams {
+    pub block: [c_uint; 3],
+    pub extra: *mut *mut c_void,
+    pub func: RawFunction,
+    pub grid: [c_uint; 3],
+    pub kernel_params: *mut *mut c_void,
+    pub shared_mem_bytes: c_uint,
+}
+
+/// `CUDA_KERNEL_NODE_PARAMS_v1`.
+#[repr(C)]
+pub struct CudaKernelNodeParams {
+    pub func: RawFunction,
+    pub grid: [c_uint; 3],
+    pub block: [c_uint; 3],
+    pub shared_mem_bytes: c_uint,
+    pub kernel_params: *mut *mut c_void,
+    pub extra: *mut *mut c_void,
+}
+
+/// The graph calls of `lib` under `names` (in [`GraphFns`] field order), if it has them all,
+/// with the head calls under `head` (root nodes, node type, kernel update) if it has those.
+fn graph_fns(lib: &Library, names: [&str; 6], head: [&str; 3]) -> Option<GraphFns> {
     // SAFETY: every `get` below names the vendor's symbol whose C prototype is the
     // field's type (the two runtimes shape these calls alike); `lib` outlives the copies, as
     // it is kept in the same API table for the life of the process.
@@ -289,6 +338,18 @@ fn graph_fns(lib: &Library, names: [&str; 6]) -> Option<GraphFns> {
             launch: *lib.get(sym(names[3]).as_bytes()).ok()?,
             exec_destroy: *lib.get(sym(names[4]).as_bytes()).ok()?,
             destroy: *lib.get(sym(names[5]).as_bytes()).ok()?,
+            head: (|| {
+                let set = sym(head[2]);
+                Some(HeadFns {
+                    root_nodes: *lib.get(sym(head[0]).as_bytes()).ok()?,
+                    node_type: *lib.get(sym(head[1]).as_bytes()).ok()?,
+                    set_kernel: if head[2].starts_with("hip") {
+                        SetKernelFn::Hip(*lib.get(set.as_bytes()).ok()?)
+                    } else {
+                        SetKernelFn::Cuda(*lib.get(set.as_bytes()).ok()?)
+                    },
+                })
+            })(),
         })
     }
 }
@@ -323,6 +384,11 @@ impl HipFns {
                     "hipGraphLaunch",
                     "hipGraphExecDestroy",
                     "hipGraphDestroy",
+                ],
+                [
+                    "hipGraphGetRootNodes",
+                    "hipGraphNodeGetType",
+                    "hipGraphExecKernelNodeSetParams",
                 ],
             ),
         }
@@ -359,6 +425,11 @@ impl CudaFns {
                     "cuGraphLaunch",
                     "cuGraphExecDestroy",
                     "cuGraphDestroy",
+                ],
+                [
+                    "cuGraphGetRootNodes",
+                    "cuGraphNodeGetType",
+                    "cuGraphExecKernelNodeSetParams",
                 ],
             ),
         }

@@ -954,19 +954,25 @@ fn open_states_per_choice() {
 }
 
 /// Recorded work launched again reads the buffers' current contents (a graph fixes addresses,
-/// not data); each key is recorded on its second run and kept when another key comes between;
-/// with graphs (on NVIDIA by default) the work is recorded from the second run of a key.
+/// not data), and its head takes each run's arguments (another input buffer and length each
+/// run); each key is recorded on its second run and kept when another key comes between; with
+/// graphs (on NVIDIA by default) the work is recorded from the second run of a key, the head
+/// with it where the runtime can update a recorded kernel.
 #[test]
 fn replayed_work_reads_current_contents() {
     let Some(state) = test_state() else { return };
     let dev = state.device();
     let stream = Stream::new(dev).unwrap();
-    let mut a = DeviceBuffer::<u32>::new(dev, 4).unwrap();
-    let mut b = DeviceBuffer::<u32>::new(dev, 4).unwrap();
-    let mut host = PinnedHostBuffer::<u32>::new(dev, 4).unwrap();
-    let mut replay = graph::Replay::<u32>::default();
-    let graphs = graph::enabled(dev).is_some();
-    // (key, recordings expected after the run): key 1 reads another buffer.
+    let mut rows: Vec<DeviceBuffer<u64>> = (0..3)
+        .map(|_| DeviceBuffer::<u64>::new(dev, 4).unwrap())
+        .collect();
+    let outs: Vec<DeviceBuffer<u64>> = (0..2)
+        .map(|_| DeviceBuffer::<u64>::new(dev, 1).unwrap())
+        .collect();
+    let mut host = PinnedHostBuffer::<u64>::new(dev, 1).unwrap();
+    let mut replay = graph::Replay::<usize>::default();
+    let graphs = graph::enabled(dev);
+    // (key, recordings expected after the run): key 1 reduces into another buffer.
     let runs = [
         (0, 0),
         (0, 1),
@@ -978,29 +984,65 @@ fn replayed_work_reads_current_contents() {
         (0, 2),
     ];
     for (i, (key, recorded)) in runs.into_iter().enumerate() {
-        let i = i as u32;
-        let src = if key == 0 { &mut a } else { &mut b };
+        let v = i as u64;
+        let (input, h) = (i % 3, 1 + i % 4);
         // New contents every run, written outside the recorded work.
-        let mut up = PinnedHostBuffer::<u32>::new(dev, 4).unwrap();
+        let mut up = PinnedHostBuffer::<u64>::new(dev, 4).unwrap();
         up.as_mut_slice()
             .unwrap()
-            .copy_from_slice(&[i, i + 1, i + 2, 1000 + key]);
-        src.upload_async(&stream, &mut up, 4).unwrap();
-        let src = &*src;
+            .copy_from_slice(&[v, 10 * v, 100 * v, 1000 * v]);
+        rows[input].upload_async(&stream, &mut up, 4).unwrap();
+        let (src, out) = (&rows[input], &outs[key]);
         host.prepare_download().unwrap();
-        let h = &host;
+        let dst = &host;
         replay
-            .run(&key, &stream, |s| src.queue_download(s, h, 4))
+            .run(
+                &key,
+                &stream,
+                |s| kernels::motion_reduce(&state, s, src, h, out),
+                |s| out.queue_download(s, dst, 1),
+            )
             .unwrap();
         host.mark_in_use(&stream).unwrap();
+        let expected: u64 = [v, 10 * v, 100 * v, 1000 * v][..h].iter().sum();
+        assert_eq!(host.as_slice().unwrap(), &[expected], "run {i}");
         assert_eq!(
-            host.as_slice().unwrap(),
-            &[i, i + 1, i + 2, 1000 + key],
+            replay.recordings(),
+            if graphs.is_some() { recorded } else { 0 },
             "run {i}"
         );
-        let expected = if graphs { recorded } else { 0 };
-        assert_eq!(replay.recordings(), expected, "run {i}");
     }
+    if let Some(g) = graphs {
+        assert_eq!(replay.heads_recorded(), g.head.is_some());
+    }
+}
+
+/// A head must be exactly one kernel launch: none, or two, is an error on every path.
+#[test]
+fn heads_launch_exactly_one_kernel() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let stream = Stream::new(dev).unwrap();
+    let rows = DeviceBuffer::<u64>::new(dev, 4).unwrap();
+    let out = DeviceBuffer::<u64>::new(dev, 1).unwrap();
+    rows.zero(&stream).unwrap();
+    let mut replay = graph::Replay::<()>::default();
+    let one = |s: &Stream| kernels::motion_reduce(&state, s, &rows, 4, &out);
+    let two = |s: &Stream| one(s).and_then(|()| one(s));
+    for _ in 0..3 {
+        let none = replay.run(&(), &stream, |_| Ok(()), |s| out.zero(s));
+        assert!(matches!(none, Err(Error::Invalid(_))), "{none:?}");
+    }
+    let mut replay = graph::Replay::<()>::default();
+    for _ in 0..3 {
+        let r = replay.run(&(), &stream, two, |s| out.zero(s));
+        assert!(matches!(r, Err(Error::Invalid(_))), "{r:?}");
+    }
+    let mut replay = graph::Replay::<()>::default();
+    for _ in 0..4 {
+        replay.run(&(), &stream, one, |s| out.zero(s)).unwrap();
+    }
+    stream.synchronize().unwrap();
 }
 
 /// Work that fails while being recorded runs again call by call, the stream stays usable, and
@@ -1010,7 +1052,9 @@ fn failed_capture_falls_back_to_direct_calls() {
     let Some(state) = test_state() else { return };
     let dev = state.device();
     let stream = Stream::new(dev).unwrap();
-    let buf = DeviceBuffer::<u32>::new(dev, 4).unwrap();
+    let buf = DeviceBuffer::<u64>::new(dev, 4).unwrap();
+    let rows = DeviceBuffer::<u64>::new(dev, 1).unwrap();
+    rows.zero(&stream).unwrap();
     let mut replay = graph::Replay::<()>::default();
     let graphs = graph::enabled(dev).is_some();
     let calls = std::cell::Cell::new(0);
@@ -1022,8 +1066,9 @@ fn failed_capture_falls_back_to_direct_calls() {
         }
         buf.zero(s)
     };
+    let head = |s: &Stream| kernels::motion_reduce(&state, s, &rows, 1, &buf);
     for run in 1..=3 {
-        let r = replay.run(&(), &stream, work);
+        let r = replay.run(&(), &stream, head, work);
         if graphs || run != 2 {
             r.unwrap();
         } else {

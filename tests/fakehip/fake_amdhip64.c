@@ -196,18 +196,22 @@ static long stream_id(void *s)
     return !s ? 0 : has_obj(streams, s) ? *(long *)s : -1;
 }
 
-/* One captured operation: a copy or memset (src NULL: memset to `byte`), or a launch. */
+/* One captured operation: a copy or memset (src NULL: memset to `byte`), or a launch of `fn`
+ * with its geometry. A graph's node handles are pointers to its ops. */
 struct op {
     int launch;
     void *dst;
     const void *src;
     int byte;
     size_t n;
+    void *fn;
+    unsigned grid[3], block[3], shmem;
 };
-/* A graph or an exec: the operations in capture order. */
+/* A graph or an exec: the operations in capture order (an exec: `from` is its graph). */
 struct graph {
     struct op *ops;
     size_t n, cap;
+    struct graph *from;
 };
 #define MAX_CAPTURES 64
 static void *cap_streams[MAX_CAPTURES];
@@ -509,7 +513,7 @@ static int copy(const char *what, void *dst, const void *src, int byte, size_t n
     else if (dev_src && !in_device_locked(src, n))
         st = bad_locked("copy source outside device memory");
     else if (capture_of_locked(stream)) {
-        struct op op = {0, dst, src, byte, n};
+        struct op op = {0, dst, src, byte, n, NULL, {0}, {0}, 0};
         if (!add_op(capture_of_locked(stream), op))
             st = hipErrorOutOfMemory;
     } else if (src)
@@ -814,7 +818,7 @@ EXPORT int hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
     else if (fail_at > 0 && idx >= fail_at)
         st = hipErrorLaunchFailure;
     else if (capture_of_locked(stream)) {
-        struct op op = {1, NULL, NULL, 0, 0};
+        struct op op = {1, NULL, NULL, 0, 0, f, {gx, gy, gz}, {bx, by, bz}, shmem};
         if (!add_op(capture_of_locked(stream), op))
             st = hipErrorOutOfMemory;
     }
@@ -895,6 +899,7 @@ EXPORT int hipGraphInstantiateWithFlags(void **exec, void *graph, unsigned long 
         if (g->n)
             memcpy(x->ops, g->ops, g->n * sizeof *x->ops);
         x->n = x->cap = g->n;
+        x->from = g;
         *exec = x;
         live_graphs++;
     }
@@ -956,4 +961,89 @@ EXPORT int hipGraphExecDestroy(void *exec)
 EXPORT int hipGraphDestroy(void *graph)
 {
     return destroy_graph(graphs, graph, "hipGraphDestroy of a graph that is not live");
+}
+
+/* Root nodes: a captured stream is a chain, so its first op is the only root. */
+EXPORT int hipGraphGetRootNodes(void *graph, void **nodes, size_t *n)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0;
+    struct graph *g = graph;
+    if (!has_obj(graphs, g) || !n)
+        st = bad_locked("hipGraphGetRootNodes of a graph that is not live");
+    else if (!nodes)
+        *n = g->n ? 1 : 0;
+    else {
+        for (size_t i = 0; i < *n; i++)
+            nodes[i] = i == 0 && g->n ? (void *)&g->ops[0] : NULL;
+        *n = *n && g->n ? 1 : 0;
+    }
+    logf_locked("hipGraphGetRootNodes -> %d", st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+/* The graph whose ops hold `node`, or NULL. */
+static struct graph *graph_of_node_locked(void *node)
+{
+    for (int i = 0; i < MAX_OBJ; i++) {
+        struct graph *g = graphs[i];
+        if (g && g->n && (struct op *)node >= g->ops && (struct op *)node < g->ops + g->n)
+            return g;
+    }
+    return NULL;
+}
+
+EXPORT int hipGraphNodeGetType(void *node, int *type)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0;
+    if (!graph_of_node_locked(node) || !type)
+        st = bad_locked("hipGraphNodeGetType of a node of no live graph");
+    else
+        *type = ((struct op *)node)->launch ? 0 /* kernel */ : ((struct op *)node)->src ? 1 : 2;
+    logf_locked("hipGraphNodeGetType -> %d", st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+/* hipKernelNodeParams. */
+struct kernel_node_params {
+    unsigned block[3];
+    void **extra;
+    void *func;
+    unsigned grid[3];
+    void **kernel_params;
+    unsigned shmem;
+};
+
+/* Checks the update as a launch would be checked: the node must be a kernel of the exec's
+ * own (still live) graph, the function the recorded one, with the recorded geometry. */
+EXPORT int hipGraphExecKernelNodeSetParams(void *exec, void *node,
+                                           const struct kernel_node_params *p)
+{
+    pthread_mutex_lock(&lock);
+    int st = 0;
+    struct graph *x = exec;
+    struct function *fn = p ? p->func : NULL;
+    int nargs = 0;
+    if (p && p->kernel_params)
+        while (nargs < 64 && p->kernel_params[nargs])
+            nargs++;
+    if (!has_obj(execs, x) || !has_obj(graphs, x->from) || graph_of_node_locked(node) != x->from)
+        st = bad_locked("hipGraphExecKernelNodeSetParams: node of no live graph of this exec");
+    else if (!p || !((struct op *)node)->launch)
+        st = bad_locked("hipGraphExecKernelNodeSetParams of a node that is not a kernel");
+    else if (!fn || !has_obj(modules, fn->mod) || p->func != ((struct op *)node)->fn)
+        st = bad_locked("hipGraphExecKernelNodeSetParams with another function");
+    else if (p->extra || !p->kernel_params || nargs == 64)
+        st = bad_locked("hipGraphExecKernelNodeSetParams without a NULL-ended kernelParams");
+    else if (memcmp(p->grid, ((struct op *)node)->grid, sizeof p->grid) ||
+             memcmp(p->block, ((struct op *)node)->block, sizeof p->block) ||
+             p->shmem != ((struct op *)node)->shmem)
+        st = bad_locked("hipGraphExecKernelNodeSetParams with another geometry");
+    logf_locked("hipGraphExecKernelNodeSetParams %s args=%d -> %d",
+                fn && has_obj(modules, fn->mod) ? fn->name : "?", nargs, st);
+    pthread_mutex_unlock(&lock);
+    return st;
 }

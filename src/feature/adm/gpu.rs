@@ -16,7 +16,7 @@ use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::planes::PlaneAs;
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
 
 /// Accumulator slots per scale: den h, v, d; num h, v, d; aim h, v, d.
@@ -138,18 +138,13 @@ fn queue_typed<T: Sample + PlaneAs>(
         };
         let [ar, ad] = &s.approx;
         // Scale s writes approximation slot s % 2 and reads the other one. Only scale 0's
-        // wavelet reads the frame's pictures; the rest is recorded once and replayed.
-        kernels::adm_dwt0(
-            state,
-            stream,
-            ref_dev.dense(w, h),
-            dis_dev.dense(w, h),
-            bpc,
-            &ar[0],
-            &ad[0],
-            &b,
-            &scale_params(w, h, 0, p),
-        )?;
+        // wavelet reads the frame's pictures (the head, its arguments set each frame); the
+        // rest is recorded once and replayed.
+        let (rd, dd) = (ref_dev.dense(w, h), dis_dev.dense(w, h));
+        let sp0 = scale_params(w, h, 0, p);
+        let head = |stream: &Stream| {
+            kernels::adm_dwt0(state, stream, rd, dd, bpc, &ar[0], &ad[0], &b, &sp0)
+        };
         let out_dev = &s.out_dev;
         let rb = ReadBack {
             from: out_dev,
@@ -157,7 +152,7 @@ fn queue_typed<T: Sample + PlaneAs>(
             count: SLOTS * NUM_SCALES,
             reset: out_dev,
         };
-        s.tail.run_and_read_back(p, stream, rb, |stream| {
+        s.tail.run_and_read_back(p, stream, rb, head, |stream| {
             let (mut pw, mut ph) = (w, h);
             for scale in 0..NUM_SCALES {
                 let (bw, bh) = band_size(w, h, scale);

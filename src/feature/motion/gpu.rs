@@ -8,7 +8,7 @@ use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::planes::PlaneAs;
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
 
 /// Per-row sums and the result, for one picture size.
@@ -53,22 +53,18 @@ fn queue_typed<T: Sample + PlaneAs>(
             scratch: s,
             luma: [p, c],
         } = job.parts();
-        kernels::motion_rows(
-            state,
-            stream,
-            p.dense(w, h),
-            c.dense(w, h),
-            cur.bpc,
-            &s.rows,
-        )?;
         let (rows, out_dev) = (&s.rows, &s.out_dev);
+        // The head reads the frame's pictures: recorded with the reduction, its arguments set
+        // each frame.
+        let (pd, cd, bpc) = (p.dense(w, h), c.dense(w, h), cur.bpc);
+        let head = |stream: &Stream| kernels::motion_rows(state, stream, pd, cd, bpc, rows);
         let rb = ReadBack {
             from: out_dev,
             into: &mut s.out_host,
             count: 1,
             reset: rows,
         };
-        s.tail.run_and_read_back(&(), stream, rb, |stream| {
+        s.tail.run_and_read_back(&(), stream, rb, head, |stream| {
             kernels::motion_reduce(state, stream, rows, h, out_dev)
         })?;
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
 
 /// Smallest luma side the kernels take: every scale must be wider than its filter's half
@@ -28,8 +28,9 @@ struct Scratch<T: Sample> {
     table: DeviceBuffer<u16>,
     acc_dev: DeviceBuffer<u64>,
     acc_host: PinnedHostBuffer<u64>,
-    /// Scales 1-3 and the read-back, the same every frame for a given (gain limit, depth).
-    tail: Replay<(u64, u32)>,
+    /// Scale 0 (the head, or its decimation alone), scales 1-3 and the read-back, the same
+    /// every frame for a given (gain limit, depth, scale 0 skipped).
+    tail: Replay<(u64, u32, bool)>,
 }
 
 impl<T: Sample> Scratch<T> {
@@ -84,28 +85,7 @@ fn queue_typed<T: Sample + PlaneAs>(
             scratch: s,
             luma: [ref_dev, dis_dev],
         } = job.parts();
-        let down0 = (
-            dense(&s.pyr_ref[0], w / 2, h / 2),
-            dense(&s.pyr_dis[0], w / 2, h / 2),
-        );
         let (r0, d0) = (ref_dev.dense(w, h), dis_dev.dense(w, h));
-        if skip_scale0 {
-            kernels::vif_down(state, stream, r0, d0, 0, bpc, down0.0, down0.1)?;
-        } else {
-            // Scale 0's statistics also write the decimated scale-1 pictures.
-            kernels::vif_stats(
-                state,
-                stream,
-                r0,
-                d0,
-                0,
-                bpc,
-                &s.table,
-                egl,
-                &s.acc_dev,
-                Some(down0),
-            )?;
-        }
         let Scratch {
             pyr_ref,
             pyr_dis,
@@ -115,33 +95,65 @@ fn queue_typed<T: Sample + PlaneAs>(
             tail,
             ..
         } = s;
-        // Scale 0 read the frame's pictures; the rest only reads and writes these buffers.
+        let down0 = (
+            dense(&pyr_ref[0], w / 2, h / 2),
+            dense(&pyr_dis[0], w / 2, h / 2),
+        );
+        // The head reads the frame's pictures (its arguments change each frame); the rest only
+        // reads and writes these buffers.
+        let head = |stream: &Stream| {
+            if skip_scale0 {
+                kernels::vif_down(state, stream, r0, d0, 0, bpc, down0.0, down0.1)
+            } else {
+                // Scale 0's statistics also write the decimated scale-1 pictures.
+                kernels::vif_stats(
+                    state,
+                    stream,
+                    r0,
+                    d0,
+                    0,
+                    bpc,
+                    table,
+                    egl,
+                    acc_dev,
+                    Some(down0),
+                )
+            }
+        };
         let rb = ReadBack {
             from: acc_dev,
             into: acc_host,
             count: 16,
             reset: acc_dev,
         };
-        tail.run_and_read_back(&(egl.to_bits(), bpc), stream, rb, |stream| {
-            let (mut cw, mut ch) = (w / 2, h / 2);
-            for scale in 1..4 {
-                let (pr, pd) = (
-                    dense(&pyr_ref[scale - 1], cw, ch),
-                    dense(&pyr_dis[scale - 1], cw, ch),
-                );
-                kernels::vif_stats(state, stream, pr, pd, scale, bpc, table, egl, acc_dev, None)?;
-                if scale < 3 {
-                    let next = (
-                        dense(&pyr_ref[scale], cw / 2, ch / 2),
-                        dense(&pyr_dis[scale], cw / 2, ch / 2),
+        tail.run_and_read_back(
+            &(egl.to_bits(), bpc, skip_scale0),
+            stream,
+            rb,
+            head,
+            |stream| {
+                let (mut cw, mut ch) = (w / 2, h / 2);
+                for scale in 1..4 {
+                    let (pr, pd) = (
+                        dense(&pyr_ref[scale - 1], cw, ch),
+                        dense(&pyr_dis[scale - 1], cw, ch),
                     );
-                    kernels::vif_down(state, stream, pr, pd, scale, bpc, next.0, next.1)?;
+                    kernels::vif_stats(
+                        state, stream, pr, pd, scale, bpc, table, egl, acc_dev, None,
+                    )?;
+                    if scale < 3 {
+                        let next = (
+                            dense(&pyr_ref[scale], cw / 2, ch / 2),
+                            dense(&pyr_dis[scale], cw / 2, ch / 2),
+                        );
+                        kernels::vif_down(state, stream, pr, pd, scale, bpc, next.0, next.1)?;
+                    }
+                    cw /= 2;
+                    ch /= 2;
                 }
-                cw /= 2;
-                ch /= 2;
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
     }
     Ok(job.finish(|s| {
         // Waits for the read-back (and so for every kernel before it on the stream).
