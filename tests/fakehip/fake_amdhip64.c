@@ -6,8 +6,11 @@
  * Device memory is calloc'ed host memory; copies and memsets run at once (streams are always
  * idle); launches are recorded, not run. Stream capture records a stream's copies, memsets and
  * launches (checked as they are captured) into a graph; launching its exec runs the copies and
- * memsets again. Event records, waits and synchronizes of a capturing stream are misuse, and a
- * device synchronize during any capture fails (hipErrorStreamCaptureUnsupported), as on CUDA. Every call appends one line to an in-memory log
+ * memsets again. A graph's first node can be found (root nodes, node type) and an exec's kernel
+ * node updated (hipGraphExecKernelNodeSetParams: same function and geometry, a node of the
+ * exec's own live graph). Event records, waits and synchronizes of a capturing stream are misuse,
+ * and a device synchronize during any capture fails (hipErrorStreamCaptureUnsupported), as on
+ * CUDA. Every call appends one line to an in-memory log
  * (fakehip_calls()) and, when FAKEHIP_LOG names a file, to that file.
  *
  * The fake also checks what a real runtime would reject or crash on: copies and memsets must
