@@ -675,6 +675,93 @@ fn graphs_replay_fixed_work_on_request() {
     assert!(count(&on, "vmaf_adm_cm") < count(&off, "vmaf_adm_cm"));
 }
 
+/// A runtime that records graphs but refuses to update a recorded head (older ROCm takes only
+/// host stubs as kernel-node functions), or cannot list a graph's first node: every frame's head
+/// still runs exactly once, launched directly, and the rest of the work is recorded again
+/// without it and replayed.
+#[test]
+fn graphs_fall_back_when_heads_are_refused() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let frames = 8;
+    let args = ["score", "1", &frames.to_string()].map(String::from);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let off = driver(kit, "heads-off", &args, &[]);
+    let sigs = kernel_signatures();
+    let count = |r: &Run, k: &str| {
+        check_launches(r, &sigs)
+            .iter()
+            .filter(|l| l.kernel == k)
+            .count()
+    };
+    for (knob, refused) in [
+        ("FAKEHIP_REFUSE_UPDATE", "hipGraphExecKernelNodeSetParams"),
+        ("FAKEHIP_NO_ROOTS", "hipGraphGetRootNodes"),
+    ] {
+        let on = driver(
+            kit,
+            &format!("heads-{knob}"),
+            &args,
+            &[("VMAF_HIP_GRAPHS", "1"), (knob, "1")],
+        );
+        for key in (0..frames)
+            .map(|i| format!("read{i}"))
+            .chain(["init", "flush", "close"].map(String::from))
+        {
+            assert_eq!(on.int(&key), 0, "{knob} {key}: {}", show(&on.out));
+        }
+        on.assert_clean();
+        let failed: Vec<&str> = on
+            .log
+            .lines()
+            .filter(|l| !l.ends_with("-> 0") && l.contains("->"))
+            .collect();
+        assert!(
+            !failed.is_empty(),
+            "{knob}: nothing was refused\n{}",
+            on.log
+        );
+        assert!(
+            failed.iter().all(|l| l.starts_with(refused)),
+            "{knob}: other calls failed: {failed:?}"
+        );
+        // Every frame's head ran once; a capture that failed after recording its head (no root
+        // nodes) adds one captured, never run, launch line.
+        let heads = [
+            "vmaf_vif_stats_u8",
+            "vmaf_adm_dwt0_u8",
+            "vmaf_motion_rows_u8",
+        ];
+        for head in heads {
+            assert!(
+                count(&on, head) >= count(&off, head),
+                "{knob} {head}\n{}",
+                on.log
+            );
+        }
+        let total = |r: &Run| heads.iter().map(|h| count(r, h)).sum::<usize>();
+        let discarded = if knob == "FAKEHIP_NO_ROOTS" {
+            failed.len()
+        } else {
+            0
+        };
+        assert_eq!(total(&on), total(&off) + discarded, "{knob}\n{}", on.log);
+        assert_eq!(
+            on.calls("hipGraphExecKernelNodeSetParams")
+                .filter(|l| l.ends_with("-> 0"))
+                .count(),
+            0
+        );
+        assert!(on.calls("hipGraphLaunch").count() > 0, "{knob}\n{}", on.log);
+        assert!(
+            count(&on, "vmaf_adm_cm") < count(&off, "vmaf_adm_cm"),
+            "{knob}: the rest is not replayed\n{}",
+            on.log
+        );
+    }
+}
+
 // ---------------------------------------------------------------- error mapping
 
 /// How many times a clean run calls `call`, to aim injected failures at its middle and end: the

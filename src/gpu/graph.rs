@@ -67,6 +67,8 @@ enum Hook {
         fns: &'static HeadFns,
         exec: sys::RawGraphExec,
         node: sys::RawGraphNode,
+        /// The stream the head was recorded on: a launch elsewhere is not the head.
+        stream: sys::RawStream,
         state: UpdateState,
     },
 }
@@ -83,13 +85,16 @@ thread_local! {
     static HOOK: Cell<Hook> = const { Cell::new(Hook::Off) };
 }
 
-/// Sets the hook for the duration of one head and puts `Off` back whatever happens.
-struct HookGuard;
+/// Sets the hook for the duration of one head and puts the previous one back whatever happens.
+struct HookGuard {
+    previous: Hook,
+}
 
 impl HookGuard {
     fn set(hook: Hook) -> HookGuard {
-        HOOK.with(|h| h.set(hook));
-        HookGuard
+        HookGuard {
+            previous: HOOK.with(|h| h.replace(hook)),
+        }
     }
 
     fn get(&self) -> Hook {
@@ -99,7 +104,7 @@ impl HookGuard {
 
 impl Drop for HookGuard {
     fn drop(&mut self) {
-        HOOK.with(|h| h.set(Hook::Off));
+        HOOK.with(|h| h.set(self.previous));
     }
 }
 
@@ -107,6 +112,7 @@ impl Drop for HookGuard {
 /// turning the launch into an update of a recorded head.
 pub(super) fn redirect_launch(
     dev: &Device,
+    on: sys::RawStream,
     func: sys::RawFunction,
     cfg: &LaunchConfig,
     params: *mut *mut c_void,
@@ -117,22 +123,29 @@ pub(super) fn redirect_launch(
             h.set(Hook::Count(n + 1));
             None
         }
+        Hook::Update { stream, .. } if stream != on => Some(Err(Error::inval(
+            "a replayed frame's head launched on another stream",
+        ))),
         Hook::Update {
             fns,
             exec,
             node,
+            stream,
             state: UpdateState::Pending,
         } => {
             let r = set_kernel(dev, fns, exec, node, func, cfg, params);
-            let state = if r.is_ok() {
-                UpdateState::Done
-            } else {
-                UpdateState::Refused
+            let state = match &r {
+                Ok(()) => UpdateState::Done,
+                Err(e) => {
+                    crate::log_debug!("graph head update refused: {e}");
+                    UpdateState::Refused
+                }
             };
             h.set(Hook::Update {
                 fns,
                 exec,
                 node,
+                stream,
                 state,
             });
             Some(r)
@@ -234,6 +247,7 @@ impl Exec {
             fns,
             exec: self.raw,
             node,
+            stream: stream.raw,
             state: UpdateState::Pending,
         });
         let r = head(stream);
@@ -267,20 +281,16 @@ impl Drop for Exec {
         // pool only after the host waited for an event recorded after the graph's launch, and a
         // dropped scratch first frees its buffers (declared before its replay), which waits for
         // the device.
-        let r = self
-            .dev
-            .call("graph exec destroy", |_| {
-                // SAFETY: `raw` came from a successful instantiate and is destroyed once.
-                unsafe { (fns.exec_destroy)(raw) }
-            })
-            .and_then(|()| {
-                self.dev.call("graph destroy", |_| {
-                    // SAFETY: `graph` came from the capture and is destroyed once, after the
-                    // exec made from it.
-                    unsafe { (fns.destroy)(graph) }
-                })
-            });
-        if let Err(e) = r {
+        let exec = self.dev.call("graph exec destroy", |_| {
+            // SAFETY: `raw` came from a successful instantiate and is destroyed once.
+            unsafe { (fns.exec_destroy)(raw) }
+        });
+        let graph = self.dev.call("graph destroy", |_| {
+            // SAFETY: `graph` came from the capture and is destroyed once, after the exec made
+            // from it.
+            unsafe { (fns.destroy)(graph) }
+        });
+        if let Err(e) = exec.and(graph) {
             self.dev.teardown_warn(format_args!("{e}"));
         }
     }
@@ -297,6 +307,12 @@ pub(crate) struct Replay<K> {
     execs: Vec<(K, Exec)>,
     /// Failed captures so far.
     failures: u32,
+    /// Whether to record the head (cleared when the runtime rejects a recorded head or its
+    /// update: the rest is then recorded without it).
+    heads: bool,
+    /// Recordings put aside when their head could not be updated, destroyed with the replay
+    /// (after the device has finished with them).
+    retired: Vec<Exec>,
 }
 
 impl<K> Default for Replay<K> {
@@ -305,6 +321,8 @@ impl<K> Default for Replay<K> {
             seen: Vec::new(),
             execs: Vec::new(),
             failures: 0,
+            heads: true,
+            retired: Vec::new(),
         }
     }
 }
@@ -354,8 +372,11 @@ impl<K: PartialEq + Clone> Replay<K> {
             if exec.update_head(stream, &head)? {
                 return exec.launch(stream);
             }
-            crate::log_debug!("the runtime refused a graph head update; launching call by call");
-            self.failures = MAX_FAILURES;
+            // The runtime took the recording but not the update: record the rest again, with
+            // the head launched directly.
+            self.heads = false;
+            self.seen.clear();
+            self.retired.extend(self.execs.drain(..).map(|(_, e)| e));
             return direct(stream);
         }
         let Some(i) = self.seen.iter().position(|k| k == key) else {
@@ -366,7 +387,7 @@ impl<K: PartialEq + Clone> Replay<K> {
             return direct(stream);
         };
         // Without the update call the head stays outside the recording, launched each frame.
-        let head_fns = fns.head.as_ref();
+        let head_fns = fns.head.as_ref().filter(|_| self.heads);
         if head_fns.is_none() {
             run_head(stream, &head)?;
         }
@@ -387,7 +408,11 @@ impl<K: PartialEq + Clone> Replay<K> {
                     self.failures
                 );
                 match head_fns {
-                    Some(_) => direct(stream),
+                    Some(_) => {
+                        // The next capture leaves the head out, in case it was the cause.
+                        self.heads = false;
+                        direct(stream)
+                    }
                     None => work(stream),
                 }
             }
@@ -519,7 +544,13 @@ fn head_node(dev: &Device, fns: &HeadFns, graph: sys::RawGraph) -> Result<sys::R
         // SAFETY: `node` is a node of the live `graph`; writes one value.
         unsafe { (fns.node_type)(node, &mut kind) }
     })?;
-    if node.is_null() || kind != sys::GRAPH_NODE_KERNEL {
+    // HIP numbered its node types differently before 6.0 (kernel 1, not 0); the capture began
+    // with the head's launch (counted by `run_head`), so there the count above suffices.
+    let kernel = match fns.set_kernel {
+        SetKernelFn::Cuda(_) => kind == sys::GRAPH_NODE_KERNEL_CUDA,
+        SetKernelFn::Hip(_) => true,
+    };
+    if node.is_null() || !kernel {
         return Err(Error::inval(
             "recorded frame work does not begin with a kernel",
         ));

@@ -153,7 +153,9 @@ impl Kernel {
         let (g, b) = (cfg.grid, cfg.block);
         let params = ptrs.as_mut_ptr();
         // A replayed frame's head: the launch becomes an update of its recorded node.
-        if let Some(r) = super::graph::redirect_launch(&self.module.dev, self.raw, &cfg, params) {
+        if let Some(r) =
+            super::graph::redirect_launch(&self.module.dev, stream.raw, self.raw, &cfg, params)
+        {
             return r;
         }
         let name = &self.name;

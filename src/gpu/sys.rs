@@ -64,8 +64,8 @@ pub const EVENT_DISABLE_TIMING: c_uint = 2;
 /// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL` / `hipStreamCaptureModeThreadLocal`: a capture fails
 /// if its own thread makes a call that cannot be captured; other threads are not affected.
 pub const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
-/// `CU_GRAPH_NODE_TYPE_KERNEL` / `hipGraphNodeTypeKernel`.
-pub const GRAPH_NODE_KERNEL: c_int = 0;
+/// `CU_GRAPH_NODE_TYPE_KERNEL` (HIP's `hipGraphNodeTypeKernel` is 1 before HIP 6.0, 0 after).
+pub const GRAPH_NODE_KERNEL_CUDA: c_int = 0;
 // CUresult / hipError_t values we treat specially.
 pub const ERR_OUT_OF_MEMORY_CUDA: Status = 2;
 pub const ERR_OUT_OF_MEMORY_HIP: Status = 2;
@@ -261,8 +261,8 @@ pub struct CommonFns {
     pub graph: Option<GraphFns>,
 }
 
-/// Stream capture and graph replay (CUDA 11.4+, HIP 5.3+); optional, so a runtime without them
-/// still loads and every frame's work is launched call by call.
+/// Stream capture and graph replay (CUDA 11.4+; HIP runtimes that export the calls); optional,
+/// so a runtime without them still loads and every frame's work is launched call by call.
 #[derive(Clone, Copy)]
 pub struct GraphFns {
     /// `hipStreamBeginCapture` / `cuStreamBeginCapture_v2`.
@@ -282,7 +282,7 @@ pub struct GraphFns {
 }
 
 /// The calls that find a recorded graph's first kernel and give it new arguments before a
-/// launch of its exec (CUDA 10.1+, HIP 5.3+).
+/// launch of its exec (CUDA 10.1+; HIP runtimes that export them).
 #[derive(Clone, Copy)]
 pub struct HeadFns {
     /// `hipGraphGetRootNodes` / `cuGraphGetRootNodes`.

@@ -1017,15 +1017,25 @@ fn replayed_work_reads_current_contents() {
     }
 }
 
-/// A head must be exactly one kernel launch: none, or two, is an error on every path.
-#[test]
-fn heads_launch_exactly_one_kernel() {
-    let Some(state) = test_state() else { return };
+/// A state, a stream, 4 zeroed row sums and a 1-element output for heads made of
+/// `motion_reduce` (a one-kernel launch with buffer arguments).
+#[allow(clippy::type_complexity)]
+fn head_fixture() -> Option<(Arc<GpuState>, Stream, DeviceBuffer<u64>, DeviceBuffer<u64>)> {
+    let state = test_state()?;
     let dev = state.device();
     let stream = Stream::new(dev).unwrap();
     let rows = DeviceBuffer::<u64>::new(dev, 4).unwrap();
-    let out = DeviceBuffer::<u64>::new(dev, 1).unwrap();
     rows.zero(&stream).unwrap();
+    let out = DeviceBuffer::<u64>::new(dev, 1).unwrap();
+    Some((state, stream, rows, out))
+}
+
+/// A head must be exactly one kernel launch: none, or two, is an error on every path.
+#[test]
+fn heads_launch_exactly_one_kernel() {
+    let Some((state, stream, rows, out)) = head_fixture() else {
+        return;
+    };
     let mut replay = graph::Replay::<()>::default();
     let one = |s: &Stream| kernels::motion_reduce(&state, s, &rows, 4, &out);
     let two = |s: &Stream| one(s).and_then(|()| one(s));
@@ -1042,6 +1052,16 @@ fn heads_launch_exactly_one_kernel() {
     for _ in 0..4 {
         replay.run(&(), &stream, one, |s| out.zero(s)).unwrap();
     }
+    // Once recorded (the head updated per frame where the runtime can), the same checks hold,
+    // and the recording stays usable.
+    for bad in [
+        &(|_: &Stream| Ok(())) as &dyn Fn(&Stream) -> Result<()>,
+        &two,
+    ] {
+        let r = replay.run(&(), &stream, bad, |s| out.zero(s));
+        assert!(matches!(r, Err(Error::Invalid(_))), "{r:?}");
+    }
+    replay.run(&(), &stream, one, |s| out.zero(s)).unwrap();
     stream.synchronize().unwrap();
 }
 
@@ -1049,14 +1069,11 @@ fn heads_launch_exactly_one_kernel() {
 /// the next run records it.
 #[test]
 fn failed_capture_falls_back_to_direct_calls() {
-    let Some(state) = test_state() else { return };
-    let dev = state.device();
-    let stream = Stream::new(dev).unwrap();
-    let buf = DeviceBuffer::<u64>::new(dev, 4).unwrap();
-    let rows = DeviceBuffer::<u64>::new(dev, 1).unwrap();
-    rows.zero(&stream).unwrap();
+    let Some((state, stream, rows, buf)) = head_fixture() else {
+        return;
+    };
     let mut replay = graph::Replay::<()>::default();
-    let graphs = graph::enabled(dev).is_some();
+    let graphs = graph::enabled(state.device()).is_some();
     let calls = std::cell::Cell::new(0);
     let work = |s: &Stream| {
         calls.set(calls.get() + 1);

@@ -48,6 +48,8 @@ enum {
     hipErrorNoDevice = 100,
     hipErrorInvalidDevice = 101,
     hipErrorInvalidImage = 200,
+    hipErrorInvalidDeviceFunction = 98,
+    hipErrorNotSupported = 801,
     hipErrorInvalidHandle = 400,
     hipErrorNotFound = 500,
     hipErrorLaunchFailure = 719,
@@ -966,7 +968,8 @@ EXPORT int hipGraphDestroy(void *graph)
     return destroy_graph(graphs, graph, "hipGraphDestroy of a graph that is not live");
 }
 
-/* Root nodes: a captured stream is a chain, so its first op is the only root. */
+/* Root nodes: a captured stream is a chain, so its first op is the only root.
+ * FAKEHIP_NO_ROOTS=1: refused (hipErrorNotSupported), as by a runtime that cannot list them. */
 EXPORT int hipGraphGetRootNodes(void *graph, void **nodes, size_t *n)
 {
     pthread_mutex_lock(&lock);
@@ -974,6 +977,8 @@ EXPORT int hipGraphGetRootNodes(void *graph, void **nodes, size_t *n)
     struct graph *g = graph;
     if (!has_obj(graphs, g) || !n)
         st = bad_locked("hipGraphGetRootNodes of a graph that is not live");
+    else if (env_long("FAKEHIP_NO_ROOTS", 0))
+        st = hipErrorNotSupported;
     else if (!nodes)
         *n = g->n ? 1 : 0;
     else {
@@ -989,9 +994,10 @@ EXPORT int hipGraphGetRootNodes(void *graph, void **nodes, size_t *n)
 /* The graph whose ops hold `node`, or NULL. */
 static struct graph *graph_of_node_locked(void *node)
 {
+    uintptr_t p = (uintptr_t)node;
     for (int i = 0; i < MAX_OBJ; i++) {
         struct graph *g = graphs[i];
-        if (g && g->n && (struct op *)node >= g->ops && (struct op *)node < g->ops + g->n)
+        if (g && g->n && p >= (uintptr_t)g->ops && p < (uintptr_t)(g->ops + g->n))
             return g;
     }
     return NULL;
@@ -1021,7 +1027,9 @@ struct kernel_node_params {
 };
 
 /* Checks the update as a launch would be checked: the node must be a kernel of the exec's
- * own (still live) graph, the function the recorded one, with the recorded geometry. */
+ * own (still live) graph, the function the recorded one, with the recorded geometry.
+ * FAKEHIP_REFUSE_UPDATE=1: a valid update is refused (hipErrorInvalidDeviceFunction), as by
+ * ROCm versions that take only host stubs as kernel-node functions. */
 EXPORT int hipGraphExecKernelNodeSetParams(void *exec, void *node,
                                            const struct kernel_node_params *p)
 {
@@ -1045,6 +1053,8 @@ EXPORT int hipGraphExecKernelNodeSetParams(void *exec, void *node,
              memcmp(p->block, ((struct op *)node)->block, sizeof p->block) ||
              p->shmem != ((struct op *)node)->shmem)
         st = bad_locked("hipGraphExecKernelNodeSetParams with another geometry");
+    else if (env_long("FAKEHIP_REFUSE_UPDATE", 0))
+        st = hipErrorInvalidDeviceFunction;
     logf_locked("hipGraphExecKernelNodeSetParams %s args=%d -> %d",
                 fn && has_obj(modules, fn->mod) ? fn->name : "?", nargs, st);
     pthread_mutex_unlock(&lock);

@@ -38,7 +38,8 @@ struct Scratch<T: Sample> {
     lut: DeviceBuffer<i32>,
     out_dev: DeviceBuffer<u64>,
     out_host: PinnedHostBuffer<u64>,
-    /// Everything after scale 0's wavelet, the same every frame for given parameters.
+    /// Scale 0's wavelet (the head, its arguments set each frame) and everything after it, the
+    /// same every frame for given parameters.
     tail: Replay<AdmParams>,
 }
 

@@ -17,8 +17,9 @@ struct Scratch {
     rows: DeviceBuffer<u64>,
     out_dev: DeviceBuffer<u64>,
     out_host: PinnedHostBuffer<u64>,
-    /// The reduction and read-back, the same every frame.
-    tail: Replay<()>,
+    /// The row kernel (the head), the reduction and the read-back, the same every frame for a
+    /// given width and sample size (the scratch is shared by 8- and 16-bit frames of one height).
+    tail: Replay<(usize, usize)>,
 }
 
 fn queue_typed<T: Sample + PlaneAs>(
@@ -64,9 +65,10 @@ fn queue_typed<T: Sample + PlaneAs>(
             count: 1,
             reset: rows,
         };
-        s.tail.run_and_read_back(&(), stream, rb, head, |stream| {
-            kernels::motion_reduce(state, stream, rows, h, out_dev)
-        })?;
+        s.tail
+            .run_and_read_back(&(w, size_of::<T>()), stream, rb, head, |stream| {
+                kernels::motion_reduce(state, stream, rows, h, out_dev)
+            })?;
     }
     // Waits for the read-back (and so for the kernels before it on the stream).
     Ok(job.finish(|s| Ok(s.out_host.as_slice()?[0])))
