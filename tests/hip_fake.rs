@@ -503,6 +503,14 @@ fn no_device_is_enodev() {
 
 /// The launches of run `r`: every expected kernel launched, each with as many arguments as its
 /// source declares and within its launch bounds, none failed.
+/// How many launches of `kernel` a run logged (checked against the signatures).
+fn launches_of(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>, kernel: &str) -> usize {
+    check_launches(r, sigs)
+        .iter()
+        .filter(|l| l.kernel == kernel)
+        .count()
+}
+
 fn check_launches(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>) -> Vec<Launch> {
     let launches = r.launches();
     let names: BTreeSet<&str> = launches.iter().map(|l| l.kernel.as_str()).collect();
@@ -646,12 +654,7 @@ fn graphs_replay_fixed_work_on_request() {
     // scratch set's first frame and recorded on its second; later frames only update the
     // recorded node's arguments. The rest is not launched call by call any more.
     let sigs = kernel_signatures();
-    let count = |r: &Run, k: &str| {
-        check_launches(r, &sigs)
-            .iter()
-            .filter(|l| l.kernel == k)
-            .count()
-    };
+    let count = |r: &Run, k: &str| launches_of(r, &sigs, k);
     let updates = |r: &Run, k: &str| {
         r.calls("hipGraphExecKernelNodeSetParams")
             .filter(|l| l.split(' ').nth(1) == Some(k))
@@ -689,12 +692,7 @@ fn graphs_fall_back_when_heads_are_refused() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let off = driver(kit, "heads-off", &args, &[]);
     let sigs = kernel_signatures();
-    let count = |r: &Run, k: &str| {
-        check_launches(r, &sigs)
-            .iter()
-            .filter(|l| l.kernel == k)
-            .count()
-    };
+    let count = |r: &Run, k: &str| launches_of(r, &sigs, k);
     for (knob, refused) in [
         ("FAKEHIP_REFUSE_UPDATE", "hipGraphExecKernelNodeSetParams"),
         ("FAKEHIP_NO_ROOTS", "hipGraphGetRootNodes"),
