@@ -35,7 +35,10 @@
 //!
 //! `cargo bench --bench feed [-- --frames N --threads 0,4,16 --only NAME --paths alloc,pool,..
 //!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR --keep --devices N|all
-//!  --scale G1,G2 --feeders F1,F2]`
+//!  --scale G1,G2 --feeders F1,F2 --reps R]`
+//!
+//! `--reps R`: each C API path's floor and each thread count's scoring run R times;
+//! the median is printed, with the range in brackets.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -443,6 +446,20 @@ fn floor_frames(s: &Session, input: &Input, path: Path, frames: usize) -> Split 
     split
 }
 
+/// The run of `measure` (frames per second first) with the median rate among `reps` runs, and
+/// the range of the rates (` [min-max]`, empty for one run).
+fn median_of<T>(reps: usize, mut measure: impl FnMut() -> (f64, T)) -> (f64, T, String) {
+    let mut runs: Vec<(f64, T)> = (0..reps).map(|_| measure()).collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let range = if runs.len() > 1 {
+        format!(" [{:.0}-{:.0}]", runs[0].0, runs[runs.len() - 1].0)
+    } else {
+        String::new()
+    };
+    let (fps, rest) = runs.swap_remove(runs.len() / 2);
+    (fps, rest, range)
+}
+
 /// Frames per second scoring through `path`, the pooled VMAF and the feeding thread's split.
 fn scored(
     input: &Input,
@@ -834,6 +851,11 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
     };
     let frames: usize = opt("--frames").map_or(1200, |v| v.parse().expect("--frames N"));
+    // Lent hosts differ from run to run by more than many effects: `--reps R` measures each
+    // C API cell R times and prints the median and the range.
+    let reps: usize = opt("--reps")
+        .map_or(1, |v| v.parse().expect("--reps R"))
+        .max(1);
     let threads: Vec<u32> = opt("--threads").map_or(vec![0, 4, 16], |v| {
         v.split(',')
             .map(|t| t.parse().expect("--threads A,B"))
@@ -961,11 +983,23 @@ fn main() {
             if (gpu_only && gpu.is_empty()) || !paths.iter().any(|p| p == path.name()) {
                 continue;
             }
-            let (fl, fl_split) = floor(&input, path, n, &gpu);
+            let (fl, fl_split, fl_range) = median_of(reps, || floor(&input, path, n, &gpu));
             let mut best = (0.0, 0, Split::default());
             let mut cells = Vec::new();
             for &t in &threads {
-                let (fps, score, split) = scored(&input, path, n, t, &gpu);
+                let mut scores = Vec::new();
+                let (fps, split, range) = median_of(reps, || {
+                    let (fps, score, split) = scored(&input, path, n, t, &gpu);
+                    scores.push(score);
+                    (fps, split)
+                });
+                let score = scores[0];
+                assert!(
+                    scores.iter().all(|s| s.to_bits() == score.to_bits()),
+                    "{} {}: pooled score differs between repetitions",
+                    input.name,
+                    path.name()
+                );
                 if std::env::var_os("VMAF_BENCH_SHOW").is_some() {
                     println!("{} {} {t}t: pooled {score:.17}", input.name, path.name());
                     continue;
@@ -980,7 +1014,7 @@ fn main() {
                         path.name()
                     ),
                 }
-                cells.push(format!("{t}t: {fps:.0}"));
+                cells.push(format!("{t}t: {fps:.0}{range}"));
                 if fps > best.0 {
                     best = (fps, t, split);
                 }
@@ -998,13 +1032,18 @@ fn main() {
                 continue;
             }
             println!(
-                "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({})",
+                "{:<18} {:<7} {:>10.1} {:>12.1}   {:>5.1}% ({}{})",
                 input.name,
                 path.name(),
                 fl,
                 best.0,
                 100.0 * best.0 / fl,
-                cells.join(", ")
+                cells.join(", "),
+                if reps > 1 {
+                    format!("; floor{fl_range}; medians of {reps}")
+                } else {
+                    String::new()
+                }
             );
             println!(
                 "{:<18} {:<7} feeding thread per frame: floor {}; scored at {}t {}",
