@@ -150,9 +150,7 @@ pub(super) fn redirect_launch(
             });
             Some(r)
         }
-        Hook::Update { .. } => Some(Err(Error::inval(
-            "a replayed frame's head launched more than one kernel",
-        ))),
+        Hook::Update { .. } => Some(Err(not_one_launch())),
     })
 }
 
@@ -203,10 +201,12 @@ fn run_head(stream: &Stream, head: &impl Fn(&Stream) -> Result<()>) -> Result<()
     head(stream)?;
     match guard.get() {
         Hook::Count(1) => Ok(()),
-        _ => Err(Error::inval(
-            "a replayed frame's head must launch exactly one kernel",
-        )),
+        _ => Err(not_one_launch()),
     }
+}
+
+fn not_one_launch() -> Error {
+    Error::inval("a replayed frame's head must launch exactly one kernel")
 }
 
 /// An instantiated graph and the graph it was made from (its head node belongs to that one);
@@ -251,25 +251,15 @@ impl Exec {
             state: UpdateState::Pending,
         });
         let r = head(stream);
-        match (guard.get(), r) {
-            (
-                Hook::Update {
-                    state: UpdateState::Refused,
-                    ..
-                },
-                _,
-            ) => Ok(false),
+        let state = match guard.get() {
+            Hook::Update { state, .. } => state,
+            _ => UpdateState::Pending,
+        };
+        match (state, r) {
+            (UpdateState::Refused, _) => Ok(false),
             (_, Err(e)) => Err(e),
-            (
-                Hook::Update {
-                    state: UpdateState::Done,
-                    ..
-                },
-                Ok(()),
-            ) => Ok(true),
-            _ => Err(Error::inval(
-                "a replayed frame's head must launch exactly one kernel",
-            )),
+            (UpdateState::Done, Ok(())) => Ok(true),
+            (UpdateState::Pending, Ok(())) => Err(not_one_launch()),
         }
     }
 }

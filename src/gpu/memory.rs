@@ -441,11 +441,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         dst: &mut PinnedHostBuffer<T>,
         count: usize,
     ) -> Result<()> {
-        if self.check_range("download", count, dst.len)? == 0 {
+        let bytes = self.check_range("download", count, dst.len)?;
+        if bytes == 0 {
             return Ok(());
         }
         dst.prepare_download()?;
-        self.queue_download(stream, dst, count)?;
+        self.queue_download_bytes(stream, dst, bytes)?;
         dst.mark_in_use(stream)
     }
 
@@ -458,10 +459,19 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         dst: &PinnedHostBuffer<T>,
         count: usize,
     ) -> Result<()> {
-        let bytes = self.check_range("download", count, dst.len)?;
-        if bytes == 0 {
-            return Ok(());
+        match self.check_range("download", count, dst.len)? {
+            0 => Ok(()),
+            bytes => self.queue_download_bytes(stream, dst, bytes),
         }
+    }
+
+    /// The copy of the first `bytes` bytes, already checked against both buffers.
+    fn queue_download_bytes(
+        &self,
+        stream: &Stream,
+        dst: &PinnedHostBuffer<T>,
+        bytes: usize,
+    ) -> Result<()> {
         let (d, src) = (dst.ptr.cast::<c_void>(), self.ptr);
         self.dev.call("copy device to host", |api| match api {
             // SAFETY: both ranges hold `bytes` bytes; the host cannot see `dst` until the event
