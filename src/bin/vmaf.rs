@@ -329,17 +329,109 @@ fn load_model(spec: &ModelSpec) -> Result<LoadedModel, CliError> {
     })
 }
 
-/// Frames of one input read ahead of the scorer on threads of their own: one reading in order,
-/// or several reading every n-th frame by position (see `io::FrameReaderAt`).
-struct ReadAhead {
-    rxs: Vec<Receiver<vmaf_hip::Result<Option<Picture>>>>,
-    next: std::cell::Cell<usize>,
+/// Frames of one input read ahead of the scorer on threads of their own: one reading in order
+/// through a channel, or several taking the next unread frame by position (see
+/// `io::FrameReaderAt`) and handing frames over in order.
+enum ReadAhead {
+    Channel(Receiver<vmaf_hip::Result<Option<Picture>>>),
+    Shared(Arc<Ordered>),
 }
 
 type Receiver<T> = std::sync::mpsc::Receiver<T>;
+type Frame = vmaf_hip::Result<Option<Picture>>;
 
 /// Frames read ahead per reading thread: enough to hide a slow read, few enough to bound memory.
 const READ_AHEAD: usize = 3;
+
+/// Where the reader threads of one input leave frames for the scorer. Each reader takes the
+/// next frame nobody has taken, so a slow read delays only its own frame. (With frames dealt
+/// out in turn, the other readers stopped once their few frames were ahead: in a 4K run on an
+/// H100 host, readers stood for up to 227 ms beside 340 ms of reading.)
+struct Ordered {
+    state: std::sync::Mutex<OrderedState>,
+    changed: std::sync::Condvar,
+    /// Frames that may be read ahead of the one the scorer takes next.
+    window: usize,
+}
+
+struct OrderedState {
+    /// The next frame a reader takes.
+    next_read: usize,
+    /// The next frame the scorer takes.
+    next_take: usize,
+    /// Frames read and not yet taken (with the end or an error, at its position).
+    ready: std::collections::BTreeMap<usize, Frame>,
+    /// The first position that holds an end or an error: nothing past it is read.
+    end: usize,
+    /// The scorer is gone: readers stop.
+    closed: bool,
+}
+
+impl Ordered {
+    fn lock(&self) -> std::sync::MutexGuard<'_, OrderedState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A reader's next frame position, once it is inside the window; `None` when done.
+    fn claim(&self, limit: usize) -> Option<usize> {
+        let mut st = self.lock();
+        loop {
+            if st.closed || st.next_read >= st.end.min(limit) {
+                return None;
+            }
+            if st.next_read < st.next_take + self.window {
+                st.next_read += 1;
+                return Some(st.next_read - 1);
+            }
+            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// A reader's frame `k`; an end or an error stops the reading past it.
+    fn put(&self, k: usize, frame: Frame) {
+        let mut st = self.lock();
+        if !matches!(frame, Ok(Some(_))) {
+            st.end = st.end.min(k + 1);
+        }
+        if !st.closed {
+            st.ready.insert(k, frame);
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// The scorer's next frame, in order; `None` after the last one.
+    fn take(&self, limit: usize) -> Frame {
+        let mut st = self.lock();
+        loop {
+            let k = st.next_take;
+            if k >= limit {
+                return Ok(None);
+            }
+            if let Some(frame) = st.ready.remove(&k) {
+                st.next_take += 1;
+                drop(st);
+                self.changed.notify_all();
+                return frame;
+            }
+            // Every reader gone without this frame: an end was reached before it.
+            if st.next_read >= st.end.min(limit) && st.ready.is_empty() && k >= st.end {
+                return Ok(None);
+            }
+            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn close(&self) {
+        let mut st = self.lock();
+        st.closed = true;
+        // Pictures go back to their pool now, not when the last reader ends.
+        let ready = std::mem::take(&mut st.ready);
+        drop(st);
+        self.changed.notify_all();
+        drop(ready);
+    }
+}
 
 /// Reads with `read` (which takes a picture from its argument) on a new thread until an end,
 /// an error, `count` frames, or until the receiver is gone; pictures come from `pool` if any.
@@ -352,51 +444,66 @@ fn spawn_reader(
     info: VideoInfo,
     count: Option<usize>,
     pool: Option<Arc<PicturePool>>,
-) -> std::io::Result<Receiver<vmaf_hip::Result<Option<Picture>>>> {
+) -> std::io::Result<Receiver<Frame>> {
     let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD);
     // `Builder::spawn` reports a thread that cannot start instead of panicking.
     std::thread::Builder::new()
         .name("vmaf-reader".into())
         .spawn(move || {
             let mut n = 0usize;
-            // Where the time goes, at debug level: reading, waiting for a free picture,
-            // waiting for the scorer to take frames.
-            let (mut reading, mut fetching, mut handing) = (0.0, 0.0, 0.0);
+            let mut times = ReaderTimes::default();
             while count.is_none_or(|c| n < c) {
                 let t = Instant::now();
-                let mut get = || {
-                    let t = Instant::now();
-                    let pic = match &pool {
-                        Some(p) => p.fetch(),
-                        None => PictureData::for_writing(
-                            info.pix_fmt,
-                            info.bpc,
-                            info.width,
-                            info.height,
-                        ),
-                    };
-                    fetching += t.elapsed().as_secs_f64();
-                    pic
-                };
+                let mut get = || times.fetch(&pool, info);
                 let frame = read(&mut get).map(|f| f.map(Arc::new));
-                reading += t.elapsed().as_secs_f64();
+                times.reading += t.elapsed().as_secs_f64();
                 let more = matches!(frame, Ok(Some(_)));
                 let t = Instant::now();
                 if tx.send(frame).is_err() || !more {
                     break;
                 }
-                handing += t.elapsed().as_secs_f64();
+                times.handing += t.elapsed().as_secs_f64();
                 n += 1;
             }
-            vmaf_hip::log_debug!(
-                "reader: {n} frames; {:.0} ms reading (of which {:.0} ms getting pictures), \
-                 {:.0} ms waiting for the scorer",
-                reading * 1e3,
-                fetching * 1e3,
-                handing * 1e3
-            );
+            times.log(n);
         })?;
     Ok(rx)
+}
+
+/// Where a reader's time goes, logged at debug level: reading, waiting for a free picture,
+/// waiting for the scorer.
+#[derive(Default)]
+struct ReaderTimes {
+    reading: f64,
+    fetching: f64,
+    handing: f64,
+}
+
+impl ReaderTimes {
+    /// A picture to read into: from the pool, else a new one.
+    fn fetch(
+        &mut self,
+        pool: &Option<Arc<PicturePool>>,
+        info: VideoInfo,
+    ) -> vmaf_hip::Result<PictureData> {
+        let t = Instant::now();
+        let pic = match pool {
+            Some(p) => p.fetch(),
+            None => PictureData::for_writing(info.pix_fmt, info.bpc, info.width, info.height),
+        };
+        self.fetching += t.elapsed().as_secs_f64();
+        pic
+    }
+
+    fn log(&self, n: usize) {
+        vmaf_hip::log_debug!(
+            "reader: {n} frames; {:.0} ms reading (of which {:.0} ms getting pictures), \
+             {:.0} ms waiting for the scorer",
+            self.reading * 1e3,
+            self.fetching * 1e3,
+            self.handing * 1e3
+        );
+    }
 }
 
 impl ReadAhead {
@@ -408,13 +515,10 @@ impl ReadAhead {
     ) -> std::io::Result<ReadAhead> {
         let info = reader.info();
         let rx = spawn_reader(move |get| reader.read_frame_with(get), info, limit, pool)?;
-        Ok(ReadAhead {
-            rxs: vec![rx],
-            next: 0.into(),
-        })
+        Ok(ReadAhead::Channel(rx))
     }
 
-    /// Reads `frames` on `threads` threads, thread `t` frames `t`, `t + threads`, ...
+    /// Reads `frames` on `threads` threads, each taking the next unread frame.
     fn start_at(
         frames: Arc<io::FrameReaderAt>,
         info: VideoInfo,
@@ -422,31 +526,60 @@ impl ReadAhead {
         limit: Option<usize>,
         pool: Option<Arc<PicturePool>>,
     ) -> std::io::Result<ReadAhead> {
-        let mut rxs = Vec::with_capacity(threads);
-        for t in 0..threads {
-            let frames = frames.clone();
-            let mut scratch = Vec::new();
-            let mut k = t as u64;
-            let read = move |get: &mut dyn FnMut() -> vmaf_hip::Result<PictureData>| {
-                let f = frames.read(k, get, &mut scratch);
-                k += threads as u64;
-                f
-            };
-            let count = limit.map(|l| l.saturating_sub(t).div_ceil(threads));
-            rxs.push(spawn_reader(read, info, count, pool.clone())?);
+        let limit = limit.unwrap_or(usize::MAX);
+        let shared = Arc::new(Ordered {
+            state: std::sync::Mutex::new(OrderedState {
+                next_read: 0,
+                next_take: 0,
+                ready: Default::default(),
+                end: usize::MAX,
+                closed: false,
+            }),
+            changed: std::sync::Condvar::new(),
+            window: (READ_AHEAD + 1) * threads,
+        });
+        let ahead = ReadAhead::Shared(shared.clone());
+        for _ in 0..threads {
+            let (frames, shared, pool) = (frames.clone(), shared.clone(), pool.clone());
+            // On failure `ahead` drops: the readers started so far stop.
+            std::thread::Builder::new()
+                .name("vmaf-reader".into())
+                .spawn(move || {
+                    let mut scratch = Vec::new();
+                    let mut times = ReaderTimes::default();
+                    let mut n = 0usize;
+                    loop {
+                        let t = Instant::now();
+                        let Some(k) = shared.claim(limit) else { break };
+                        times.handing += t.elapsed().as_secs_f64();
+                        let t = Instant::now();
+                        let mut get = || times.fetch(&pool, info);
+                        let frame = frames.read(k as u64, &mut get, &mut scratch);
+                        times.reading += t.elapsed().as_secs_f64();
+                        shared.put(k, frame.map(|f| f.map(Arc::new)));
+                        n += 1;
+                    }
+                    times.log(n);
+                })?;
         }
-        Ok(ReadAhead {
-            rxs,
-            next: 0.into(),
-        })
+        Ok(ahead)
     }
 
     /// The next frame; `None` after the last one.
-    fn next(&self) -> vmaf_hip::Result<Option<Picture>> {
-        let i = self.next.get();
-        self.next.set(i + 1);
-        // A closed channel means its reader stopped after an end, an error or the limit.
-        self.rxs[i % self.rxs.len()].recv().unwrap_or(Ok(None))
+    fn next(&self, limit: Option<usize>) -> Frame {
+        match self {
+            // A closed channel means its reader stopped after an end, an error or the limit.
+            ReadAhead::Channel(rx) => rx.recv().unwrap_or(Ok(None)),
+            ReadAhead::Shared(o) => o.take(limit.unwrap_or(usize::MAX)),
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        if let ReadAhead::Shared(o) = self {
+            o.close();
+        }
     }
 }
 
@@ -478,11 +611,17 @@ fn pinned_pool(
     }
     // Pictures read ahead, in the channels, in flight on the workers, and one being scored.
     let cnt = (READ_AHEAD + 1) * readers_per_input() + 1 + 2 * workers;
+    let new = move || PictureData::for_writing(info.pix_fmt, info.bpc, info.width, info.height);
     let make = move || {
-        let pic = PictureData::for_writing(info.pix_fmt, info.bpc, info.width, info.height)?;
-        vmaf_hip::gpu::pin_picture(&dev, pic)
+        // Memory that cannot be page-locked still serves, only its uploads are slower.
+        vmaf_hip::gpu::pin_picture(&dev, new()?).or_else(|e| {
+            vmaf_hip::log_debug!("an input picture could not be page-locked: {e}");
+            new()
+        })
     };
-    PicturePool::new(cnt, make)
+    // Made by the readers as they need them: they start reading at once and lock pages side
+    // by side, instead of the main thread locking every picture before the first read.
+    PicturePool::lazy(cnt, make)
         .map_err(|e| vmaf_hip::log_debug!("page-locked input pictures unavailable: {e}"))
         .ok()
 }
@@ -656,12 +795,13 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     let (ref_layout, dist_layout) = positional.unzip();
     let ref_frames = start(vref, ref_layout, &ref_path)?;
     let dist_frames = start(vdist, dist_layout, &dist_path)?;
+    vmaf_hip::log_debug!("{:.0} ms: readers started", ms());
     let mut n = 0usize;
     let mut waited = 0.0;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
         let t = Instant::now();
-        let r = ref_frames.next().map_err(reading(&ref_path))?;
-        let d = dist_frames.next().map_err(reading(&dist_path))?;
+        let r = ref_frames.next(limit).map_err(reading(&ref_path))?;
+        let d = dist_frames.next(limit).map_err(reading(&dist_path))?;
         waited += t.elapsed().as_secs_f64();
         let (r, d) = match (r, d) {
             (Some(r), Some(d)) => (r, d),

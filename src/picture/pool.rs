@@ -5,6 +5,10 @@
 //! context keeps the last references a motion extractor looks back to as they are (no copy on
 //! the feeding thread), and those must not starve a caller whose pool was sized for the frames
 //! it feeds (a pool of two pictures still serves a caller with no worker threads).
+//!
+//! A lazy pool ([`PicturePool::lazy`]) makes its pictures on first demand instead of up front,
+//! on the fetching threads: a reader starts at once, and several readers page-lock their
+//! pictures side by side instead of one thread locking them all before the first read.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +25,8 @@ type Make = Box<dyn Fn() -> Result<PictureData> + Send + Sync>;
 
 struct State {
     free: Vec<PictureData>,
+    /// Pictures of the pool's size not made yet (a lazy pool's).
+    unmade: usize,
     /// Pictures handed out and not yet returned.
     out: usize,
     /// Pictures made beyond the pool's size (at most [`EXTRA`]).
@@ -63,9 +69,37 @@ impl PicturePool {
             })?;
             free.push(pic);
         }
-        Ok(Arc::new(PicturePool {
+        Ok(Self::with(free, 0, make))
+    }
+
+    /// A pool of `cnt` pictures from `make`, each made by the fetch that first finds none free
+    /// (at most [`crate::limits::MAX_POOL_PICTURES`]). A failing picture is the fetch's error
+    /// when no picture is out, else the fetch waits for one to come back.
+    pub fn lazy(
+        cnt: usize,
+        make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
+    ) -> Result<Arc<Self>> {
+        let max = crate::limits::MAX_POOL_PICTURES;
+        if cnt > max {
+            return Err(Error::inval(format!(
+                "a pool of {cnt} pictures exceeds the limit of {max}"
+            )));
+        }
+        let mut free = Vec::new();
+        free.try_reserve_exact(cnt)
+            .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
+        Ok(Self::with(free, cnt, make))
+    }
+
+    fn with(
+        free: Vec<PictureData>,
+        unmade: usize,
+        make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
+    ) -> Arc<Self> {
+        Arc::new(PicturePool {
             state: Mutex::new(State {
                 free,
+                unmade,
                 out: 0,
                 extra: 0,
                 waited: std::time::Duration::ZERO,
@@ -73,7 +107,7 @@ impl PicturePool {
             }),
             available: Condvar::new(),
             make: Box::new(make),
-        }))
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -94,14 +128,21 @@ impl PicturePool {
                 st.out += 1;
                 return Ok(self.lend(pic));
             }
-            if may_grow && st.extra < EXTRA {
-                st.extra += 1;
+            // A lazy pool's own pictures first, then the extra ones.
+            let own = st.unmade > 0;
+            if may_grow && (own || st.extra < EXTRA) {
+                if own {
+                    st.unmade -= 1;
+                } else {
+                    st.extra += 1;
+                }
                 drop(st);
-                match (self.make)() {
+                let made = (self.make)();
+                st = self.lock();
+                match made {
                     Ok(mut pic) => {
-                        let mut st = self.lock();
                         if st.closed {
-                            st.extra -= 1;
+                            Self::unmake(&mut st, own);
                             drop(st);
                             pic.unpin();
                             return Err(Error::inval("the picture pool was closed"));
@@ -111,9 +152,8 @@ impl PicturePool {
                     }
                     Err(e) => {
                         // Not fatal: the caller waits for a picture to come back instead.
-                        crate::log_warn!("picture pool: an extra picture failed: {e}");
-                        st = self.lock();
-                        st.extra -= 1;
+                        crate::log_warn!("picture pool: a picture failed: {e}");
+                        Self::unmake(&mut st, own);
                         if st.free.is_empty() && st.out == 0 {
                             return Err(e);
                         }
@@ -125,6 +165,15 @@ impl PicturePool {
             let t = std::time::Instant::now();
             st = self.available.wait(st).unwrap_or_else(|e| e.into_inner());
             st.waited += t.elapsed();
+        }
+    }
+
+    /// Takes back the count of a picture that was not made after all.
+    fn unmake(st: &mut State, own: bool) {
+        if own {
+            st.unmade += 1;
+        } else {
+            st.extra -= 1;
         }
     }
 
@@ -175,7 +224,7 @@ impl Drop for PicturePool {
         unpin_all(idle);
         let st = self.lock();
         crate::log_debug!(
-            "picture pool: {} pictures ({} made when it ran dry); fetches waited {:.1} ms",
+            "picture pool: {} pictures ({} made beyond its size); fetches waited {:.1} ms",
             kept + st.out,
             st.extra,
             st.waited.as_secs_f64() * 1e3
@@ -214,5 +263,52 @@ mod tests {
         // With nothing out, a failing extra picture is the fetch's error.
         let dry = PicturePool::new(0, || Err(Error::NoMem("none".into()))).unwrap();
         assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
+    }
+
+    /// A lazy pool makes nothing up front, one picture per fetch that finds none free up to
+    /// its size and then its extra ones, and after that waits for a picture to come back.
+    #[test]
+    fn a_lazy_pool_makes_pictures_on_demand() {
+        let made = Arc::new(AtomicUsize::new(0));
+        let m = made.clone();
+        let pool = PicturePool::lazy(2, move || {
+            m.fetch_add(1, Ordering::SeqCst);
+            PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
+        })
+        .unwrap();
+        assert_eq!(made.load(Ordering::SeqCst), 0);
+        let first = pool.fetch().unwrap();
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        drop(first);
+        // The returned picture serves the next fetch.
+        let mut held = vec![pool.fetch().unwrap()];
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        for n in 2..=2 + EXTRA {
+            held.push(pool.fetch().unwrap());
+            assert_eq!(made.load(Ordering::SeqCst), n);
+        }
+        let p = pool.clone();
+        let waiter = std::thread::spawn(move || p.fetch().map(|pic| pic.w[0]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert_eq!(made.load(Ordering::SeqCst), 2 + EXTRA);
+        held.pop();
+        assert_eq!(waiter.join().unwrap().unwrap(), 8);
+        assert_eq!(made.load(Ordering::SeqCst), 2 + EXTRA);
+        // A picture that cannot be made with nothing out is the fetch's error; the count it
+        // took is given back, so a later fetch tries again.
+        let fails = Arc::new(AtomicUsize::new(0));
+        let f = fails.clone();
+        let dry = PicturePool::lazy(1, move || {
+            f.fetch_add(1, Ordering::SeqCst);
+            Err(Error::NoMem("none".into()))
+        })
+        .unwrap();
+        assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
+        assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
+        assert_eq!(fails.load(Ordering::SeqCst), 2);
+        assert!(PicturePool::lazy(crate::limits::MAX_POOL_PICTURES + 1, || {
+            PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
+        })
+        .is_err());
     }
 }
