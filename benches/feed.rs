@@ -37,7 +37,7 @@
 //!  --vmaf PATH --ffmpeg PATH --file-frames N --dir DIR --keep --devices N|all
 //!  --scale G1,G2 --feeders F1,F2 --reps R]`
 //!
-//! `--reps R`: each C API path's floor and each thread count's scoring run R times;
+//! `--reps R`: each path's floor and each thread count's scoring run R times (the tools too);
 //! the median is printed, with the range in brackets.
 
 #[path = "../tests/common/mod.rs"]
@@ -726,6 +726,8 @@ struct Tools {
     /// Keep the y4m files (`--keep`).
     keep: bool,
     threads: Vec<u32>,
+    /// Runs of each floor and each thread count (`--reps`): the median is kept.
+    reps: usize,
 }
 
 /// Prints a tool's row: floor, best rate, their ratio, each thread count's rate.
@@ -761,8 +763,9 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
     // Twice: the first read brings the files into the page cache.
     read_floor(&files, frames);
     let mut scores = Vec::new();
+    let reps = tools.reps;
     if let Some(vmaf) = &tools.vmaf {
-        let fl = read_floor(&files, frames);
+        let (fl, (), fl_range) = median_of(reps, || (read_floor(&files, frames), ()));
         let json = tools.dir.join("feed.json");
         let mut cells = Vec::new();
         let mut best = 0.0f64;
@@ -784,12 +787,16 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
                     cmd.args(["--backend", "hip", "--hip-device", "all"]);
                 }
             }
-            let (fps, _) = timed(&mut cmd, frames);
-            scores.push(("cli", format!("{:.6}", cli_score(&json))));
-            cells.push(format!("{t}t: {fps:.0}"));
+            let (fps, score, range) = median_of(reps, || {
+                let (fps, _) = timed(&mut cmd, frames);
+                (fps, cli_score(&json))
+            });
+            scores.push(("cli", format!("{score:.6}")));
+            cells.push(format!("{t}t: {fps:.0}{range}"));
             best = best.max(fps);
         }
-        tool_row(input, "cli", fl, best, &cells, "reading both files");
+        let what = format!("reading both files{fl_range}");
+        tool_row(input, "cli", fl, best, &cells, &what);
     }
     if let Some(ffmpeg) = &tools.ffmpeg {
         let base = |cmd: &mut std::process::Command| {
@@ -801,7 +808,7 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
         let mut decode = std::process::Command::new(ffmpeg);
         base(&mut decode);
         decode.args(["-map", "0:v", "-map", "1:v", "-f", "null", "-"]);
-        let (fl, _) = timed(&mut decode, frames);
+        let (fl, (), fl_range) = median_of(reps, || (timed(&mut decode, frames).0, ()));
         let mut cells = Vec::new();
         let mut best = 0.0f64;
         for &t in &tools.threads {
@@ -815,15 +822,18 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
                 "null",
                 "-",
             ]);
-            let (fps, log) = timed(&mut cmd, frames);
-            let score = log
-                .lines()
-                .find_map(|l| l.split("VMAF score: ").nth(1))
-                .expect("VMAF score in FFmpeg's log")
-                .trim()
-                .to_string();
+            let (fps, score, range) = median_of(reps, || {
+                let (fps, log) = timed(&mut cmd, frames);
+                let score = log
+                    .lines()
+                    .find_map(|l| l.split("VMAF score: ").nth(1))
+                    .expect("VMAF score in FFmpeg's log")
+                    .trim()
+                    .to_string();
+                (fps, score)
+            });
             scores.push(("ffmpeg", score));
-            cells.push(format!("{t}t: {fps:.0}"));
+            cells.push(format!("{t}t: {fps:.0}{range}"));
             best = best.max(fps);
         }
         tool_row(
@@ -832,7 +842,7 @@ fn tool_rows(input: &Input, tools: &Tools, scale: usize) -> Vec<(&'static str, S
             fl,
             best,
             &cells,
-            "decoding both, no filter",
+            &format!("decoding both, no filter{fl_range}"),
         );
     }
     if !tools.keep {
@@ -923,6 +933,7 @@ fn main() {
         gpu: gpu.len(),
         keep: args.iter().any(|a| a == "--keep"),
         threads: threads.clone(),
+        reps,
     };
     println!(
         "vmaf-hip feed benchmark: C API, vmaf_v0.6.1, scoring on the {on}, {cores} CPU cores, \
@@ -1055,6 +1066,7 @@ fn main() {
             );
         }
         let tool_scores = tool_rows(&input, &tools, scale);
+        let mut pooled = reference;
         if !tool_scores.is_empty() {
             // The tools score their own frame count: compare with a C API run of that length.
             let m = tool_frames(&tools, scale);
@@ -1067,12 +1079,14 @@ fn main() {
                     input.name
                 );
             }
+            pooled = pooled.or(Some(api));
         }
-        println!(
-            "{:<18} pooled vmaf {:.6} (identical on every path and thread count)",
-            input.name,
-            reference.unwrap_or(f64::NAN)
-        );
+        if let Some(v) = pooled {
+            println!(
+                "{:<18} pooled vmaf {v:.6} (identical on every path and thread count)",
+                input.name
+            );
+        }
     }
     for mut state in gpu {
         // SAFETY: a live state, freed once.
