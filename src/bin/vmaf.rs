@@ -368,6 +368,20 @@ struct OrderedState {
 }
 
 impl Ordered {
+    fn new(window: usize) -> Ordered {
+        Ordered {
+            state: std::sync::Mutex::new(OrderedState {
+                next_read: 0,
+                next_take: 0,
+                ready: Default::default(),
+                end: usize::MAX,
+                closed: false,
+            }),
+            changed: std::sync::Condvar::new(),
+            window,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, OrderedState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -430,6 +444,30 @@ impl Ordered {
         drop(st);
         self.changed.notify_all();
         drop(ready);
+    }
+}
+
+/// A frame a reader has taken and not yet handed over: should the reader unwind, the scorer
+/// gets an error at its place instead of waiting for it forever.
+struct Claimed<'a> {
+    shared: &'a Ordered,
+    k: usize,
+    put: bool,
+}
+
+impl Claimed<'_> {
+    fn put(mut self, frame: Frame) {
+        self.put = true;
+        self.shared.put(self.k, frame);
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        if !self.put {
+            let e = vmaf_hip::Error::inval(format!("frame {}: its reader stopped", self.k));
+            self.shared.put(self.k, Err(e));
+        }
     }
 }
 
@@ -527,17 +565,7 @@ impl ReadAhead {
         pool: Option<Arc<PicturePool>>,
     ) -> std::io::Result<ReadAhead> {
         let limit = limit.unwrap_or(usize::MAX);
-        let shared = Arc::new(Ordered {
-            state: std::sync::Mutex::new(OrderedState {
-                next_read: 0,
-                next_take: 0,
-                ready: Default::default(),
-                end: usize::MAX,
-                closed: false,
-            }),
-            changed: std::sync::Condvar::new(),
-            window: (READ_AHEAD + 1) * threads,
-        });
+        let shared = Arc::new(Ordered::new((READ_AHEAD + 1) * threads));
         let ahead = ReadAhead::Shared(shared.clone());
         for _ in 0..threads {
             let (frames, shared, pool) = (frames.clone(), shared.clone(), pool.clone());
@@ -551,12 +579,17 @@ impl ReadAhead {
                     loop {
                         let t = Instant::now();
                         let Some(k) = shared.claim(limit) else { break };
+                        let claimed = Claimed {
+                            shared: &shared,
+                            k,
+                            put: false,
+                        };
                         times.handing += t.elapsed().as_secs_f64();
                         let t = Instant::now();
                         let mut get = || times.fetch(&pool, info);
                         let frame = frames.read(k as u64, &mut get, &mut scratch);
                         times.reading += t.elapsed().as_secs_f64();
-                        shared.put(k, frame.map(|f| f.map(Arc::new)));
+                        claimed.put(frame.map(|f| f.map(Arc::new)));
                         n += 1;
                     }
                     times.log(n);
@@ -985,6 +1018,98 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn frame(k: usize) -> Frame {
+        let mut pic = PictureData::new(PixelFormat::Yuv400p, 8, 2, 2)?;
+        pic.plane_u8_mut(0)[0] = k as u8;
+        Ok(Some(Arc::new(pic)))
+    }
+
+    fn number(f: Frame) -> Option<u8> {
+        f.unwrap().map(|p| p.plane_u8(0)[0])
+    }
+
+    /// Readers finishing out of order still hand frames over in order; none reads past the
+    /// window, an end stops the reading past it, and the scorer sees that end once.
+    #[test]
+    fn shared_readers_hand_frames_over_in_order() {
+        let o = Arc::new(Ordered::new(4));
+        let ks: Vec<usize> = (0..4).map(|_| o.claim(usize::MAX).unwrap()).collect();
+        assert_eq!(ks, [0, 1, 2, 3]);
+        let waiting = {
+            let o = o.clone();
+            std::thread::spawn(move || o.claim(usize::MAX))
+        };
+        for k in [3, 1, 2] {
+            o.put(k, frame(k));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Frame 0 is not read yet: the window holds the fifth claim back.
+        assert!(!waiting.is_finished());
+        o.put(0, frame(0));
+        for k in 0..4 {
+            assert_eq!(number(o.take(usize::MAX)), Some(k as u8));
+        }
+        assert_eq!(waiting.join().unwrap(), Some(4));
+        o.put(4, Ok(None));
+        assert_eq!(o.claim(usize::MAX), None);
+        assert_eq!(number(o.take(usize::MAX)), None);
+        // A limit ends the claims and the takes.
+        let o = Ordered::new(8);
+        assert_eq!(o.claim(1), Some(0));
+        assert_eq!(o.claim(1), None);
+        o.put(0, frame(0));
+        assert_eq!(number(o.take(1)), Some(0));
+        assert_eq!(number(o.take(1)), None);
+    }
+
+    /// An error is handed over at its frame; a reader that unwinds with a claimed frame leaves
+    /// an error there rather than a scorer waiting forever; closing wakes waiting readers.
+    #[test]
+    fn shared_readers_report_errors_in_place() {
+        let o = Arc::new(Ordered::new(4));
+        for k in 0..3 {
+            assert_eq!(o.claim(usize::MAX), Some(k));
+        }
+        o.put(1, Err(vmaf_hip::Error::inval("bad frame")));
+        o.put(0, frame(0));
+        o.put(2, frame(2));
+        // Nothing past the error is read.
+        assert_eq!(o.claim(usize::MAX), None);
+        assert_eq!(number(o.take(usize::MAX)), Some(0));
+        assert!(o
+            .take(usize::MAX)
+            .unwrap_err()
+            .to_string()
+            .contains("bad frame"));
+
+        let o = Arc::new(Ordered::new(4));
+        let reader = {
+            let o = o.clone();
+            std::thread::spawn(move || {
+                let k = o.claim(usize::MAX).unwrap();
+                let _claimed = Claimed {
+                    shared: &o,
+                    k,
+                    put: false,
+                };
+                panic!("reader fails");
+            })
+        };
+        assert!(reader.join().is_err());
+        let e = o.take(usize::MAX).unwrap_err().to_string();
+        assert!(e.contains("frame 0: its reader stopped"), "{e}");
+
+        let o = Arc::new(Ordered::new(1));
+        assert_eq!(o.claim(usize::MAX), Some(0));
+        let waiting = {
+            let o = o.clone();
+            std::thread::spawn(move || o.claim(usize::MAX))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        o.close();
+        assert_eq!(waiting.join().unwrap(), None);
+    }
 
     #[test]
     fn model_errors_are_the_library_messages() {
