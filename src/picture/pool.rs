@@ -50,15 +50,7 @@ impl PicturePool {
         cnt: usize,
         make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
     ) -> Result<Arc<Self>> {
-        let max = crate::limits::MAX_POOL_PICTURES;
-        if cnt > max {
-            return Err(Error::inval(format!(
-                "a pool of {cnt} pictures exceeds the limit of {max}"
-            )));
-        }
-        let mut free = Vec::new();
-        free.try_reserve_exact(cnt)
-            .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
+        let mut free = Self::free_list(cnt)?;
         for i in 0..cnt {
             // On failure `free` drops here: the pictures made so far are freed.
             let pic = make().map_err(|e| match e {
@@ -79,6 +71,11 @@ impl PicturePool {
         cnt: usize,
         make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
     ) -> Result<Arc<Self>> {
+        Ok(Self::with(Self::free_list(cnt)?, cnt, make))
+    }
+
+    /// Room for the `cnt` pictures of a pool, within the limit.
+    fn free_list(cnt: usize) -> Result<Vec<PictureData>> {
         let max = crate::limits::MAX_POOL_PICTURES;
         if cnt > max {
             return Err(Error::inval(format!(
@@ -88,7 +85,7 @@ impl PicturePool {
         let mut free = Vec::new();
         free.try_reserve_exact(cnt)
             .map_err(|_| Error::NoMem(format!("cannot allocate a pool of {cnt} pictures")))?;
-        Ok(Self::with(free, cnt, make))
+        Ok(free)
     }
 
     fn with(
