@@ -419,7 +419,8 @@ impl Ordered {
         let mut st = self.lock();
         loop {
             let k = st.next_take;
-            if k >= limit {
+            // Past the limit, or past an end or error already handed over.
+            if k >= limit.min(st.end) {
                 return Ok(None);
             }
             if let Some(frame) = st.ready.remove(&k) {
@@ -427,10 +428,6 @@ impl Ordered {
                 drop(st);
                 self.changed.notify_all();
                 return frame;
-            }
-            // Every reader gone without this frame: an end was reached before it.
-            if st.next_read >= st.end.min(limit) && st.ready.is_empty() && k >= st.end {
-                return Ok(None);
             }
             st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
@@ -589,8 +586,8 @@ impl ReadAhead {
                         let mut get = || times.fetch(&pool, info);
                         let frame = frames.read(k as u64, &mut get, &mut scratch);
                         times.reading += t.elapsed().as_secs_f64();
+                        n += usize::from(matches!(frame, Ok(Some(_))));
                         claimed.put(frame.map(|f| f.map(Arc::new)));
-                        n += 1;
                     }
                     times.log(n);
                 })?;
@@ -642,7 +639,8 @@ fn pinned_pool(
     if !info.width.is_multiple_of(32) {
         return None;
     }
-    // Pictures read ahead, in the channels, in flight on the workers, and one being scored.
+    // Pictures read ahead (the shared window of READ_AHEAD + 1 per reader), in flight on the
+    // workers, and one being scored.
     let cnt = (READ_AHEAD + 1) * readers_per_input() + 1 + 2 * workers;
     let new = move || PictureData::for_writing(info.pix_fmt, info.bpc, info.width, info.height);
     let make = move || {
@@ -866,6 +864,8 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         pb.inc(1);
     }
     vmaf_hip::log_debug!("scorer: waited {:.0} ms for the readers", waited * 1e3);
+    // Frames read past the end go back to their pool now, not after the flush.
+    drop((ref_frames, dist_frames));
     // The bar is redrawn in place without a line end: replace it with a final line, so
     // nothing printed afterwards (scores, the shell prompt) lands on it.
     if show_progress {

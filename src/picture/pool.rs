@@ -65,8 +65,9 @@ impl PicturePool {
     }
 
     /// A pool of `cnt` pictures from `make`, each made by the fetch that first finds none free
-    /// (at most [`crate::limits::MAX_POOL_PICTURES`]). A failing picture is the fetch's error
-    /// when no picture is out, else the fetch waits for one to come back.
+    /// (at most [`crate::limits::MAX_POOL_PICTURES`]). A picture that cannot be made is the
+    /// fetch's error (a later fetch tries again); past `cnt`, extra pictures behave as in
+    /// [`PicturePool::new`]'s pools.
     pub fn lazy(
         cnt: usize,
         make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
@@ -139,7 +140,7 @@ impl PicturePool {
                 match made {
                     Ok(mut pic) => {
                         if st.closed {
-                            Self::unmake(&mut st, own);
+                            self.unmake(&mut st, own);
                             drop(st);
                             pic.unpin();
                             return Err(Error::inval("the picture pool was closed"));
@@ -148,10 +149,13 @@ impl PicturePool {
                         return Ok(self.lend(pic));
                     }
                     Err(e) => {
-                        // Not fatal: the caller waits for a picture to come back instead.
                         crate::log_warn!("picture pool: a picture failed: {e}");
-                        Self::unmake(&mut st, own);
-                        if st.free.is_empty() && st.out == 0 {
+                        self.unmake(&mut st, own);
+                        // A lazy pool's own picture is the fetch's error: the pictures out may
+                        // all wait for this one's frame (a reader ahead of the others), so
+                        // none might come back. An extra one is not fatal: the caller waits
+                        // for a picture to come back instead.
+                        if own || (st.free.is_empty() && st.out == 0) {
                             return Err(e);
                         }
                         may_grow = false;
@@ -165,13 +169,15 @@ impl PicturePool {
         }
     }
 
-    /// Takes back the count of a picture that was not made after all.
-    fn unmake(st: &mut State, own: bool) {
+    /// Takes back the count of a picture that was not made after all; a fetcher waiting
+    /// because every count was taken may try it.
+    fn unmake(&self, st: &mut State, own: bool) {
         if own {
             st.unmade += 1;
         } else {
             st.extra -= 1;
         }
+        self.available.notify_one();
     }
 
     fn lend(self: &Arc<Self>, mut pic: PictureData) -> PictureData {
@@ -303,6 +309,20 @@ mod tests {
         assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
         assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
         assert_eq!(fails.load(Ordering::SeqCst), 2);
+        // With a picture out, a picture that cannot be made is still the fetch's error, not a
+        // wait: the picture out may never come back before this fetch's frame is read.
+        let made = Arc::new(AtomicUsize::new(0));
+        let m = made.clone();
+        let once = PicturePool::lazy(2, move || {
+            if m.fetch_add(1, Ordering::SeqCst) == 0 {
+                PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
+            } else {
+                Err(Error::NoMem("later".into()))
+            }
+        })
+        .unwrap();
+        let _held = once.fetch().unwrap();
+        assert_eq!(once.fetch().unwrap_err().errno(), -libc::ENOMEM);
         assert!(PicturePool::lazy(crate::limits::MAX_POOL_PICTURES + 1, || {
             PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
         })
