@@ -352,6 +352,8 @@ struct Ordered {
     changed: std::sync::Condvar,
     /// Frames that may be read ahead of the one the scorer takes next.
     window: usize,
+    /// Frames to read at most (`--frame_cnt`).
+    limit: usize,
 }
 
 struct OrderedState {
@@ -368,7 +370,7 @@ struct OrderedState {
 }
 
 impl Ordered {
-    fn new(window: usize) -> Ordered {
+    fn new(window: usize, limit: usize) -> Ordered {
         Ordered {
             state: std::sync::Mutex::new(OrderedState {
                 next_read: 0,
@@ -379,6 +381,7 @@ impl Ordered {
             }),
             changed: std::sync::Condvar::new(),
             window,
+            limit,
         }
     }
 
@@ -387,10 +390,10 @@ impl Ordered {
     }
 
     /// A reader's next frame position, once it is inside the window; `None` when done.
-    fn claim(&self, limit: usize) -> Option<usize> {
+    fn claim(&self) -> Option<usize> {
         let mut st = self.lock();
         loop {
-            if st.closed || st.next_read >= st.end.min(limit) {
+            if st.closed || st.next_read >= st.end.min(self.limit) {
                 return None;
             }
             if st.next_read < st.next_take + self.window {
@@ -415,12 +418,12 @@ impl Ordered {
     }
 
     /// The scorer's next frame, in order; `None` after the last one.
-    fn take(&self, limit: usize) -> Frame {
+    fn take(&self) -> Frame {
         let mut st = self.lock();
         loop {
             let k = st.next_take;
             // Past the limit, or past an end or error already handed over.
-            if k >= limit.min(st.end) {
+            if k >= self.limit.min(st.end) {
                 return Ok(None);
             }
             if let Some(frame) = st.ready.remove(&k) {
@@ -562,7 +565,7 @@ impl ReadAhead {
         pool: Option<Arc<PicturePool>>,
     ) -> std::io::Result<ReadAhead> {
         let limit = limit.unwrap_or(usize::MAX);
-        let shared = Arc::new(Ordered::new((READ_AHEAD + 1) * threads));
+        let shared = Arc::new(Ordered::new((READ_AHEAD + 1) * threads, limit));
         let ahead = ReadAhead::Shared(shared.clone());
         for _ in 0..threads {
             let (frames, shared, pool) = (frames.clone(), shared.clone(), pool.clone());
@@ -575,7 +578,7 @@ impl ReadAhead {
                     let mut n = 0usize;
                     loop {
                         let t = Instant::now();
-                        let Some(k) = shared.claim(limit) else { break };
+                        let Some(k) = shared.claim() else { break };
                         let claimed = Claimed {
                             shared: &shared,
                             k,
@@ -596,11 +599,11 @@ impl ReadAhead {
     }
 
     /// The next frame; `None` after the last one.
-    fn next(&self, limit: Option<usize>) -> Frame {
+    fn next(&self) -> Frame {
         match self {
             // A closed channel means its reader stopped after an end, an error or the limit.
             ReadAhead::Channel(rx) => rx.recv().unwrap_or(Ok(None)),
-            ReadAhead::Shared(o) => o.take(limit.unwrap_or(usize::MAX)),
+            ReadAhead::Shared(o) => o.take(),
         }
     }
 }
@@ -831,8 +834,8 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     let mut waited = 0.0;
     while cli.frame_cnt == 0 || n < cli.frame_cnt as usize {
         let t = Instant::now();
-        let r = ref_frames.next(limit).map_err(reading(&ref_path))?;
-        let d = dist_frames.next(limit).map_err(reading(&dist_path))?;
+        let r = ref_frames.next().map_err(reading(&ref_path))?;
+        let d = dist_frames.next().map_err(reading(&dist_path))?;
         waited += t.elapsed().as_secs_f64();
         let (r, d) = match (r, d) {
             (Some(r), Some(d)) => (r, d),
@@ -1033,12 +1036,12 @@ mod tests {
     /// window, an end stops the reading past it, and the scorer sees that end once.
     #[test]
     fn shared_readers_hand_frames_over_in_order() {
-        let o = Arc::new(Ordered::new(4));
-        let ks: Vec<usize> = (0..4).map(|_| o.claim(usize::MAX).unwrap()).collect();
+        let o = Arc::new(Ordered::new(4, usize::MAX));
+        let ks: Vec<usize> = (0..4).map(|_| o.claim().unwrap()).collect();
         assert_eq!(ks, [0, 1, 2, 3]);
         let waiting = {
             let o = o.clone();
-            std::thread::spawn(move || o.claim(usize::MAX))
+            std::thread::spawn(move || o.claim())
         };
         for k in [3, 1, 2] {
             o.put(k, frame(k));
@@ -1048,46 +1051,42 @@ mod tests {
         assert!(!waiting.is_finished());
         o.put(0, frame(0));
         for k in 0..4 {
-            assert_eq!(number(o.take(usize::MAX)), Some(k as u8));
+            assert_eq!(number(o.take()), Some(k as u8));
         }
         assert_eq!(waiting.join().unwrap(), Some(4));
         o.put(4, Ok(None));
-        assert_eq!(o.claim(usize::MAX), None);
-        assert_eq!(number(o.take(usize::MAX)), None);
+        assert_eq!(o.claim(), None);
+        assert_eq!(number(o.take()), None);
         // A limit ends the claims and the takes.
-        let o = Ordered::new(8);
-        assert_eq!(o.claim(1), Some(0));
-        assert_eq!(o.claim(1), None);
+        let o = Ordered::new(8, 1);
+        assert_eq!(o.claim(), Some(0));
+        assert_eq!(o.claim(), None);
         o.put(0, frame(0));
-        assert_eq!(number(o.take(1)), Some(0));
-        assert_eq!(number(o.take(1)), None);
+        assert_eq!(number(o.take()), Some(0));
+        assert_eq!(number(o.take()), None);
     }
 
     /// An error is handed over at its frame; a reader that unwinds with a claimed frame leaves
     /// an error there rather than a scorer waiting forever; closing wakes waiting readers.
     #[test]
     fn shared_readers_report_errors_in_place() {
-        let o = Arc::new(Ordered::new(4));
+        let o = Arc::new(Ordered::new(4, usize::MAX));
         for k in 0..3 {
-            assert_eq!(o.claim(usize::MAX), Some(k));
+            assert_eq!(o.claim(), Some(k));
         }
         o.put(1, Err(vmaf_hip::Error::inval("bad frame")));
         o.put(0, frame(0));
         o.put(2, frame(2));
         // Nothing past the error is read.
-        assert_eq!(o.claim(usize::MAX), None);
-        assert_eq!(number(o.take(usize::MAX)), Some(0));
-        assert!(o
-            .take(usize::MAX)
-            .unwrap_err()
-            .to_string()
-            .contains("bad frame"));
+        assert_eq!(o.claim(), None);
+        assert_eq!(number(o.take()), Some(0));
+        assert!(o.take().unwrap_err().to_string().contains("bad frame"));
 
-        let o = Arc::new(Ordered::new(4));
+        let o = Arc::new(Ordered::new(4, usize::MAX));
         let reader = {
             let o = o.clone();
             std::thread::spawn(move || {
-                let k = o.claim(usize::MAX).unwrap();
+                let k = o.claim().unwrap();
                 let _claimed = Claimed {
                     shared: &o,
                     k,
@@ -1097,14 +1096,14 @@ mod tests {
             })
         };
         assert!(reader.join().is_err());
-        let e = o.take(usize::MAX).unwrap_err().to_string();
+        let e = o.take().unwrap_err().to_string();
         assert!(e.contains("frame 0: its reader stopped"), "{e}");
 
-        let o = Arc::new(Ordered::new(1));
-        assert_eq!(o.claim(usize::MAX), Some(0));
+        let o = Arc::new(Ordered::new(1, usize::MAX));
+        assert_eq!(o.claim(), Some(0));
         let waiting = {
             let o = o.clone();
-            std::thread::spawn(move || o.claim(usize::MAX))
+            std::thread::spawn(move || o.claim())
         };
         std::thread::sleep(std::time::Duration::from_millis(50));
         o.close();
