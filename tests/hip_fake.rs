@@ -604,6 +604,29 @@ fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
     }
 }
 
+/// `VMAF_HIP_WAIT=sleep`: every event is created blocking-sync (hipEventBlockingSync, 1) beside
+/// timing disabled (2), so host waits sleep; without it events only disable timing. Both runs
+/// score and release everything.
+#[test]
+fn sleeping_waits_make_blocking_sync_events() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    for (name, env, flags) in [
+        ("wait-default", &[][..], "flags=2"),
+        ("wait-sleep", &[("VMAF_HIP_WAIT", "sleep")][..], "flags=3"),
+    ] {
+        let r = score(kit, name, 2, env);
+        assert_eq!(r.int("first_error"), 0, "{name}: {}", show(&r.out));
+        r.assert_clean();
+        let creates: Vec<&str> = r.calls("hipEventCreateWithFlags").collect();
+        assert!(!creates.is_empty(), "{name}: no events\n{}", r.log);
+        for l in creates {
+            assert_eq!(l.split(' ').nth(1), Some(flags), "{name}: {l}");
+        }
+    }
+}
+
 /// `VMAF_HIP_GRAPHS=1` on the HIP path: each scratch set runs its fixed work directly on its
 /// first frame, records it on its second (no event, wait or synchronize inside a capture; the
 /// fake rejects those), and launches the graph from then on; every graph and exec is destroyed

@@ -78,6 +78,16 @@ impl Drop for Stream {
     }
 }
 
+/// Whether host waits on events sleep (`VMAF_HIP_WAIT=sleep`, read once) instead of the
+/// runtimes' default, which spins while the process has fewer contexts than cores. Sleeping
+/// frees the cores a waiting worker would burn, for pipelines that share the host with
+/// decoders and encoders, at a wake-up per wait: frames in GPU memory from three feeding
+/// threads ran 6-13% slower on an H100 (docs/gpu.md, "Waiting for the GPU").
+fn sleep_on_wait() -> bool {
+    static SLEEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SLEEP.get_or_init(|| std::env::var("VMAF_HIP_WAIT").is_ok_and(|v| v == "sleep"))
+}
+
 /// A marker in a stream, for ordering and host waits (timing disabled: cheaper).
 pub struct Event {
     pub(super) dev: Arc<Device>,
@@ -93,8 +103,13 @@ impl Event {
     pub fn new(dev: &Arc<Device>) -> Result<Event> {
         let mut raw: sys::RawEvent = std::ptr::null_mut();
         dev.call_common("event create", |f| {
+            let sleep = if sleep_on_wait() {
+                sys::EVENT_BLOCKING_SYNC
+            } else {
+                0
+            };
             // SAFETY: writes one handle; destroyed in Drop.
-            unsafe { (f.event_create)(&mut raw, sys::EVENT_DISABLE_TIMING) }
+            unsafe { (f.event_create)(&mut raw, sys::EVENT_DISABLE_TIMING | sleep) }
         })?;
         Ok(Event {
             dev: dev.clone(),

@@ -61,6 +61,9 @@ pub const STREAM_NON_BLOCKING: c_uint = 1;
 pub const HOST_REGISTER_PORTABLE: c_uint = 1;
 
 pub const EVENT_DISABLE_TIMING: c_uint = 2;
+/// `CU_EVENT_BLOCKING_SYNC` / `hipEventBlockingSync`: a host wait on the event sleeps instead
+/// of spinning.
+pub const EVENT_BLOCKING_SYNC: c_uint = 1;
 /// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL` / `hipStreamCaptureModeThreadLocal`: a capture fails
 /// if its own thread makes a call that cannot be captured; other threads are not affected.
 pub const CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
