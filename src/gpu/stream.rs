@@ -82,7 +82,7 @@ impl Drop for Stream {
 /// runtimes' default, which spins while the process has fewer contexts than cores. Sleeping
 /// frees the cores a waiting worker would burn, for pipelines that share the host with
 /// decoders and encoders, at a wake-up per wait: frames in GPU memory from three feeding
-/// threads ran 6-13% slower on an H100 (docs/gpu.md, "Waiting for the GPU").
+/// threads mostly ran 4-13% slower on H100 hosts (docs/gpu.md, "Waiting for the GPU").
 fn sleep_on_wait() -> bool {
     static SLEEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SLEEP.get_or_init(|| std::env::var("VMAF_HIP_WAIT").is_ok_and(|v| v == "sleep"))
