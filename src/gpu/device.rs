@@ -236,10 +236,15 @@ pub struct Device {
     /// Bytes of device memory our buffers hold now, and the most they have held.
     mem_in_use: std::sync::atomic::AtomicUsize,
     mem_peak: std::sync::atomic::AtomicUsize,
-    /// Held shared while one of our streams records a graph, exclusively while we wait for the
-    /// whole device: a device-wide wait during a capture fails and spoils the capture.
-    capturing: std::sync::RwLock<()>,
 }
+
+/// Held shared while one of our streams records a graph, exclusively while we wait for a whole
+/// device: a device-wide wait during a capture fails and spoils the capture. One lock for the
+/// process, not one per [`Device`]: every state opens its own `Device` over the same primary
+/// context (and callers may share theirs), and one state's release wait meeting another's
+/// capture crashed the CUDA driver (SIGSEGV in `cuCtxSynchronize`, found in session 12 with
+/// the GPU tests' fault injection running beside other tests' captures).
+static CAPTURING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 // SAFETY: the primary context handle and the ordinal are plain identifiers that both runtimes
 // accept from any thread; every call binds the device to the calling thread first.
@@ -319,7 +324,6 @@ impl Device {
             failed: std::sync::atomic::AtomicBool::new(false),
             mem_in_use: std::sync::atomic::AtomicUsize::new(0),
             mem_peak: std::sync::atomic::AtomicUsize::new(0),
-            capturing: std::sync::RwLock::new(()),
         };
         d.bind()?;
         Ok(Arc::new(d))
@@ -449,7 +453,7 @@ impl Device {
     /// Waits for all queued work of the device, reporting a failure as a release warning (for
     /// releases of memory the device may still be using).
     pub(crate) fn synchronize_for_release(&self) {
-        let _no_capture = self.capturing.write().unwrap_or_else(|e| e.into_inner());
+        let _no_capture = CAPTURING.write().unwrap_or_else(|e| e.into_inner());
         let r = self.call_common("device synchronize", |f| {
             // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
             // primary context (CUDA).
@@ -460,9 +464,9 @@ impl Device {
         }
     }
 
-    /// Shared hold for recording a graph on one of this device's streams (see `capturing`).
+    /// Shared hold for recording a graph on one of this device's streams (see [`CAPTURING`]).
     pub(super) fn capture_guard(&self) -> std::sync::RwLockReadGuard<'_, ()> {
-        self.capturing.read().unwrap_or_else(|e| e.into_inner())
+        CAPTURING.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Reports a failure while releasing a resource: a warning the first time, and only at

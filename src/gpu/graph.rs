@@ -20,9 +20,10 @@
 //! module launches has not been run on AMD hardware here.
 //!
 //! A device-wide wait (`cuCtxSynchronize`) while any stream of the context is capturing fails
-//! and spoils the capture, so our own such waits (releasing memory) hold the device's capture
-//! lock exclusively; a caller's own device-wide wait on a shared context can still meet one of
-//! the few captures (one per scratch set and key), which then falls back to direct calls.
+//! and spoils the capture, so our own such waits (releasing memory) hold the process's capture
+//! lock exclusively (every state's `Device` shares the primary context); a caller's own
+//! device-wide wait on a shared context can still meet one of the few captures (one per scratch
+//! set and key), which then falls back to direct calls.
 
 use std::cell::Cell;
 use std::ffi::c_void;

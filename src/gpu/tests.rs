@@ -1103,3 +1103,29 @@ fn failed_capture_falls_back_to_direct_calls() {
         assert_eq!(replay.recordings(), 0);
     }
 }
+
+/// Two states on one GPU are two `Device`s over the same primary context: one's release wait (a
+/// device-wide synchronize) must wait while the other records a graph. Per-device locks let the
+/// two meet, and the CUDA driver crashed in `cuCtxSynchronize` (session 12). The wait is held
+/// off for as long as the capture lock is: 200 ms here, against microseconds on an idle device.
+#[test]
+fn release_waits_of_one_state_wait_for_captures_of_another() {
+    let Some(a) = test_state() else { return };
+    let b = GpuState::new(None).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let capture = a.device().capture_guard();
+    let other = b.device().clone();
+    let waiter = std::thread::spawn(move || {
+        other.synchronize_for_release();
+        let _ = tx.send(());
+    });
+    assert!(
+        rx.recv_timeout(std::time::Duration::from_millis(200))
+            .is_err(),
+        "another state's device-wide wait ran during a capture"
+    );
+    drop(capture);
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the release wait finishes once the capture ends");
+    waiter.join().unwrap();
+}
