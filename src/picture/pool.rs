@@ -241,20 +241,27 @@ mod tests {
     use crate::picture::PixelFormat;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// A picture maker whose first call makes an 8x8 picture and every later call fails with
+    /// out-of-memory; `made` counts the calls.
+    fn once_then_nomem(
+        made: &Arc<AtomicUsize>,
+    ) -> impl Fn() -> Result<PictureData> + Send + Sync + 'static {
+        let m = made.clone();
+        move || {
+            if m.fetch_add(1, Ordering::SeqCst) == 0 {
+                PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
+            } else {
+                Err(Error::NoMem("only one picture".into()))
+            }
+        }
+    }
+
     /// A failing extra picture is tried once per fetch: the fetch then waits for a picture to
     /// come back (or fails at once when none is out).
     #[test]
     fn a_failing_extra_picture_waits_instead_of_spinning() {
         let made = Arc::new(AtomicUsize::new(0));
-        let m = made.clone();
-        let pool = PicturePool::new(1, move || {
-            if m.fetch_add(1, Ordering::SeqCst) == 0 {
-                PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
-            } else {
-                Err(Error::NoMem("test".into()))
-            }
-        })
-        .unwrap();
+        let pool = PicturePool::new(1, once_then_nomem(&made)).unwrap();
         let held = pool.fetch().unwrap();
         let p = pool.clone();
         let waiter = std::thread::spawn(move || p.fetch().map(|pic| pic.w[0]));
@@ -312,15 +319,7 @@ mod tests {
         // With a picture out, a picture that cannot be made is still the fetch's error, not a
         // wait: the picture out may never come back before this fetch's frame is read.
         let made = Arc::new(AtomicUsize::new(0));
-        let m = made.clone();
-        let once = PicturePool::lazy(2, move || {
-            if m.fetch_add(1, Ordering::SeqCst) == 0 {
-                PictureData::new(PixelFormat::Yuv400p, 8, 8, 8)
-            } else {
-                Err(Error::NoMem("later".into()))
-            }
-        })
-        .unwrap();
+        let once = PicturePool::lazy(2, once_then_nomem(&made)).unwrap();
         let _held = once.fetch().unwrap();
         assert_eq!(once.fetch().unwrap_err().errno(), -libc::ENOMEM);
         assert!(PicturePool::lazy(crate::limits::MAX_POOL_PICTURES + 1, || {
