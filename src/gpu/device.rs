@@ -246,6 +246,33 @@ pub struct Device {
 /// the GPU tests' fault injection running beside other tests' captures).
 static CAPTURING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+thread_local! {
+    /// Captures this thread is recording now: a release on the same thread (a bug of ours, as
+    /// nothing is freed mid-capture) must not wait for its own shared hold.
+    static CAPTURING_HERE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A shared hold of [`CAPTURING`] by a thread recording a graph.
+pub(super) struct CaptureGuard {
+    _guard: std::sync::RwLockReadGuard<'static, ()>,
+}
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CAPTURING_HERE.with(|c| c.set(c.get().saturating_sub(1)));
+    }
+}
+
+/// The exclusive hold for a release: none on a thread that is itself recording (it would wait
+/// for itself forever); that case is logged instead.
+fn release_guard() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {
+    if CAPTURING_HERE.with(|c| c.get()) > 0 {
+        crate::log_warn!("GPU release during a graph capture on the same thread");
+        return None;
+    }
+    Some(CAPTURING.write().unwrap_or_else(|e| e.into_inner()))
+}
+
 // SAFETY: the primary context handle and the ordinal are plain identifiers that both runtimes
 // accept from any thread; every call binds the device to the calling thread first.
 unsafe impl Send for Device {}
@@ -453,7 +480,11 @@ impl Device {
     /// Waits for all queued work of the device, reporting a failure as a release warning (for
     /// releases of memory the device may still be using).
     pub(crate) fn synchronize_for_release(&self) {
-        let _no_capture = CAPTURING.write().unwrap_or_else(|e| e.into_inner());
+        let _no_capture = release_guard();
+        self.synchronize_locked();
+    }
+
+    fn synchronize_locked(&self) {
         let r = self.call_common("device synchronize", |f| {
             // SAFETY: no arguments; waits for all work of the bound device (HIP) or bound
             // primary context (CUDA).
@@ -464,9 +495,26 @@ impl Device {
         }
     }
 
+    /// Gives memory back to the runtime with `free`, first waiting for all queued work of the
+    /// device when `wait_device` is set. Both happen with the capture lock held exclusively:
+    /// the runtimes' frees synchronise implicitly, so a free meeting another state's capture
+    /// is the device-wide wait that crashed the driver, by another name. A failure is a
+    /// release warning.
+    pub(crate) fn release(&self, call: &str, wait_device: bool, free: impl FnOnce(Api) -> Status) {
+        let _no_capture = release_guard();
+        if wait_device {
+            self.synchronize_locked();
+        }
+        if let Err(e) = self.call(call, free) {
+            self.teardown_warn(format_args!("{e}"));
+        }
+    }
+
     /// Shared hold for recording a graph on one of this device's streams (see [`CAPTURING`]).
-    pub(super) fn capture_guard(&self) -> std::sync::RwLockReadGuard<'_, ()> {
-        CAPTURING.read().unwrap_or_else(|e| e.into_inner())
+    pub(super) fn capture_guard(&self) -> CaptureGuard {
+        let guard = CAPTURING.read().unwrap_or_else(|e| e.into_inner());
+        CAPTURING_HERE.with(|c| c.set(c.get() + 1));
+        CaptureGuard { _guard: guard }
     }
 
     /// Reports a failure while releasing a resource: a warning the first time, and only at

@@ -227,13 +227,10 @@ impl Drop for HostRegistration {
             }
         }
         let p = self.ptr;
-        let r = self.dev.call_common("host unregister", |f| {
+        self.dev.release("host unregister", false, |api| {
             // SAFETY: `p` was registered in `new` and is unregistered once, after its copies.
-            unsafe { (f.host_unregister)(p) }
+            unsafe { (api.common().host_unregister)(p) }
         });
-        if let Err(e) = r {
-            self.dev.teardown_warn(format_args!("{e}"));
-        }
     }
 }
 
@@ -244,14 +241,11 @@ impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
             self.dev.teardown_warn(format_args!("pinned buffer: {e}"));
         }
         let p = self.ptr.cast::<c_void>();
-        let r = self.dev.call_common("pinned host free", |f| {
+        self.dev.release("pinned host free", false, |api| {
             // SAFETY: `p` came from this runtime's `host_alloc` (hipHostMalloc /
             // cuMemHostAlloc) and is freed once, with the matching call.
-            unsafe { (f.host_free)(p) }
+            unsafe { (api.common().host_free)(p) }
         });
-        if let Err(e) = r {
-            self.dev.teardown_warn(format_args!("{e}"));
-        }
     }
 }
 
@@ -565,18 +559,14 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
             return;
         }
         let p = self.ptr;
+        self.dev.account(self.len * std::mem::size_of::<T>(), false);
         // Queued kernels or copies may still use the memory: wait for the device first (frees
         // are rare: buffers are cached and reused).
-        self.dev.synchronize_for_release();
-        self.dev.account(self.len * std::mem::size_of::<T>(), false);
-        let r = self.dev.call("device free", |api| match api {
+        self.dev.release("device free", true, |api| match api {
             // SAFETY: `p` came from hipMalloc and is freed once.
             Api::Hip(h) => unsafe { (h.fns.free)(p as *mut c_void) },
             // SAFETY: `p` came from cuMemAlloc and is freed once.
             Api::Cuda(c) => unsafe { (c.fns.mem_free)(p) },
         });
-        if let Err(e) = r {
-            self.dev.teardown_warn(format_args!("{e}"));
-        }
     }
 }

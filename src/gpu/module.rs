@@ -66,13 +66,10 @@ impl Module {
 impl Drop for Module {
     fn drop(&mut self) {
         let raw = self.raw;
-        let r = self.dev.call_common("module unload", |f| {
+        self.dev.release("module unload", false, |api| {
             // SAFETY: unloading our own handle once; kernels hold an Arc so none are left.
-            unsafe { (f.module_unload)(raw) }
+            unsafe { (api.common().module_unload)(raw) }
         });
-        if let Err(e) = r {
-            self.dev.teardown_warn(format_args!("{e}"));
-        }
     }
 }
 

@@ -1104,28 +1104,60 @@ fn failed_capture_falls_back_to_direct_calls() {
     }
 }
 
-/// Two states on one GPU are two `Device`s over the same primary context: one's release wait (a
-/// device-wide synchronize) must wait while the other records a graph. Per-device locks let the
-/// two meet, and the CUDA driver crashed in `cuCtxSynchronize` (session 12). The wait is held
-/// off for as long as the capture lock is: 200 ms here, against microseconds on an idle device.
+/// Two states on one GPU are two `Device`s over the same primary context: one's releases (a
+/// device-wide synchronize, and the frees, which synchronise implicitly) must wait while the
+/// other records a graph. Per-device locks let the two meet, and the CUDA driver crashed in
+/// `cuCtxSynchronize` (session 12). Each release is held off for as long as the capture lock
+/// is: 200 ms here, against microseconds on an idle device.
 #[test]
-fn release_waits_of_one_state_wait_for_captures_of_another() {
+fn releases_of_one_state_wait_for_captures_of_another() {
     let Some(a) = test_state() else { return };
     let b = GpuState::new(None).unwrap();
+    let dev = b.device().clone();
+    type Release = Box<dyn FnOnce() + Send>;
+    let wait_dev = dev.clone();
+    let device_buf = DeviceBuffer::<u8>::new(&dev, 4096).unwrap();
+    let pinned_buf = PinnedHostBuffer::<u8>::new(&dev, 4096).unwrap();
+    let releases: [(&str, Release); 3] = [
+        (
+            "device-wide wait",
+            Box::new(move || wait_dev.synchronize_for_release()),
+        ),
+        ("device free", Box::new(move || drop(device_buf))),
+        ("pinned host free", Box::new(move || drop(pinned_buf))),
+    ];
+    for (what, release) in releases {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let capture = a.device().capture_guard();
+        let waiter = std::thread::spawn(move || {
+            release();
+            let _ = tx.send(());
+        });
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200))
+                .is_err(),
+            "another state's {what} ran during a capture"
+        );
+        drop(capture);
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("the {what} finishes once the capture ends"));
+        waiter.join().unwrap();
+    }
+}
+
+/// A release on the thread that holds the capture lock (nothing of ours frees mid-capture, but
+/// a bug must not become a hang) goes ahead with a warning instead of waiting for itself.
+#[test]
+fn a_release_on_a_capturing_thread_does_not_wait_for_itself() {
+    let Some(a) = test_state() else { return };
+    let dev = a.device().clone();
     let (tx, rx) = std::sync::mpsc::channel();
-    let capture = a.device().capture_guard();
-    let other = b.device().clone();
-    let waiter = std::thread::spawn(move || {
-        other.synchronize_for_release();
+    std::thread::spawn(move || {
+        let buf = DeviceBuffer::<u8>::new(&dev, 4096).unwrap();
+        let _capture = dev.capture_guard();
+        drop(buf);
         let _ = tx.send(());
     });
-    assert!(
-        rx.recv_timeout(std::time::Duration::from_millis(200))
-            .is_err(),
-        "another state's device-wide wait ran during a capture"
-    );
-    drop(capture);
     rx.recv_timeout(std::time::Duration::from_secs(60))
-        .expect("the release wait finishes once the capture ends");
-    waiter.join().unwrap();
+        .expect("the release went ahead");
 }
