@@ -532,15 +532,100 @@ impl Device {
 impl Drop for Device {
     fn drop(&mut self) {
         if let (Api::Cuda(c), false) = (self.api, self.borrowed) {
-            // SAFETY: balances the retain in `open`; every object using the context holds an
-            // `Arc<Device>`, so none is left.
-            let st = unsafe { (c.fns.primary_ctx_release)(self.raw) };
-            // CUDA_ERROR_DEINITIALIZED: the process is exiting and the driver has let the
-            // context go already (a worker thread ending late drops the last reference).
-            const DEINITIALIZED: i32 = 4;
-            if st != 0 && st != DEINITIALIZED {
-                crate::log_warn!("cuDevicePrimaryCtxRelease: status {st}");
+            let dev = self.raw;
+            let release = move || {
+                // SAFETY: balances the retain in `open`; every object using the context holds
+                // an `Arc<Device>`, so none is left.
+                let st = unsafe { (c.fns.primary_ctx_release)(dev) };
+                // CUDA_ERROR_DEINITIALIZED: the process is exiting and the driver has let the
+                // context go already (a worker thread ending late drops the last reference).
+                const DEINITIALIZED: i32 = 4;
+                if st != 0 && st != DEINITIALIZED {
+                    crate::log_warn!("cuDevicePrimaryCtxRelease: status {st}");
+                }
+            };
+            linger::defer(context_linger(), Box::new(release));
+        }
+    }
+}
+
+/// How long a primary context we retained stays retained after its device closed:
+/// `VMAF_HIP_CONTEXT_LINGER_MS` (default 2000; 0 releases at once). Creating a context takes
+/// 100–200 ms and destroying one tens of ms, and programs often close a state only to open
+/// another: FFmpeg's command line initialises a filter graph once to check it, frees it, and
+/// builds it again for the frames, so the libvmaf filter's device was opened twice.
+fn context_linger() -> std::time::Duration {
+    static LINGER: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *LINGER.get_or_init(|| {
+        let ms = std::env::var("VMAF_HIP_CONTEXT_LINGER_MS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(2000);
+        std::time::Duration::from_millis(ms)
+    })
+}
+
+/// Releases run later, on one background thread, each once its delay has passed.
+pub(super) mod linger {
+    use std::sync::{Condvar, Mutex};
+    use std::time::{Duration, Instant};
+
+    type Release = Box<dyn FnOnce() + Send>;
+
+    struct Pending {
+        due: Vec<(Instant, Release)>,
+        /// Whether the releasing thread runs (it stays once started).
+        started: bool,
+    }
+
+    static PENDING: Mutex<Pending> = Mutex::new(Pending {
+        due: Vec::new(),
+        started: false,
+    });
+    static WAKE: Condvar = Condvar::new();
+
+    /// Runs `release` after `delay`: at once, on this thread, for a zero delay or when no
+    /// thread can be started for it.
+    pub(crate) fn defer(delay: Duration, release: Release) {
+        if delay.is_zero() {
+            release();
+            return;
+        }
+        let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        if !p.started {
+            let spawned = std::thread::Builder::new()
+                .name("vmaf-hip-release".into())
+                .spawn(run);
+            if spawned.is_err() {
+                drop(p);
+                release();
+                return;
             }
+            p.started = true;
+        }
+        p.due.push((Instant::now() + delay, release));
+        WAKE.notify_one();
+    }
+
+    fn run() {
+        let mut p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let now = Instant::now();
+            if let Some(i) = p.due.iter().position(|(at, _)| *at <= now) {
+                let (_, release) = p.due.swap_remove(i);
+                drop(p);
+                release();
+                p = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            p = match p.due.iter().map(|(at, _)| *at).min() {
+                Some(next) => {
+                    WAKE.wait_timeout(p, next - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+                None => WAKE.wait(p).unwrap_or_else(|e| e.into_inner()),
+            };
         }
     }
 }

@@ -1161,3 +1161,45 @@ fn a_release_on_a_capturing_thread_does_not_wait_for_itself() {
     rx.recv_timeout(std::time::Duration::from_secs(60))
         .expect("the release went ahead");
 }
+
+/// Released primary contexts linger (`VMAF_HIP_CONTEXT_LINGER_MS`): each deferred release runs
+/// once, on the background thread, no sooner than its delay and in the order of the deadlines;
+/// a zero delay runs at once on the caller's thread. No device needed.
+#[test]
+fn deferred_releases_run_once_their_delay_has_passed() {
+    use std::time::{Duration, Instant};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t0 = Instant::now();
+    for (k, ms) in [(0u32, 150u64), (1, 40)] {
+        let tx = tx.clone();
+        device::linger::defer(
+            Duration::from_millis(ms),
+            Box::new(move || {
+                let _ = tx.send((k, t0.elapsed(), std::thread::current().id()));
+            }),
+        );
+    }
+    let here = std::thread::current().id();
+    let (now_tx, now_rx) = std::sync::mpsc::channel();
+    device::linger::defer(
+        Duration::ZERO,
+        Box::new(move || now_tx.send(std::thread::current().id()).unwrap()),
+    );
+    assert_eq!(
+        now_rx.try_recv().unwrap(),
+        here,
+        "a zero delay runs at once, here"
+    );
+    let wait = Duration::from_secs(30);
+    let (first, at_first, on) = rx.recv_timeout(wait).unwrap();
+    assert_eq!(first, 1);
+    assert!(at_first >= Duration::from_millis(40), "{at_first:?}");
+    assert_ne!(on, here);
+    let (second, at_second, _) = rx.recv_timeout(wait).unwrap();
+    assert_eq!(second, 0);
+    assert!(at_second >= Duration::from_millis(150), "{at_second:?}");
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "each runs once"
+    );
+}
