@@ -65,7 +65,9 @@ int vmaf_hip_import_state(VmafContext *vmaf, VmafHipState *state);
 
 /* Releases the state and sets *state to NULL. Accepts NULL and a pointer to
  * NULL. Call it after vmaf_close() of every context the state was imported
- * into. */
+ * into. On NVIDIA the device's primary context, once no state uses it, is
+ * released 2 s later on a background thread (VMAF_HIP_CONTEXT_LINGER_MS; 0
+ * releases it here), so a state opened again soon skips its creation. */
 void vmaf_hip_state_free(VmafHipState **state);
 
 /* Writes one line per usable GPU to stdout (ordinal, name, vendor, compute

@@ -89,7 +89,8 @@ pub unsafe extern "C" fn vmaf_hip_import_state(
     })
 }
 
-/// Releases a state and sets `*state` to NULL. NULL and pointers to NULL are accepted.
+/// Releases a state and sets `*state` to NULL. NULL and pointers to NULL are accepted. A
+/// primary context it retained is released after a delay (see `device::context_linger`).
 ///
 /// # Safety
 /// `state` is NULL or points to NULL or to a live state not used concurrently.
