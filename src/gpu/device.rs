@@ -263,6 +263,11 @@ impl Drop for CaptureGuard {
     }
 }
 
+/// Whether this thread is recording a graph now.
+pub(super) fn capturing_here() -> bool {
+    CAPTURING_HERE.with(|c| c.get()) > 0
+}
+
 /// The exclusive hold for a release: none on a thread that is itself recording (it would wait
 /// for itself forever); that case is logged instead.
 fn release_guard() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {

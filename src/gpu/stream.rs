@@ -11,6 +11,22 @@ use crate::error::Result;
 pub struct Stream {
     pub(super) dev: Arc<Device>,
     pub(super) raw: sys::RawStream,
+    /// Unique for the process (handles of destroyed streams are reused); 0 for the legacy
+    /// stream, whose handle names a different stream in each context.
+    id: u64,
+    /// The last event records this stream waited for, as (event id, record number): a frame's
+    /// extractors wait for the same upload or caller's write one after another on a worker's
+    /// stream, and each runtime call costs the host time under the driver's context lock.
+    waited: std::sync::Mutex<Waited>,
+}
+
+/// A small ring of (event id, record number) pairs.
+#[derive(Default)]
+struct Waited {
+    keys: [(u64, u64); 8],
+    next: usize,
+    #[cfg(test)]
+    skipped: u64,
 }
 
 // SAFETY: stream handles may be used from any thread; the runtimes serialise submissions.
@@ -28,6 +44,8 @@ impl Stream {
         Ok(Stream {
             dev: dev.clone(),
             raw,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            waited: Default::default(),
         })
     }
 
@@ -38,6 +56,8 @@ impl Stream {
         Stream {
             dev: dev.clone(),
             raw: std::ptr::null_mut(),
+            id: 0,
+            waited: Default::default(),
         }
     }
 
@@ -53,12 +73,48 @@ impl Stream {
         })
     }
 
-    /// Makes later work on this stream wait for `event` (recorded on any stream).
+    /// Makes later work on this stream wait for `event`'s latest record (on any stream). No
+    /// runtime call when that record is already behind this stream's later work: made on this
+    /// stream, or waited for here already. Never skipped while this thread records a graph
+    /// (a skipped wait would be missing from the graph).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let (records, on) = event.last_record();
+        let key = (event.id, records);
+        let capturing = super::device::capturing_here();
+        if records > 0 && !capturing {
+            if on != 0 && on == self.id {
+                self.note_skip();
+                return Ok(());
+            }
+            if lock(&self.waited).keys.contains(&key) {
+                self.note_skip();
+                return Ok(());
+            }
+        }
         self.dev.call_common("stream wait event", |f| {
             // SAFETY: both handles are live objects of this device.
             unsafe { (f.stream_wait_event)(self.raw, event.raw, 0) }
-        })
+        })?;
+        if records > 0 && !capturing {
+            let mut w = lock(&self.waited);
+            let i = w.next;
+            w.keys[i] = key;
+            w.next = (i + 1) % w.keys.len();
+        }
+        Ok(())
+    }
+
+    fn note_skip(&self) {
+        #[cfg(test)]
+        {
+            lock(&self.waited).skipped += 1;
+        }
+    }
+
+    /// Waits this stream left out ([`Self::wait_event`]), for tests.
+    #[cfg(test)]
+    pub(crate) fn skipped_waits(&self) -> u64 {
+        lock(&self.waited).skipped
     }
 }
 
@@ -88,10 +144,21 @@ fn sleep_on_wait() -> bool {
     *SLEEP.get_or_init(|| std::env::var("VMAF_HIP_WAIT").is_ok_and(|v| v == "sleep"))
 }
 
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Identities of streams and events for [`Stream::wait_event`]'s memory (handles of destroyed
+/// ones are reused).
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A marker in a stream, for ordering and host waits (timing disabled: cheaper).
 pub struct Event {
     pub(super) dev: Arc<Device>,
     pub(super) raw: sys::RawEvent,
+    id: u64,
+    /// (records so far, the id of the stream of the last one).
+    last: std::sync::Mutex<(u64, u64)>,
 }
 
 // SAFETY: event handles may be used from any thread.
@@ -114,7 +181,19 @@ impl Event {
         Ok(Event {
             dev: dev.clone(),
             raw,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            last: std::sync::Mutex::new((0, 0)),
         })
+    }
+
+    /// (records so far, stream of the last one).
+    fn last_record(&self) -> (u64, u64) {
+        *lock(&self.last)
+    }
+
+    fn note_record(&self, stream: u64) {
+        let mut l = lock(&self.last);
+        *l = (l.0 + 1, stream);
     }
 
     /// Captures the work queued on `stream` so far.
@@ -122,7 +201,9 @@ impl Event {
         self.dev.call_common("event record", |f| {
             // SAFETY: both handles are live objects of this device.
             unsafe { (f.event_record)(self.raw, stream.raw) }
-        })
+        })?;
+        self.note_record(stream.id);
+        Ok(())
     }
 
     /// Captures the work queued so far on the device's legacy default stream (stream 0 of
@@ -132,7 +213,9 @@ impl Event {
         self.dev.call_common("event record", |f| {
             // SAFETY: a live event of this device; the null stream is always valid.
             unsafe { (f.event_record)(self.raw, std::ptr::null_mut()) }
-        })
+        })?;
+        self.note_record(0);
+        Ok(())
     }
 
     /// Blocks until the captured work has finished.

@@ -1203,3 +1203,44 @@ fn deferred_releases_run_once_their_delay_has_passed() {
         "each runs once"
     );
 }
+
+/// A stream leaves out waits for event records already behind its later work (recorded on the
+/// stream itself, or waited for there already), but waits again for a new record, for an
+/// event never recorded, on the legacy stream, and always while its thread records a graph.
+#[test]
+fn waits_already_behind_a_stream_are_left_out() {
+    let Some(state) = test_state() else { return };
+    let dev = state.device();
+    let (s, t) = (Stream::new(dev).unwrap(), Stream::new(dev).unwrap());
+    let e = Event::new(dev).unwrap();
+    e.record(&t).unwrap();
+    s.wait_event(&e).unwrap();
+    assert_eq!(s.skipped_waits(), 0);
+    s.wait_event(&e).unwrap();
+    assert_eq!(s.skipped_waits(), 1, "the same record twice");
+    t.wait_event(&e).unwrap();
+    assert_eq!(t.skipped_waits(), 1, "a record on the stream itself");
+    e.record(&t).unwrap();
+    s.wait_event(&e).unwrap();
+    assert_eq!(s.skipped_waits(), 1, "a new record is waited for");
+    {
+        let _capturing = dev.capture_guard();
+        s.wait_event(&e).unwrap();
+    }
+    assert_eq!(s.skipped_waits(), 1, "nothing is left out while capturing");
+    let never = Event::new(dev).unwrap();
+    s.wait_event(&never).unwrap();
+    s.wait_event(&never).unwrap();
+    assert_eq!(s.skipped_waits(), 1, "an event never recorded");
+    let g = Event::new(dev).unwrap();
+    g.record_legacy().unwrap();
+    let legacy = Stream::legacy(dev);
+    legacy.wait_event(&g).unwrap();
+    assert_eq!(
+        legacy.skipped_waits(),
+        0,
+        "the legacy stream is no stream of ours"
+    );
+    s.synchronize().unwrap();
+    t.synchronize().unwrap();
+}
