@@ -350,10 +350,10 @@ impl PictureData {
 
     /// Page-locks the buffer of a shared picture with `lock(address, bytes)` unless it is
     /// locked already, for a picture whose buffer the library recycles and has recycled
-    /// before (a caller allocating pictures per frame): the locking then stays with the
-    /// buffer, and later pictures that get it are uploaded without a staging copy. None for
-    /// other pictures (locking costs more than a staging copy for a buffer used once) and
-    /// when `lock` fails.
+    /// before (a caller allocating pictures per frame, or a pool picture lent again): the
+    /// locking then stays with the buffer, and later pictures that get it are uploaded
+    /// without a staging copy. None for other pictures (locking costs more than a staging
+    /// copy for a buffer used once) and when `lock` fails.
     pub fn pin_shared(
         &self,
         lock: impl FnOnce(*const u8, usize) -> Result<Box<dyn HostPin>>,
@@ -361,7 +361,7 @@ impl PictureData {
         if let Some(p) = self.pinned.get() {
             return Some(p.as_ref());
         }
-        if self.release.is_some() || !self.reused {
+        if !self.reused {
             return None;
         }
         let (ptr, bytes) = match &self.samples {
@@ -840,7 +840,8 @@ mod tests {
     }
 
     /// Only a buffer that came back for reuse is locked, once; the locking travels with it
-    /// through the free list; small, pooled and external pictures are never locked.
+    /// through the free list; small and external pictures are never locked, nor a picture
+    /// with a release hook that no pool lent again (see the pool's tests).
     #[test]
     fn reused_buffers_are_locked_once_and_keep_it() {
         let (w, h) = (1056, 1000);
@@ -870,12 +871,14 @@ mod tests {
         let again = PictureData::for_writing(PixelFormat::Yuv400p, 8, w, h).unwrap();
         assert!(again.pinned().is_some());
         assert_eq!(locks.load(Ordering::SeqCst), 1);
-        // A pooled picture is the pool's to lock.
-        let mut pooled = again;
-        pooled.set_release(|_| {});
+        // A hook alone does not make a buffer reused.
         let fresh_pin =
             |_: *const u8, _: usize| -> Result<Box<dyn HostPin>> { panic!("must not lock") };
-        drop(pooled);
+        let mut hooked = PictureData::new(PixelFormat::Yuv400p, 8, w, h).unwrap();
+        hooked.set_release(|_| {});
+        assert!(hooked.pin_shared(fresh_pin).is_none());
+        drop(hooked);
+        drop(again);
         let small = PictureData::for_writing(PixelFormat::Yuv400p, 8, 64, 64).unwrap();
         drop(small);
         let small = PictureData::for_writing(PixelFormat::Yuv400p, 8, 64, 64).unwrap();

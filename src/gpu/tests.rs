@@ -1244,3 +1244,45 @@ fn waits_already_behind_a_stream_are_left_out() {
     s.synchronize().unwrap();
     t.synchronize().unwrap();
 }
+
+/// Pictures of an upstream-style pool (HOST, `vmaf_preallocate_pictures`) are page-locked at
+/// their first upload, keep the lock while they wait in the pool, are read in place from then
+/// on, and give the CPU's VIF; the pool unlocks them when it closes.
+#[test]
+fn pooled_pictures_are_locked_at_their_first_upload() {
+    use crate::feature::vif::{self, gpu as vif_gpu};
+    use crate::picture::pool::PicturePool;
+    let Some(state) = test_state() else { return };
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_1920x1080_420p8");
+    let (r0, d0) = (refs[0].clone(), dists[0].clone());
+    let ref_pool = PicturePool::new(1, move || Ok(r0.duplicate())).unwrap();
+    let dist_pool = PicturePool::new(1, move || Ok(d0.duplicate())).unwrap();
+    let cpu = vif::compute_accums(
+        &refs[0],
+        &dists[0],
+        100.0,
+        false,
+        crate::simd::CpuLevel::default(),
+    )
+    .unwrap();
+    for round in 0..3 {
+        let r = Arc::new(ref_pool.fetch().unwrap());
+        let d = Arc::new(dist_pool.fetch().unwrap());
+        assert_eq!(
+            r.pinned().is_some(),
+            round > 0,
+            "round {round}: locked from the first upload on"
+        );
+        let gpu = vif_gpu::compute_accums(&state, &r, &d, 100.0, false).unwrap();
+        assert_eq!(gpu, cpu, "round {round}");
+        let reg = r
+            .pinned()
+            .and_then(|p| p.as_any().downcast_ref::<crate::gpu::HostRegistration>());
+        assert!(
+            reg.is_some(),
+            "round {round}: a registration of this device"
+        );
+    }
+    assert_eq!(ref_pool.close(), 0);
+    assert_eq!(dist_pool.close(), 0);
+}

@@ -181,6 +181,11 @@ impl PicturePool {
     }
 
     fn lend(self: &Arc<Self>, mut pic: PictureData) -> PictureData {
+        // A pool's pictures are made to be lent again and again: on a GPU the buffer is page-
+        // locked at its first upload and keeps the lock in the pool (`PictureData::
+        // pin_shared`), so an upstream-style pool uploads without staging copies, like a
+        // HOST_PINNED one. The pool unlocks its pictures when it closes.
+        pic.reused = true;
         let pool = Arc::clone(self);
         pic.set_release(move |pic| pool.give_back(pic));
         pic
@@ -273,6 +278,40 @@ mod tests {
         // With nothing out, a failing extra picture is the fetch's error.
         let dry = PicturePool::new(0, || Err(Error::NoMem("none".into()))).unwrap();
         assert_eq!(dry.fetch().unwrap_err().errno(), -libc::ENOMEM);
+    }
+
+    /// A lent picture's buffer may be page-locked (it will be lent again), keeps the lock
+    /// while it waits in the pool, and is unlocked when the pool closes.
+    #[test]
+    fn lent_pictures_are_locked_once_and_unlocked_at_close() {
+        #[derive(Debug)]
+        struct Pin(Arc<AtomicUsize>);
+        impl crate::picture::HostPin for Pin {
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+        }
+        impl Drop for Pin {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let (locks, unlocks) = (AtomicUsize::new(0), Arc::new(AtomicUsize::new(0)));
+        let lock = |_: *const u8, bytes: usize| -> Result<Box<dyn crate::picture::HostPin>> {
+            assert_eq!(bytes, 1024 * 1024);
+            locks.fetch_add(1, Ordering::SeqCst);
+            Ok(Box::new(Pin(unlocks.clone())))
+        };
+        let pool =
+            PicturePool::new(1, || PictureData::new(PixelFormat::Yuv400p, 8, 1024, 1024)).unwrap();
+        for _ in 0..3 {
+            let pic = pool.fetch().unwrap();
+            assert!(pic.pin_shared(lock).is_some());
+        }
+        assert_eq!(locks.load(Ordering::SeqCst), 1, "locked once");
+        assert_eq!(unlocks.load(Ordering::SeqCst), 0, "kept in the pool");
+        assert_eq!(pool.close(), 0);
+        assert_eq!(unlocks.load(Ordering::SeqCst), 1, "unlocked at close");
     }
 
     /// A lazy pool makes nothing up front, one picture per fetch that finds none free up to
