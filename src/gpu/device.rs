@@ -566,7 +566,8 @@ fn context_linger() -> std::time::Duration {
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(2000);
-        std::time::Duration::from_millis(ms)
+        // At most an hour: past that a context is as good as never released.
+        std::time::Duration::from_millis(ms.min(3_600_000))
     })
 }
 
@@ -608,7 +609,12 @@ pub(super) mod linger {
             }
             p.started = true;
         }
-        p.due.push((Instant::now() + delay, release));
+        // A delay past what `Instant` can hold is never due (and must not panic in a drop).
+        let now = Instant::now();
+        let due = now
+            .checked_add(delay)
+            .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365));
+        p.due.push((due, release));
         WAKE.notify_one();
     }
 
