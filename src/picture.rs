@@ -824,8 +824,9 @@ mod tests {
         assert_eq!(c.plane_u8(0)[7], 0);
     }
 
+    /// A page-locking stand-in that counts its unlocks (also the pool's tests').
     #[derive(Debug)]
-    struct FakePin(Arc<std::sync::atomic::AtomicUsize>);
+    pub(super) struct FakePin(pub(super) Arc<std::sync::atomic::AtomicUsize>);
 
     impl HostPin for FakePin {
         fn as_any(&self) -> &dyn std::any::Any {

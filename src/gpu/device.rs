@@ -271,7 +271,7 @@ pub(super) fn capturing_here() -> bool {
 /// The exclusive hold for a release: none on a thread that is itself recording (it would wait
 /// for itself forever); that case is logged instead.
 fn release_guard() -> Option<std::sync::RwLockWriteGuard<'static, ()>> {
-    if CAPTURING_HERE.with(|c| c.get()) > 0 {
+    if capturing_here() {
         crate::log_warn!("GPU release during a graph capture on the same thread");
         return None;
     }

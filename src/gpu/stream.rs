@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::device::Device;
+use super::lock;
 use super::sys;
 use crate::error::Result;
 
@@ -142,10 +143,6 @@ impl Drop for Stream {
 fn sleep_on_wait() -> bool {
     static SLEEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SLEEP.get_or_init(|| std::env::var("VMAF_HIP_WAIT").is_ok_and(|v| v == "sleep"))
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Identities of streams and events for [`Stream::wait_event`]'s memory (handles of destroyed

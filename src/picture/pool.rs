@@ -284,23 +284,12 @@ mod tests {
     /// while it waits in the pool, and is unlocked when the pool closes.
     #[test]
     fn lent_pictures_are_locked_once_and_unlocked_at_close() {
-        #[derive(Debug)]
-        struct Pin(Arc<AtomicUsize>);
-        impl crate::picture::HostPin for Pin {
-            fn as_any(&self) -> &dyn std::any::Any {
-                self
-            }
-        }
-        impl Drop for Pin {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, Ordering::SeqCst);
-            }
-        }
+        use crate::picture::tests::FakePin;
         let (locks, unlocks) = (AtomicUsize::new(0), Arc::new(AtomicUsize::new(0)));
         let lock = |_: *const u8, bytes: usize| -> Result<Box<dyn crate::picture::HostPin>> {
             assert_eq!(bytes, 1024 * 1024);
             locks.fetch_add(1, Ordering::SeqCst);
-            Ok(Box::new(Pin(unlocks.clone())))
+            Ok(Box::new(FakePin(unlocks.clone())))
         };
         let pool =
             PicturePool::new(1, || PictureData::new(PixelFormat::Yuv400p, 8, 1024, 1024)).unwrap();
