@@ -701,6 +701,72 @@ fn graphs_replay_fixed_work_on_request() {
     assert!(count(&on, "vmaf_adm_cm") < count(&off, "vmaf_adm_cm"));
 }
 
+/// Event records a stream gets with no work queued on it since its previous record: after an
+/// upload, its copy marker (page-locked pictures) and the plane's ready event; after other
+/// work, none. A frame's luma planes go back without a recorded release once the host has
+/// waited for the job's read-back, and an upload's marker is created, not recorded, before
+/// its copy: each extractor used to record two releases right after its read-back. Graphs on
+/// and off, one and two workers, and the scores are the same.
+#[test]
+fn event_records_follow_work() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let frames = 8;
+    for (threads, graphs) in [(1, "0"), (2, "0"), (1, "1"), (2, "1")] {
+        let name = format!("records-{threads}-{graphs}");
+        let r = driver(
+            kit,
+            &name,
+            &["score", &threads.to_string(), &frames.to_string()],
+            &[("VMAF_HIP_GRAPHS", graphs)],
+        );
+        for key in (0..frames)
+            .map(|i| format!("read{i}"))
+            .chain(["init", "flush", "close"].map(String::from))
+        {
+            assert_eq!(r.int(&key), 0, "{name} {key}: {}", show(&r.out));
+        }
+        r.assert_clean();
+        r.assert_no_failed_calls();
+        // Per stream: the last work call, and records since.
+        let mut streams: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        let mut records = 0;
+        for line in r.log.lines() {
+            let call = line.split(' ').next().unwrap_or("");
+            let Some(stream) = line
+                .split(' ')
+                .find_map(|w| w.strip_prefix("stream="))
+                .map(String::from)
+            else {
+                continue;
+            };
+            let entry = streams.entry(stream).or_default();
+            match call {
+                "hipEventRecord" => {
+                    records += 1;
+                    entry.1 += 1;
+                    let allowed = if entry.0 == "hipMemcpyHtoDAsync" {
+                        2
+                    } else {
+                        1
+                    };
+                    assert!(
+                        entry.1 <= allowed,
+                        "{name}: {} records after {:?}: {line}\n{}",
+                        entry.1,
+                        entry.0,
+                        r.log
+                    );
+                }
+                "hipStreamWaitEvent" => {}
+                _ => *entry = (call.to_string(), 0),
+            }
+        }
+        assert!(records >= frames, "{name}: {records} records\n{}", r.log);
+    }
+}
+
 /// A runtime that records graphs but refuses to update a recorded head (older ROCm takes only
 /// host stubs as kernel-node functions), or cannot list a graph's first node: every frame's head
 /// still runs exactly once, launched directly, and the rest of the work is recorded again

@@ -1,5 +1,6 @@
 /* CUPTI kernel/memcpy tracer, loaded by the driver through CUDA_INJECTION64_PATH.
- * Writes "K start end stream name" / "C start end stream kind bytes" lines to $TRACE_OUT. */
+ * Writes "K start end stream name" / "C start end stream kind bytes" lines to $TRACE_OUT;
+ * with TRACE_API=1 also "A start end thread cbid" for every driver API call. */
 #include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,9 @@ static void CUPTIAPI completed(CUcontext c, uint32_t s, uint8_t *buf, size_t siz
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
       MEMSET_T *m = (MEMSET_T *)r;
       fprintf(out, "S %llu %llu %u %llu\n", (unsigned long long)m->start, (unsigned long long)m->end, m->streamId, (unsigned long long)m->bytes);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+      CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)r;
+      fprintf(out, "A %llu %llu %u %u\n", (unsigned long long)a->start, (unsigned long long)a->end, a->threadId, (unsigned)a->cbid);
     }
   }
   free(buf);
@@ -32,6 +36,9 @@ int InitializeInjection(void) {
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+  const char *api = getenv("TRACE_API");
+  if (api && *api == '1')
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER);
   atexit(fin);
   return 1;
 }

@@ -393,11 +393,21 @@ impl Device {
             Api::Hip(h) => self
                 .api
                 .check(unsafe { (h.fns.set_device)(self.raw) }, "hipSetDevice"),
-            // SAFETY: `ctx` is retained until Drop, so it is a live context.
-            Api::Cuda(c) => self.api.check(
-                unsafe { (c.fns.ctx_set_current)(self.ctx) },
-                "cuCtxSetCurrent",
-            ),
+            Api::Cuda(c) => {
+                // Every runtime call binds first: reading the thread's current context is
+                // cheaper than setting it again (a worker's calls all use one context), and a
+                // caller's thread that bound another one in between still gets ours.
+                let mut cur: sys::RawContext = std::ptr::null_mut();
+                // SAFETY: writes one handle to a live local.
+                if unsafe { (c.fns.ctx_get_current)(&mut cur) } == 0 && cur == self.ctx {
+                    return Ok(());
+                }
+                // SAFETY: `ctx` is retained until Drop, so it is a live context.
+                self.api.check(
+                    unsafe { (c.fns.ctx_set_current)(self.ctx) },
+                    "cuCtxSetCurrent",
+                )
+            }
         }
     }
 

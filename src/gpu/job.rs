@@ -3,8 +3,8 @@
 //! A [`Job`] takes the extractor's scratch buffers from the state's pool (or makes them), binds
 //! the calling thread's stream, and holds the uploaded luma planes of its pictures as a guard.
 //! The feature queues its kernels and read-back through [`Job::parts`], then [`Job::finish`]
-//! releases the planes and returns a [`Queued`] closure that waits for the read-back, turns it
-//! into results and gives the scratch back. Nothing calls back into feature code while planes
+//! returns a [`Queued`] closure that waits for the read-back, turns it into results and gives
+//! the planes and the scratch back. Nothing calls back into feature code while planes
 //! are locked, and an error anywhere drops the job, which releases the planes (the scratch is
 //! freed, since queued work may still use it).
 
@@ -75,10 +75,11 @@ impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
         }
     }
 
-    /// Ends the queueing: the planes are released after the work queued so far, and the
-    /// returned closure waits for the results with `read` (which typically reads the pinned
-    /// read-back buffer, so waits for every earlier operation on the stream) and returns the
-    /// scratch to the pool.
+    /// Ends the queueing: the returned closure waits for the results with `read` and returns
+    /// the scratch to the pool. `read` must wait for something queued on the stream after all
+    /// of the job's work (its read-back), which lets the planes go back without a recorded
+    /// release; if it fails, or the closure is dropped uncalled, the planes are released after
+    /// the work queued on the stream so far.
     pub(crate) fn finish<R: 'static>(
         self,
         read: impl FnOnce(&mut S) -> Result<R> + Send + 'static,
@@ -89,9 +90,9 @@ impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
             mut scratch,
             luma,
         } = self;
-        drop(luma);
         Box::new(move || {
             let r = read(&mut scratch)?;
+            luma.release_waited();
             state.put_scratch(scratch);
             Ok(r)
         })
@@ -99,7 +100,7 @@ impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
 
     /// [`Self::finish`] and wait, on the calling thread: for features whose host side needs
     /// the results to decide what else to read back (`read` may queue more copies on the
-    /// scratch and wait again).
+    /// scratch and wait again; its first wait must cover all of the job's work).
     pub(crate) fn wait<R>(self, read: impl FnOnce(&mut S, &Stream) -> Result<R>) -> Result<R> {
         let Job {
             state,
@@ -107,8 +108,8 @@ impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
             mut scratch,
             luma,
         } = self;
-        drop(luma);
         let r = read(&mut scratch, &stream)?;
+        luma.release_waited();
         state.put_scratch(scratch);
         Ok(r)
     }

@@ -203,8 +203,18 @@ impl HostRegistration {
         start >= base && end <= base + self.bytes
     }
 
+    /// Creates the completion marker of copies on `stream`'s device, if there is none yet:
+    /// done before a copy is queued, so that failing to create it cannot leave a copy unguarded.
+    fn prepare_copy(&self, stream: &Stream) -> Result<()> {
+        self.copy_event(stream, |_| Ok(()))
+    }
+
     /// Records that a copy just queued on `stream` reads this memory.
     fn mark_copy(&self, stream: &Stream) -> Result<()> {
+        self.copy_event(stream, |e| e.record(stream))
+    }
+
+    fn copy_event(&self, stream: &Stream, f: impl FnOnce(&Event) -> Result<()>) -> Result<()> {
         let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
         let i = match copies.iter().position(|e| Arc::ptr_eq(&e.dev, &stream.dev)) {
             Some(i) => i,
@@ -213,7 +223,7 @@ impl HostRegistration {
                 copies.len() - 1
             }
         };
-        copies[i].record(stream)
+        f(&copies[i])
     }
 }
 
@@ -418,7 +428,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             return Ok(());
         }
         // Create the completion marker before queueing, so a copy is never left unguarded.
-        reg.mark_copy(stream)?;
+        reg.prepare_copy(stream)?;
         // SAFETY: `src` holds `bytes` bytes inside `reg`, whose Drop waits for the event
         // recorded below before the memory can be unlocked and freed.
         unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };

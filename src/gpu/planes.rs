@@ -7,7 +7,9 @@
 //! keyed by the picture's content identity ([`PictureData::id`]), never by a reference to it:
 //! the cache must not keep a caller's pooled picture from going back to its pool. An entry is
 //! reused for another picture only when no thread holds it: a job holds its planes as an
-//! [`UploadedLuma`] guard while it queues work on them. Also the small helpers the GPU dispatch
+//! [`UploadedLuma`] guard while it queues work on them and until the host has waited for its
+//! results (or, on a failure, until it has recorded on its stream the point after its reads,
+//! which the next upload into the entry waits for). Also the small helpers the GPU dispatch
 //! modules share (typed plane access, dense plane views).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,8 +102,9 @@ struct Plane<T: Sample> {
     slot: RwLock<Slot<T>>,
     /// Recorded on the uploading stream after the copy; other streams wait on it.
     ready: Event,
-    /// Per user stream (by address): recorded after that stream's last queued use, so the
-    /// next upload into this entry waits until every earlier reader is done.
+    /// Per user stream (by address) that gave the plane back without waiting for its work (a
+    /// failed job): recorded after that stream's last queued use, so the next upload into this
+    /// entry waits until every such reader is done.
     released: Mutex<Vec<(usize, Event)>>,
     last_use: AtomicU64,
 }
@@ -255,13 +258,17 @@ fn ensure_uploaded<T: Sample + PlaneAs>(
 
 /// The luma planes of a job's pictures, uploaded (by this or another thread) and ordered
 /// before the job's later work on its stream. While held, no entry can be reused for another
-/// picture; dropping it records on the stream the point after every use queued so far, which
-/// holds back the next upload into these planes until the device has passed it.
+/// picture. Given back with [`Self::release_waited`] once the host has waited for the job's
+/// work, it costs no runtime call; dropped otherwise, it records on the stream the point after
+/// every use queued so far, which holds back the next upload into these planes until the
+/// device has passed it.
 pub(crate) struct UploadedLuma<T: Sample, const N: usize> {
     planes: Vec<Held<T>>,
     /// `planes` index of each picture (the same picture twice shares one plane).
     index: [usize; N],
     stream: Arc<Stream>,
+    /// Set by [`Self::release_waited`]: the device is past every use, nothing to record.
+    waited: bool,
 }
 
 /// A luma plane a job reads: a cache entry, or a device picture's own plane.
@@ -335,6 +342,7 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
             planes,
             index,
             stream: stream.clone(),
+            waited: false,
         };
         // Uploads first, one lock at a time; later only read locks, which no writer can block
         // because every plane here is uploaded and held (so not reusable).
@@ -350,6 +358,14 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
             }
         }
         Ok(held)
+    }
+
+    /// Gives the planes back after the host has waited for work queued on the stream after
+    /// every use of them (a job's read-back): no release to record, so no runtime call, and no
+    /// wait for the next upload into these entries. With many worker streams per state (several
+    /// contexts sharing one) the recorded releases made up most of a frame's runtime calls.
+    pub(crate) fn release_waited(mut self) {
+        self.waited = true;
     }
 
     /// The planes, in the order of the pictures given to [`Self::acquire`].
@@ -377,6 +393,9 @@ impl<T: Sample> Held<T> {
 
 impl<T: Sample, const N: usize> Drop for UploadedLuma<T, N> {
     fn drop(&mut self) {
+        if self.waited {
+            return;
+        }
         for p in &self.planes {
             let Held::Cached(p) = p else { continue };
             if mark_released(p, &self.stream).is_err() {

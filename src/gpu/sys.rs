@@ -172,6 +172,7 @@ fn_table! {
         primary_ctx_retain = "cuDevicePrimaryCtxRetain": fn(*mut RawContext, RawDevice) -> Status;
         primary_ctx_release = "cuDevicePrimaryCtxRelease_v2": fn(RawDevice) -> Status;
         ctx_set_current = "cuCtxSetCurrent": fn(RawContext) -> Status;
+        ctx_get_current = "cuCtxGetCurrent": fn(*mut RawContext) -> Status;
         ctx_get_device = "cuCtxGetDevice": fn(*mut RawDevice) -> Status;
         ctx_synchronize = "cuCtxSynchronize": fn() -> Status;
         get_error_string = "cuGetErrorString": fn(Status, *mut *const c_char) -> Status;

@@ -446,7 +446,7 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
     let Some(state) = test_state() else { return };
     let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
     let mut held = Vec::new();
-    for round in 0..3 {
+    for round in 0..6 {
         let mut ctx = Context::new(Config {
             n_threads: 4,
             log_level: crate::log::LogLevel::Error,
@@ -474,9 +474,13 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
         );
         held.push(in_use);
     }
-    // Scratch for at most 4 frames in flight per extractor, reused by every later context.
+    // Scratch for at most 4 frames in flight per extractor and the plane cache (the planes
+    // of the frames in flight and a few idle ones), reused by every later context. How soon
+    // the cache reaches its size depends on how many frames happened to overlap (on the fake
+    // runtime: 9.6 to 15.5 MB in the first round, 15.5 in every round from the third); a
+    // context's buffers left behind would add a first round's worth with each.
     assert!(
-        held[2] <= held[0] + held[0] / 2,
+        held[5] < 2 * held[0],
         "device memory grows with each context: {held:?}"
     );
 }
