@@ -1,7 +1,7 @@
-# Driver API calls in trace.c output (TRACE_API=1): python3 api.py TRACE CBID_HEADER [FRAMES]
+# Driver API calls in trace.c output (TRACE_API=1): python3 api.py TRACE CBID_HEADER [KERNEL]
 # CBID_HEADER is CUPTI's cupti_driver_cbid.h (names the call ids). Prints, over the middle of the
-# run, each call's count and mean duration (per frame when FRAMES is given: frames in that window
-# are estimated from the kernel count of the busiest kernel), and how much of the window any
+# run, each call's count, mean duration and count per frame (frames: launches of KERNEL in that
+# window, by default vmaf_vif_stats_u8, once per 8-bit frame), and how much of the window any
 # thread spent inside the driver (the union of all calls) against the sum of their durations.
 import collections
 import re
@@ -33,9 +33,10 @@ win = [r for r in A if r[0] >= a and r[1] <= b]
 for s, n in kt:
     if a <= s <= b:
         K[n] += 1
-frames = max(K.values()) if K else 0
-print('window %.1f ms, %d calls, %d threads, ~%d frames (busiest kernel)' % (
-    W / 1e6, len(win), len({r[2] for r in win}), frames))
+per_frame = sys.argv[3] if len(sys.argv) > 3 else 'vmaf_vif_stats_u8'
+frames = K.get(per_frame, 0)
+print('window %.1f ms, %d calls, %d threads, %d frames (launches of %s)' % (
+    W / 1e6, len(win), len({r[2] for r in win}), frames, per_frame))
 d = collections.defaultdict(lambda: [0, 0])
 for s, e, _, c in win:
     d[c][0] += 1
