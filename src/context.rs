@@ -139,8 +139,11 @@ fn run_extractors(
     input: &FrameInput<'_>,
     collector: &FeatureCollector,
 ) -> Result<()> {
-    // GPU work of every extractor is queued first; then, in registration order (which fixes
-    // the output's column order), each queued one is waited for and the others run.
+    // GPU work of every extractor is queued first; the CPU-only extractors run while it
+    // computes. Then the queued ones are waited for, last queued first: their read-backs are
+    // on one worker's stream, so the first wait covers the others and they cost no runtime
+    // call (`Event::synchronize`). Scores go to the collector in registration order, which
+    // fixes the output's column order.
     let mut queued = Vec::with_capacity(exts.len());
     for e in exts {
         match e.queue(input) {
@@ -151,25 +154,25 @@ fn run_extractors(
             }
         }
     }
-    let mut scores: Scores = Vec::new();
-    let mut queued = queued.into_iter();
-    for e in exts {
-        let q = queued.next().flatten();
-        scores.clear();
-        let res = match q {
-            Some(finish) => finish().map(|s| scores = s),
-            None => input
+    let mut results: Vec<Option<Result<Scores>>> = Vec::with_capacity(exts.len());
+    for (e, q) in exts.iter().zip(&queued) {
+        results.push(q.is_none().then(|| {
+            let mut scores = Vec::new();
+            input
                 .fetch_host(e.host_planes())
-                .and_then(|()| e.extract(input, &mut scores)),
+                .and_then(|()| e.extract(input, &mut scores))
+                .map(|()| scores)
+        }));
+    }
+    for (q, r) in queued.into_iter().zip(results.iter_mut()).rev() {
+        if let Some(finish) = q {
+            *r = Some(finish());
         }
-        .and_then(|()| {
-            scores
-                .iter()
-                .try_for_each(|(name, v)| collector.append(name, *v, input.index))
-        });
-        if let Err(err) = res {
-            drain(queued);
-            return Err(err);
+    }
+    for r in results {
+        let scores = r.unwrap_or_else(|| Err(Error::inval("extractor gave no scores")))?;
+        for (name, v) in &scores {
+            collector.append(name, *v, input.index)?;
         }
     }
     Ok(())

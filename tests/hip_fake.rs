@@ -767,6 +767,42 @@ fn event_records_follow_work() {
     }
 }
 
+/// A frame's extractors are waited for last queued first, so the host waits once per frame on
+/// a worker's stream: the other read-backs are behind that record and need no runtime call
+/// (three `hipEventSynchronize` a frame before). One worker, graphs on and off, scores as
+/// ever.
+#[test]
+fn one_host_wait_per_frame() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let frames = 8;
+    for graphs in ["0", "1"] {
+        let name = format!("waits-{graphs}");
+        let r = driver(
+            kit,
+            &name,
+            &["score", "1", &frames.to_string()],
+            &[("VMAF_HIP_GRAPHS", graphs)],
+        );
+        for key in (0..frames)
+            .map(|i| format!("read{i}"))
+            .chain(["init", "flush", "close"].map(String::from))
+        {
+            assert_eq!(r.int(&key), 0, "{name} {key}: {}", show(&r.out));
+        }
+        r.assert_clean();
+        r.assert_no_failed_calls();
+        let waits = r.calls("hipEventSynchronize").count();
+        // One per frame, and a few for picture teardown (page-locked copies) and set-up.
+        assert!(
+            (frames..frames + 6).contains(&waits),
+            "{name}: {waits} event waits for {frames} frames\n{}",
+            r.log
+        );
+    }
+}
+
 /// A runtime that records graphs but refuses to update a recorded head (older ROCm takes only
 /// host stubs as kernel-node functions), or cannot list a graph's first node: every frame's head
 /// still runs exactly once, launched directly, and the rest of the work is recorded again

@@ -19,6 +19,30 @@ pub struct Stream {
     /// extractors wait for the same upload or caller's write one after another on a worker's
     /// stream, and each runtime call costs the host time under the driver's context lock.
     waited: std::sync::Mutex<Waited>,
+    /// Event records made on this stream and how far the host has seen them complete.
+    progress: Arc<Progress>,
+}
+
+/// Records on one stream complete in the order they were made: once the host has seen record
+/// `done` complete, every earlier one has too, and waiting for it again costs a runtime call
+/// for nothing. A frame's extractors each wait for their own read-back on one worker's stream;
+/// waited for last to first, the first wait covers the rest.
+#[derive(Default)]
+pub(super) struct Progress {
+    /// Records made so far (also held while one is made, so numbers follow the stream's order).
+    recorded: std::sync::Mutex<u64>,
+    /// The highest record number the host has seen complete.
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn complete_through(&self, n: u64) {
+        self.done.fetch_max(n, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    fn is_complete(&self, n: u64) -> bool {
+        n > 0 && self.done.load(std::sync::atomic::Ordering::Acquire) >= n
+    }
 }
 
 /// A small ring of (event id, record number) pairs.
@@ -47,6 +71,7 @@ impl Stream {
             raw,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             waited: Default::default(),
+            progress: Default::default(),
         })
     }
 
@@ -59,6 +84,7 @@ impl Stream {
             raw: std::ptr::null_mut(),
             id: 0,
             waited: Default::default(),
+            progress: Default::default(),
         }
     }
 
@@ -68,10 +94,14 @@ impl Stream {
 
     /// Blocks until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<()> {
+        let recorded = *lock(&self.progress.recorded);
         self.dev.call_common("stream synchronize", |f| {
             // SAFETY: `raw` is a live stream of this device.
             unsafe { (f.stream_synchronize)(self.raw) }
-        })
+        })?;
+        // Records made before the call are behind it.
+        self.progress.complete_through(recorded);
+        Ok(())
     }
 
     /// Makes later work on this stream wait for `event`'s latest record (on any stream). No
@@ -154,8 +184,19 @@ pub struct Event {
     pub(super) dev: Arc<Device>,
     pub(super) raw: sys::RawEvent,
     id: u64,
-    /// (records so far, the id of the stream of the last one).
-    last: std::sync::Mutex<(u64, u64)>,
+    last: std::sync::Mutex<LastRecord>,
+}
+
+/// An event's latest record.
+#[derive(Default)]
+struct LastRecord {
+    /// Records of the event so far.
+    count: u64,
+    /// The id of the stream it was made on (0: the legacy stream).
+    stream: u64,
+    /// Its number among that stream's records, with the stream's progress (None on the legacy
+    /// stream, which other code in the process also uses).
+    on_stream: Option<(u64, Arc<Progress>)>,
 }
 
 // SAFETY: event handles may be used from any thread.
@@ -179,27 +220,39 @@ impl Event {
             dev: dev.clone(),
             raw,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            last: std::sync::Mutex::new((0, 0)),
+            last: Default::default(),
         })
     }
 
     /// (records so far, stream of the last one).
     fn last_record(&self) -> (u64, u64) {
-        *lock(&self.last)
+        let l = lock(&self.last);
+        (l.count, l.stream)
     }
 
-    fn note_record(&self, stream: u64) {
+    fn note_record(&self, stream: u64, on_stream: Option<(u64, Arc<Progress>)>) {
         let mut l = lock(&self.last);
-        *l = (l.0 + 1, stream);
+        *l = LastRecord {
+            count: l.count + 1,
+            stream,
+            on_stream,
+        };
     }
 
     /// Captures the work queued on `stream` so far.
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        // Numbered under the stream's lock, so numbers follow the order the runtime saw.
+        let mut recorded = lock(&stream.progress.recorded);
         self.dev.call_common("event record", |f| {
             // SAFETY: both handles are live objects of this device.
             unsafe { (f.event_record)(self.raw, stream.raw) }
         })?;
-        self.note_record(stream.id);
+        *recorded += 1;
+        let n = *recorded;
+        drop(recorded);
+        // A record made while capturing belongs to a graph, not to the stream's order.
+        let tracked = stream.id != 0 && !super::device::capturing_here();
+        self.note_record(stream.id, tracked.then(|| (n, stream.progress.clone())));
         Ok(())
     }
 
@@ -211,16 +264,27 @@ impl Event {
             // SAFETY: a live event of this device; the null stream is always valid.
             unsafe { (f.event_record)(self.raw, std::ptr::null_mut()) }
         })?;
-        self.note_record(0);
+        self.note_record(0, None);
         Ok(())
     }
 
-    /// Blocks until the captured work has finished.
+    /// Blocks until the captured work has finished. No runtime call when the host has already
+    /// seen a later record of the same stream complete.
     pub fn synchronize(&self) -> Result<()> {
+        let on_stream = lock(&self.last).on_stream.clone();
+        if let Some((n, p)) = &on_stream {
+            if p.is_complete(*n) {
+                return Ok(());
+            }
+        }
         self.dev.call_common("event synchronize", |f| {
             // SAFETY: `raw` is a live event.
             unsafe { (f.event_synchronize)(self.raw) }
-        })
+        })?;
+        if let Some((n, p)) = on_stream {
+            p.complete_through(n);
+        }
+        Ok(())
     }
 }
 
