@@ -701,6 +701,27 @@ fn graphs_replay_fixed_work_on_request() {
     assert!(count(&on, "vmaf_adm_cm") < count(&off, "vmaf_adm_cm"));
 }
 
+/// The driver's `score` scenario with `threads` workers over `frames` frames and
+/// `VMAF_HIP_GRAPHS=graphs`: every step returned 0, everything was released and no runtime
+/// call failed.
+fn score_cleanly(kit: &Kit, name: &str, threads: u32, frames: usize, graphs: &str) -> Run {
+    let r = driver(
+        kit,
+        name,
+        &["score", &threads.to_string(), &frames.to_string()],
+        &[("VMAF_HIP_GRAPHS", graphs)],
+    );
+    for key in (0..frames)
+        .map(|i| format!("read{i}"))
+        .chain(["init", "flush", "close"].map(String::from))
+    {
+        assert_eq!(r.int(&key), 0, "{name} {key}: {}", show(&r.out));
+    }
+    r.assert_clean();
+    r.assert_no_failed_calls();
+    r
+}
+
 /// Event records a stream gets with no work queued on it since its previous record: after an
 /// upload, its copy marker (page-locked pictures) and the plane's ready event; after other
 /// work, none. A frame's luma planes go back without a recorded release once the host has
@@ -715,20 +736,7 @@ fn event_records_follow_work() {
     let frames = 8;
     for (threads, graphs) in [(1, "0"), (2, "0"), (1, "1"), (2, "1")] {
         let name = format!("records-{threads}-{graphs}");
-        let r = driver(
-            kit,
-            &name,
-            &["score", &threads.to_string(), &frames.to_string()],
-            &[("VMAF_HIP_GRAPHS", graphs)],
-        );
-        for key in (0..frames)
-            .map(|i| format!("read{i}"))
-            .chain(["init", "flush", "close"].map(String::from))
-        {
-            assert_eq!(r.int(&key), 0, "{name} {key}: {}", show(&r.out));
-        }
-        r.assert_clean();
-        r.assert_no_failed_calls();
+        let r = score_cleanly(kit, &name, threads, frames, graphs);
         // Per stream: the last work call, and records since.
         let mut streams: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let mut records = 0;
@@ -779,20 +787,7 @@ fn one_host_wait_per_frame() {
     let frames = 8;
     for graphs in ["0", "1"] {
         let name = format!("waits-{graphs}");
-        let r = driver(
-            kit,
-            &name,
-            &["score", "1", &frames.to_string()],
-            &[("VMAF_HIP_GRAPHS", graphs)],
-        );
-        for key in (0..frames)
-            .map(|i| format!("read{i}"))
-            .chain(["init", "flush", "close"].map(String::from))
-        {
-            assert_eq!(r.int(&key), 0, "{name} {key}: {}", show(&r.out));
-        }
-        r.assert_clean();
-        r.assert_no_failed_calls();
+        let r = score_cleanly(kit, &name, 1, frames, graphs);
         let waits = r.calls("hipEventSynchronize").count();
         // One per frame, and a few for picture teardown (page-locked copies) and set-up.
         assert!(
