@@ -230,18 +230,12 @@ impl Event {
         (l.count, l.stream)
     }
 
-    fn note_record(&self, stream: u64, on_stream: Option<(u64, Arc<Progress>)>) {
-        let mut l = lock(&self.last);
-        *l = LastRecord {
-            count: l.count + 1,
-            stream,
-            on_stream,
-        };
-    }
-
     /// Captures the work queued on `stream` so far.
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        // Numbered under the stream's lock, so numbers follow the order the runtime saw.
+        // The event's description changes with the record itself (a concurrent `synchronize`
+        // must not credit a wait for this record to the previous one), and the number is
+        // taken under the stream's lock, so numbers follow the order the runtime saw.
+        let mut last = lock(&self.last);
         let mut recorded = lock(&stream.progress.recorded);
         self.dev.call_common("event record", |f| {
             // SAFETY: both handles are live objects of this device.
@@ -252,7 +246,11 @@ impl Event {
         drop(recorded);
         // A record made while capturing belongs to a graph, not to the stream's order.
         let tracked = stream.id != 0 && !super::device::capturing_here();
-        self.note_record(stream.id, tracked.then(|| (n, stream.progress.clone())));
+        *last = LastRecord {
+            count: last.count + 1,
+            stream: stream.id,
+            on_stream: tracked.then(|| (n, stream.progress.clone())),
+        };
         Ok(())
     }
 
@@ -260,18 +258,27 @@ impl Event {
     /// the bound context), where a caller's synchronous copies (`cuMemcpy2D`, `hipMemcpy2D`)
     /// and work on its blocking streams are ordered.
     pub fn record_legacy(&self) -> Result<()> {
+        // Described under the same lock as the record itself, as in `record`.
+        let mut last = lock(&self.last);
         self.dev.call_common("event record", |f| {
             // SAFETY: a live event of this device; the null stream is always valid.
             unsafe { (f.event_record)(self.raw, std::ptr::null_mut()) }
         })?;
-        self.note_record(0, None);
+        *last = LastRecord {
+            count: last.count + 1,
+            stream: 0,
+            on_stream: None,
+        };
         Ok(())
     }
 
     /// Blocks until the captured work has finished. No runtime call when the host has already
     /// seen a later record of the same stream complete.
     pub fn synchronize(&self) -> Result<()> {
-        let on_stream = lock(&self.last).on_stream.clone();
+        let (count, on_stream) = {
+            let l = lock(&self.last);
+            (l.count, l.on_stream.clone())
+        };
         if let Some((n, p)) = &on_stream {
             if p.is_complete(*n) {
                 return Ok(());
@@ -281,8 +288,12 @@ impl Event {
             // SAFETY: `raw` is a live event.
             unsafe { (f.event_synchronize)(self.raw) }
         })?;
+        // Credit the stream only if the record waited for is the one read above (another
+        // thread may have recorded the event again, elsewhere, in between).
         if let Some((n, p)) = on_stream {
-            p.complete_through(n);
+            if lock(&self.last).count == count {
+                p.complete_through(n);
+            }
         }
         Ok(())
     }
