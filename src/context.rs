@@ -154,24 +154,26 @@ fn run_extractors(
             }
         }
     }
-    let mut results: Vec<Option<Result<Scores>>> = Vec::with_capacity(exts.len());
-    for (e, q) in exts.iter().zip(&queued) {
-        results.push(q.is_none().then(|| {
+    let mut results: Vec<Result<Scores>> = exts
+        .iter()
+        .zip(&queued)
+        .map(|(e, q)| {
             let mut scores = Vec::new();
-            input
-                .fetch_host(e.host_planes())
-                .and_then(|()| e.extract(input, &mut scores))
-                .map(|()| scores)
-        }));
-    }
+            if q.is_none() {
+                input
+                    .fetch_host(e.host_planes())
+                    .and_then(|()| e.extract(input, &mut scores))?;
+            }
+            Ok(scores)
+        })
+        .collect();
     for (q, r) in queued.into_iter().zip(results.iter_mut()).rev() {
         if let Some(finish) = q {
-            *r = Some(finish());
+            *r = finish();
         }
     }
-    for r in results {
-        let scores = r.unwrap_or_else(|| Err(Error::inval("extractor gave no scores")))?;
-        for (name, v) in &scores {
+    for scores in results {
+        for (name, v) in &scores? {
             collector.append(name, *v, input.index)?;
         }
     }
