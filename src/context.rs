@@ -47,6 +47,26 @@ impl Default for Config {
 /// only queues frames (several in flight) instead of waiting for each on the GPU.
 const GPU_PIPELINE_THREADS: usize = 4;
 
+/// The pipeline threads of a GPU context with `n_threads = 0`: `VMAF_HIP_PIPELINE_THREADS`
+/// (1 to 64) if set, else [`GPU_PIPELINE_THREADS`] bounded by the host's cores (at least 2).
+fn gpu_pipeline_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    pipeline_threads_from(
+        std::env::var("VMAF_HIP_PIPELINE_THREADS").ok().as_deref(),
+        cores,
+    )
+}
+
+fn pipeline_threads_from(setting: Option<&str>, cores: usize) -> usize {
+    if let Some(v) = setting {
+        match v.trim().parse::<usize>() {
+            Ok(n @ 1..=64) => return n,
+            _ => crate::log_warn!("VMAF_HIP_PIPELINE_THREADS={v} ignored: expected 1 to 64"),
+        }
+    }
+    cores.clamp(2, GPU_PIPELINE_THREADS)
+}
+
 /// A pool of `n` worker threads whose ids go to `ids` (their GPU buffers are released by id).
 fn start_workers(
     n: usize,
@@ -288,9 +308,7 @@ impl Context {
         if self.pool.is_none() && self.gpu.is_some() {
             // A synchronous GPU context would wait for every frame's kernels before taking the
             // next one: pipeline frames on a few threads of its own instead.
-            let n = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .clamp(2, GPU_PIPELINE_THREADS);
+            let n = gpu_pipeline_threads();
             match start_workers(n, &self.workers) {
                 Ok(pool) => {
                     crate::log_debug!("n_threads 0 on a GPU: {n} pipeline threads");
@@ -746,4 +764,21 @@ fn stored_name_of(f: &ModelFeature) -> Result<String> {
     let ext = feature::extractor_for_feature(&f.name)
         .ok_or_else(|| Error::inval(format!("no feature extractor provides {}", f.name)))?;
     Ok(feature::create(ext, &f.opts)?.feature_name(&f.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pipeline_threads_from;
+
+    #[test]
+    fn pipeline_threads_follow_the_setting_or_the_cores() {
+        assert_eq!(pipeline_threads_from(None, 1), 2);
+        assert_eq!(pipeline_threads_from(None, 3), 3);
+        assert_eq!(pipeline_threads_from(None, 64), super::GPU_PIPELINE_THREADS);
+        assert_eq!(pipeline_threads_from(Some("16"), 2), 16);
+        assert_eq!(pipeline_threads_from(Some(" 1 "), 64), 1);
+        for bad in ["0", "65", "-3", "many", ""] {
+            assert_eq!(pipeline_threads_from(Some(bad), 8), 4, "{bad}");
+        }
+    }
 }

@@ -903,16 +903,28 @@ fn clean_count(kit: &Kit, call: &str) -> usize {
 }
 
 /// A scoring run with `knob` set fails with `errno` (reported by a read or the flush), and
-/// everything is still released. A run that ends before the failure point (it made fewer calls
-/// than the clean runs did) is tried again, a few times.
-fn assert_failure(kit: &Kit, name: &str, knob: &str, at: &str, errno: i32) {
+/// everything is still released. How many allocations or waits a run makes depends on how its
+/// two workers interleave: a run that ends before the failure point (fewer calls of `counted`
+/// than the clean runs made) is tried again, with the point moved to the last such call it
+/// made, so the failure still lands on a real call.
+fn assert_failure(kit: &Kit, name: &str, knob: &str, at: &str, errno: i32, counted: &[&str]) {
+    let mut at = at.to_string();
     for attempt in 0..5 {
-        let r = score(kit, name, 2, &[(knob, at)]);
+        let r = score(kit, name, 2, &[(knob, &at)]);
         assert_eq!(r.int("init"), 0, "{name}: {}", show(&r.out));
         if r.int("first_error") == 0 && attempt < 4 {
+            let made: usize = counted.iter().map(|c| r.calls(c).count()).sum();
+            if let (false, Ok(point)) = (counted.is_empty(), at.parse::<usize>()) {
+                at = point.min(made).max(1).to_string();
+            }
             continue;
         }
-        assert_eq!(r.int("first_error"), errno, "{name}: {}", show(&r.out));
+        assert_eq!(
+            r.int("first_error"),
+            errno,
+            "{name} at {at}: {}",
+            show(&r.out)
+        );
         assert_eq!(r.int("close"), 0, "{name}: {}", show(&r.out));
         r.assert_clean();
         return;
@@ -933,6 +945,7 @@ fn out_of_memory_is_enomem() {
             "FAKEHIP_OOM_AT",
             &at.to_string(),
             ENOMEM,
+            &["hipMalloc"],
         );
     }
 }
@@ -945,7 +958,15 @@ fn failed_launch_is_eio() {
     let n = clean_count(kit, "hipModuleLaunchKernel");
     for at in [1, n / 2, n] {
         let name = format!("launch-{at}");
-        assert_failure(kit, &name, "FAKEHIP_LAUNCH_FAIL_AT", &at.to_string(), EIO);
+        let calls = ["hipModuleLaunchKernel"];
+        assert_failure(
+            kit,
+            &name,
+            "FAKEHIP_LAUNCH_FAIL_AT",
+            &at.to_string(),
+            EIO,
+            &calls,
+        );
     }
 }
 
@@ -957,7 +978,19 @@ fn failed_synchronize_is_eio() {
     let n = clean_count(kit, "hipStreamSynchronize") + clean_count(kit, "hipEventSynchronize");
     for at in [1, n / 2] {
         let name = format!("sync-{at}");
-        assert_failure(kit, &name, "FAKEHIP_SYNC_FAIL_AT", &at.to_string(), EIO);
+        let calls = [
+            "hipStreamSynchronize",
+            "hipEventSynchronize",
+            "hipDeviceSynchronize",
+        ];
+        assert_failure(
+            kit,
+            &name,
+            "FAKEHIP_SYNC_FAIL_AT",
+            &at.to_string(),
+            EIO,
+            &calls,
+        );
     }
 }
 
@@ -965,7 +998,14 @@ fn failed_synchronize_is_eio() {
 fn refused_or_missing_code_object_is_enodev() {
     let Some(kit) = kit() else { return };
     // The runtime refuses the object (hipErrorInvalidImage), and nothing else may be tried.
-    assert_failure(kit, "refused", "FAKEHIP_MODULE_LOAD_STATUS", "200", ENODEV);
+    assert_failure(
+        kit,
+        "refused",
+        "FAKEHIP_MODULE_LOAD_STATUS",
+        "200",
+        ENODEV,
+        &[],
+    );
     // An arch the bundle has no object for: nothing reaches the runtime.
     let r = score(kit, "no-aot-arch", 2, &[("FAKEHIP_ARCH", JIT_ARCH)]);
     assert_eq!(r.int("first_error"), ENODEV, "{}", show(&r.out));
