@@ -139,6 +139,10 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 }
 
+/// Streams a registration keeps a copy marker for before it waits for all and starts afresh
+/// (a context's workers each have one; 16 pipeline threads stay well below).
+const COPY_STREAMS_KEPT: usize = 64;
+
 /// Existing host memory page-locked for DMA (`hipHostRegister` / `cuMemHostRegister`, portable
 /// to every device), so uploads read it directly instead of through a staging copy. Every copy
 /// from it leaves an event here, and dropping the registration waits for those copies before
@@ -147,8 +151,10 @@ pub struct HostRegistration {
     dev: Arc<Device>,
     ptr: *mut c_void,
     bytes: usize,
-    /// One event per device that copied from this memory, recorded after its latest copy.
-    copies: std::sync::Mutex<Vec<Event>>,
+    /// Per stream (by [`Stream::id`]) that copied from this memory, an event recorded after
+    /// its latest copy: one per device would let two states' streams on one device overwrite
+    /// each other's marker.
+    copies: std::sync::Mutex<Vec<(u64, Event)>>,
 }
 
 // SAFETY: the registration only describes memory owned elsewhere; the raw pointer is used for
@@ -196,6 +202,12 @@ impl HostRegistration {
     }
 
     /// Whether `data` lies inside the registered range.
+    /// Streams holding a copy marker, for tests.
+    #[cfg(test)]
+    pub(crate) fn copy_streams(&self) -> usize {
+        self.copies.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     pub fn covers<T>(&self, data: &[T]) -> bool {
         let start = data.as_ptr() as usize;
         let end = start + std::mem::size_of_val(data);
@@ -216,21 +228,29 @@ impl HostRegistration {
 
     fn copy_event(&self, stream: &Stream, f: impl FnOnce(&Event) -> Result<()>) -> Result<()> {
         let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
-        let i = match copies.iter().position(|e| Arc::ptr_eq(&e.dev, &stream.dev)) {
+        let i = match copies.iter().position(|(id, _)| *id == stream.id()) {
             Some(i) => i,
             None => {
-                copies.push(Event::new(&stream.dev)?);
+                // Streams of closed contexts never come back: once the list is long, wait for
+                // its copies (long done, as a rule) and start afresh.
+                if copies.len() >= COPY_STREAMS_KEPT {
+                    for (_, ev) in copies.iter() {
+                        ev.synchronize()?;
+                    }
+                    copies.clear();
+                }
+                copies.push((stream.id(), Event::new(&stream.dev)?));
                 copies.len() - 1
             }
         };
-        f(&copies[i])
+        f(&copies[i].1)
     }
 }
 
 impl Drop for HostRegistration {
     fn drop(&mut self) {
         let copies = std::mem::take(self.copies.get_mut().unwrap_or_else(|e| e.into_inner()));
-        for ev in &copies {
+        for (_, ev) in &copies {
             if let Err(e) = ev.synchronize() {
                 self.dev
                     .teardown_warn(format_args!("page-locked picture: {e}"));

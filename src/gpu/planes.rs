@@ -102,10 +102,11 @@ struct Plane<T: Sample> {
     slot: RwLock<Slot<T>>,
     /// Recorded on the uploading stream after the copy; other streams wait on it.
     ready: Event,
-    /// Per user stream (by address) that gave the plane back without waiting for its work (a
+    /// Per user stream (by [`Stream::id`]: an address can come back for a new stream while the
+    /// old one's work still runs) that gave the plane back without waiting for its work (a
     /// failed job): recorded after that stream's last queued use, so the next upload into this
     /// entry waits until every such reader is done.
-    released: Mutex<Vec<(usize, Event)>>,
+    released: Mutex<Vec<(u64, Event)>>,
     last_use: AtomicU64,
 }
 
@@ -409,7 +410,7 @@ impl<T: Sample, const N: usize> Drop for UploadedLuma<T, N> {
 
 /// Records on `stream` the point after its uses of `plane` queued so far.
 fn mark_released<T: Sample>(plane: &Plane<T>, stream: &Stream) -> Result<()> {
-    let key = stream as *const Stream as usize;
+    let key = stream.id();
     let mut rel = plane.released.lock().unwrap_or_else(|e| e.into_inner());
     let i = match rel.iter().position(|(k, _)| *k == key) {
         Some(i) => i,

@@ -60,6 +60,11 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
+    /// The stream's process-unique id (0: the legacy stream).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     pub fn new(dev: &Arc<Device>) -> Result<Stream> {
         let mut raw: sys::RawStream = std::ptr::null_mut();
         dev.call_common("stream create", |f| {

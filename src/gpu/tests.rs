@@ -388,6 +388,39 @@ fn frames_spread_over_states_match_cpu() {
     assert_eq!(threaded, cpu_sorted);
 }
 
+/// Copies from one page-locked picture on two streams of one device (two workers, or two
+/// states) each leave their own completion marker, so dropping the picture waits for both;
+/// another copy on the same stream reuses its marker.
+#[test]
+fn page_locked_copies_are_marked_per_stream() {
+    let Some(state) = test_state() else { return };
+    let (refs, _) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+    let pic = pin_picture(state.device(), refs[0].duplicate()).unwrap();
+    let reg = pic
+        .pinned()
+        .and_then(|p| p.as_any().downcast_ref::<crate::gpu::HostRegistration>())
+        .unwrap();
+    let luma = match pic.plane(0) {
+        crate::picture::PlaneRef::U8(p) => p,
+        crate::picture::PlaneRef::U16(_) => unreachable!("8-bit clip"),
+    };
+    let streams = [
+        Stream::new(state.device()).unwrap(),
+        Stream::new(state.device()).unwrap(),
+    ];
+    let mut buf = DeviceBuffer::<u8>::new(state.device(), luma.len()).unwrap();
+    for (s, expected) in [(&streams[0], 1), (&streams[1], 2), (&streams[0], 2)] {
+        buf.upload_registered_async(s, reg, luma).unwrap();
+        assert_eq!(reg.copy_streams(), expected);
+    }
+    for s in &streams {
+        s.synchronize().unwrap();
+    }
+    let mut back = vec![0u8; luma.len()];
+    buf.download_blocking(&streams[0], &mut back).unwrap();
+    assert_eq!(back, luma);
+}
+
 /// Page-locked pictures: the registered range is checked, uploads read the picture in place,
 /// and VIF/ADM/motion computed from them equal the CPU's.
 #[test]
