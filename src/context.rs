@@ -43,28 +43,37 @@ impl Default for Config {
     }
 }
 
-/// Worker threads a GPU context with `n_threads = 0` starts for itself, so the caller's thread
-/// only queues frames (several in flight) instead of waiting for each on the GPU.
-const GPU_PIPELINE_THREADS: usize = 4;
+/// At most this many worker threads for a GPU context with `n_threads = 0`, which it starts so
+/// the caller's thread only queues frames (several in flight) instead of waiting for each on
+/// the GPU. FFmpeg's filter on an H100 host (16 cores) ran closer to decoding alone with 16
+/// than with 4 (docs/benchmarks.md, session 15).
+const GPU_PIPELINE_THREADS: usize = 16;
 
-/// The pipeline threads of a GPU context with `n_threads = 0`: `VMAF_HIP_PIPELINE_THREADS`
-/// (1 to 64) if set, else [`GPU_PIPELINE_THREADS`] bounded by the host's cores (at least 2).
-fn gpu_pipeline_threads() -> usize {
+/// GPU memory set aside per pipeline thread when choosing their number: each frame in flight
+/// holds its own scratch buffers (about 140 MB at 2160p 8-bit on an H100).
+const GPU_MEMORY_PER_PIPELINE_THREAD: usize = 512 << 20;
+
+/// The pipeline threads of a GPU context with `n_threads = 0` on devices whose smallest has
+/// `gpu_mem` bytes: `VMAF_HIP_PIPELINE_THREADS` (1 to 64) if set, else one per core, at least
+/// 2 and at most [`GPU_PIPELINE_THREADS`] or one per [`GPU_MEMORY_PER_PIPELINE_THREAD`].
+fn gpu_pipeline_threads(gpu_mem: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     pipeline_threads_from(
         std::env::var("VMAF_HIP_PIPELINE_THREADS").ok().as_deref(),
         cores,
+        gpu_mem,
     )
 }
 
-fn pipeline_threads_from(setting: Option<&str>, cores: usize) -> usize {
+fn pipeline_threads_from(setting: Option<&str>, cores: usize, gpu_mem: usize) -> usize {
     if let Some(v) = setting {
         match v.trim().parse::<usize>() {
             Ok(n @ 1..=64) => return n,
             _ => crate::log_warn!("VMAF_HIP_PIPELINE_THREADS={v} ignored: expected 1 to 64"),
         }
     }
-    cores.clamp(2, GPU_PIPELINE_THREADS)
+    let by_memory = gpu_mem / GPU_MEMORY_PER_PIPELINE_THREAD;
+    cores.min(GPU_PIPELINE_THREADS).min(by_memory).max(2)
 }
 
 /// A pool of `n` worker threads whose ids go to `ids` (their GPU buffers are released by id).
@@ -308,7 +317,13 @@ impl Context {
         if self.pool.is_none() && self.gpu.is_some() {
             // A synchronous GPU context would wait for every frame's kernels before taking the
             // next one: pipeline frames on a few threads of its own instead.
-            let n = gpu_pipeline_threads();
+            let gpu_mem = self
+                .gpu_states()
+                .iter()
+                .map(|s| s.info().total_mem)
+                .min()
+                .unwrap_or(0);
+            let n = gpu_pipeline_threads(gpu_mem);
             match start_workers(n, &self.workers) {
                 Ok(pool) => {
                     crate::log_debug!("n_threads 0 on a GPU: {n} pipeline threads");
@@ -772,13 +787,19 @@ mod tests {
 
     #[test]
     fn pipeline_threads_follow_the_setting_or_the_cores() {
-        assert_eq!(pipeline_threads_from(None, 1), 2);
-        assert_eq!(pipeline_threads_from(None, 3), 3);
-        assert_eq!(pipeline_threads_from(None, 64), super::GPU_PIPELINE_THREADS);
-        assert_eq!(pipeline_threads_from(Some("16"), 2), 16);
-        assert_eq!(pipeline_threads_from(Some(" 1 "), 64), 1);
+        const GIB: usize = 1 << 30;
+        assert_eq!(pipeline_threads_from(None, 1, 80 * GIB), 2);
+        assert_eq!(pipeline_threads_from(None, 3, 80 * GIB), 3);
+        assert_eq!(pipeline_threads_from(None, 16, 80 * GIB), 16);
+        assert_eq!(pipeline_threads_from(None, 128, 80 * GIB), 16);
+        // Small GPUs: one thread per 512 MB, still at least 2.
+        assert_eq!(pipeline_threads_from(None, 16, 4 * GIB), 8);
+        assert_eq!(pipeline_threads_from(None, 16, GIB / 2), 2);
+        assert_eq!(pipeline_threads_from(None, 16, 0), 2);
+        assert_eq!(pipeline_threads_from(Some("16"), 2, GIB), 16);
+        assert_eq!(pipeline_threads_from(Some(" 1 "), 64, 80 * GIB), 1);
         for bad in ["0", "65", "-3", "many", ""] {
-            assert_eq!(pipeline_threads_from(Some(bad), 8), 4, "{bad}");
+            assert_eq!(pipeline_threads_from(Some(bad), 8, 80 * GIB), 8, "{bad}");
         }
     }
 }
