@@ -151,7 +151,7 @@ pub struct HostRegistration {
     dev: Arc<Device>,
     ptr: *mut c_void,
     bytes: usize,
-    /// Per stream (by [`Stream::id`]) that copied from this memory, an event recorded after
+    /// Per stream (by [`Stream::id`] and device) that copied from this memory, an event recorded after
     /// its latest copy: one per device would let two states' streams on one device overwrite
     /// each other's marker.
     copies: std::sync::Mutex<Vec<(u64, Event)>>,
@@ -201,13 +201,13 @@ impl HostRegistration {
         })
     }
 
-    /// Whether `data` lies inside the registered range.
     /// Streams holding a copy marker, for tests.
     #[cfg(test)]
     pub(crate) fn copy_streams(&self) -> usize {
         self.copies.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// Whether `data` lies inside the registered range.
     pub fn covers<T>(&self, data: &[T]) -> bool {
         let start = data.as_ptr() as usize;
         let end = start + std::mem::size_of_val(data);
@@ -228,7 +228,9 @@ impl HostRegistration {
 
     fn copy_event(&self, stream: &Stream, f: impl FnOnce(&Event) -> Result<()>) -> Result<()> {
         let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
-        let i = match copies.iter().position(|(id, _)| *id == stream.id()) {
+        // Legacy streams all have id 0: the device tells them apart.
+        let mine = |(id, e): &(u64, Event)| *id == stream.id() && Arc::ptr_eq(&e.dev, &stream.dev);
+        let i = match copies.iter().position(mine) {
             Some(i) => i,
             None => {
                 // Streams of closed contexts never come back: once the list is long, wait for
