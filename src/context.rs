@@ -53,19 +53,48 @@ const GPU_PIPELINE_THREADS: usize = 16;
 /// holds its own scratch buffers (about 140 MB at 2160p 8-bit on an H100).
 const GPU_MEMORY_PER_PIPELINE_THREAD: usize = 512 << 20;
 
+/// GPU contexts of the process with pipeline threads of their own, counted while they live:
+/// several at once (a program scoring many streams, one context each) share the cores instead
+/// of each starting one thread per core.
+static PIPELINED_CONTEXTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One count in [`PIPELINED_CONTEXTS`], given back when dropped.
+struct PipelineShare;
+
+impl PipelineShare {
+    /// Counts a context in; returns its guard and how many are live with it.
+    fn join() -> (PipelineShare, usize) {
+        let before = PIPELINED_CONTEXTS.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        (PipelineShare, before + 1)
+    }
+}
+
+impl Drop for PipelineShare {
+    fn drop(&mut self) {
+        PIPELINED_CONTEXTS.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
 /// The pipeline threads of a GPU context with `n_threads = 0` on devices whose smallest has
-/// `gpu_mem` bytes: `VMAF_HIP_PIPELINE_THREADS` (1 to 64) if set, else one per core, at least
-/// 2 and at most [`GPU_PIPELINE_THREADS`] or one per [`GPU_MEMORY_PER_PIPELINE_THREAD`].
-fn gpu_pipeline_threads(gpu_mem: usize) -> usize {
+/// `gpu_mem` bytes, with `live` such contexts in the process (itself included):
+/// `VMAF_HIP_PIPELINE_THREADS` (1 to 64) if set, else its share of the cores, at least 2 and
+/// at most [`GPU_PIPELINE_THREADS`] or one per [`GPU_MEMORY_PER_PIPELINE_THREAD`].
+fn gpu_pipeline_threads(gpu_mem: usize, live: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     pipeline_threads_from(
         std::env::var("VMAF_HIP_PIPELINE_THREADS").ok().as_deref(),
         cores,
+        live,
         gpu_mem,
     )
 }
 
-fn pipeline_threads_from(setting: Option<&str>, cores: usize, gpu_mem: usize) -> usize {
+fn pipeline_threads_from(
+    setting: Option<&str>,
+    cores: usize,
+    live: usize,
+    gpu_mem: usize,
+) -> usize {
     if let Some(v) = setting {
         match v.trim().parse::<usize>() {
             Ok(n @ 1..=64) => return n,
@@ -73,7 +102,10 @@ fn pipeline_threads_from(setting: Option<&str>, cores: usize, gpu_mem: usize) ->
         }
     }
     let by_memory = gpu_mem / GPU_MEMORY_PER_PIPELINE_THREAD;
-    cores.min(GPU_PIPELINE_THREADS).min(by_memory).max(2)
+    (cores / live.max(1))
+        .min(GPU_PIPELINE_THREADS)
+        .min(by_memory)
+        .max(2)
 }
 
 /// A pool of `n` worker threads whose ids go to `ids` (their GPU buffers are released by id).
@@ -159,6 +191,8 @@ pub struct Context {
     workers: Arc<Mutex<Vec<std::thread::ThreadId>>>,
     /// Time `read_pictures` spent waiting for frames in flight (logged at the flush).
     feed_wait: std::time::Duration,
+    /// Held while the context has pipeline threads of its own (see [`PIPELINED_CONTEXTS`]).
+    pipeline_share: Option<PipelineShare>,
     /// Stored feature names of model features, by name and options (see `stored_name`).
     stored_names: Mutex<std::collections::HashMap<String, String>>,
 }
@@ -255,6 +289,7 @@ impl Context {
             gpu: None,
             workers,
             feed_wait: std::time::Duration::ZERO,
+            pipeline_share: None,
             stored_names: Mutex::default(),
         })
     }
@@ -323,11 +358,15 @@ impl Context {
                 .map(|s| s.info().total_mem)
                 .min()
                 .unwrap_or(0);
-            let n = gpu_pipeline_threads(gpu_mem);
+            let (share, live) = PipelineShare::join();
+            let n = gpu_pipeline_threads(gpu_mem, live);
             match start_workers(n, &self.workers) {
                 Ok(pool) => {
-                    crate::log_debug!("n_threads 0 on a GPU: {n} pipeline threads");
+                    crate::log_debug!(
+                        "n_threads 0 on a GPU: {n} pipeline threads ({live} such contexts)"
+                    );
                     self.pool = Some(pool);
+                    self.pipeline_share = Some(share);
                 }
                 // Still correct without them, only slower.
                 Err(e) => crate::log_warn!("GPU frames not pipelined: {e}"),
@@ -783,23 +822,39 @@ fn stored_name_of(f: &ModelFeature) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::pipeline_threads_from;
+    use super::{pipeline_threads_from, PipelineShare, PIPELINED_CONTEXTS};
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn pipeline_threads_follow_the_setting_or_the_cores() {
         const GIB: usize = 1 << 30;
-        assert_eq!(pipeline_threads_from(None, 1, 80 * GIB), 2);
-        assert_eq!(pipeline_threads_from(None, 3, 80 * GIB), 3);
-        assert_eq!(pipeline_threads_from(None, 16, 80 * GIB), 16);
-        assert_eq!(pipeline_threads_from(None, 128, 80 * GIB), 16);
+        let big = 80 * GIB;
+        assert_eq!(pipeline_threads_from(None, 1, 1, big), 2);
+        assert_eq!(pipeline_threads_from(None, 3, 1, big), 3);
+        assert_eq!(pipeline_threads_from(None, 16, 1, big), 16);
+        assert_eq!(pipeline_threads_from(None, 128, 1, big), 16);
+        // Contexts alive at once share the cores.
+        assert_eq!(pipeline_threads_from(None, 16, 2, big), 8);
+        assert_eq!(pipeline_threads_from(None, 32, 3, big), 10);
+        assert_eq!(pipeline_threads_from(None, 16, 12, big), 2);
+        assert_eq!(pipeline_threads_from(None, 16, 0, big), 16);
         // Small GPUs: one thread per 512 MB, still at least 2.
-        assert_eq!(pipeline_threads_from(None, 16, 4 * GIB), 8);
-        assert_eq!(pipeline_threads_from(None, 16, GIB / 2), 2);
-        assert_eq!(pipeline_threads_from(None, 16, 0), 2);
-        assert_eq!(pipeline_threads_from(Some("16"), 2, GIB), 16);
-        assert_eq!(pipeline_threads_from(Some(" 1 "), 64, 80 * GIB), 1);
+        assert_eq!(pipeline_threads_from(None, 16, 1, 4 * GIB), 8);
+        assert_eq!(pipeline_threads_from(None, 16, 1, GIB / 2), 2);
+        assert_eq!(pipeline_threads_from(None, 16, 1, 0), 2);
+        // The setting wins over both.
+        assert_eq!(pipeline_threads_from(Some("16"), 2, 4, GIB), 16);
+        assert_eq!(pipeline_threads_from(Some(" 1 "), 64, 1, big), 1);
         for bad in ["0", "65", "-3", "many", ""] {
-            assert_eq!(pipeline_threads_from(Some(bad), 8, 80 * GIB), 8, "{bad}");
+            assert_eq!(pipeline_threads_from(Some(bad), 8, 1, big), 8, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_pipeline_share_counts_until_dropped() {
+        let (share, live) = PipelineShare::join();
+        assert!(live >= 1);
+        assert!(PIPELINED_CONTEXTS.load(Ordering::Acquire) >= 1);
+        drop(share);
     }
 }

@@ -282,6 +282,36 @@ fn fresh_gpu_context(
     (ctx, device)
 }
 
+/// A GPU context made with `n_threads = 0` starts pipeline threads of its own, one per core up
+/// to 16; a second one alive at the same time gets its share of the cores (other tests may
+/// hold such contexts too, which only lowers the counts). Explicit `n_threads` stays as asked.
+#[test]
+fn pipelined_contexts_share_the_cores() {
+    use crate::context::{Config, Context};
+    let Some(state) = test_state() else { return };
+    if std::env::var_os("VMAF_HIP_PIPELINE_THREADS").is_some() {
+        println!("skipped: VMAF_HIP_PIPELINE_THREADS is set");
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let open = |threads: u32| {
+        let mut ctx = Context::new(Config {
+            n_threads: threads,
+            ..Config::default()
+        })
+        .unwrap();
+        ctx.import_gpu_state(state.clone()).unwrap();
+        ctx
+    };
+    let first = open(0);
+    let second = open(0);
+    let explicit = open(3);
+    let most = |share: usize| share.clamp(2, 16);
+    assert!((2..=most(cores)).contains(&first.worker_count()));
+    assert!((2..=most(cores / 2)).contains(&second.worker_count()));
+    assert_eq!(explicit.worker_count(), 3);
+}
+
 /// Injected runtime failures (out of memory, failed launch, lost device) reach the caller of
 /// `read_pictures`/`flush` as errors, synchronously and from worker threads, and the process
 /// goes on; a state created afterwards works again. Faults are per device object, so other
