@@ -75,10 +75,11 @@ impl Drop for PipelineShare {
     }
 }
 
-/// The pipeline threads of a GPU context with `n_threads = 0` on devices whose smallest has
-/// `gpu_mem` bytes, with `live` such contexts in the process (itself included):
-/// `VMAF_HIP_PIPELINE_THREADS` (1 to 64) if set, else its share of the cores, at least 2 and
-/// at most [`GPU_PIPELINE_THREADS`] or one per [`GPU_MEMORY_PER_PIPELINE_THREAD`].
+/// The pipeline threads of a GPU context with `n_threads = 0` whose first imported device has
+/// `gpu_mem` bytes (the threads start at the first import), with `live` such contexts in the
+/// process (itself included): `VMAF_HIP_PIPELINE_THREADS` (1 to 64) if set, else its share of
+/// the cores, at least 2 and at most [`GPU_PIPELINE_THREADS`] or its share of the memory at
+/// one per [`GPU_MEMORY_PER_PIPELINE_THREAD`].
 fn gpu_pipeline_threads(gpu_mem: usize, live: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     pipeline_threads_from(
@@ -101,7 +102,8 @@ fn pipeline_threads_from(
             _ => crate::log_warn!("VMAF_HIP_PIPELINE_THREADS={v} ignored: expected 1 to 64"),
         }
     }
-    let by_memory = gpu_mem / GPU_MEMORY_PER_PIPELINE_THREAD;
+    // The memory is shared out as the cores are.
+    let by_memory = gpu_mem / live.max(1) / GPU_MEMORY_PER_PIPELINE_THREAD;
     (cores / live.max(1))
         .min(GPU_PIPELINE_THREADS)
         .min(by_memory)
@@ -841,6 +843,7 @@ mod tests {
         // Small GPUs: one thread per 512 MB, still at least 2.
         assert_eq!(pipeline_threads_from(None, 16, 1, 4 * GIB), 8);
         assert_eq!(pipeline_threads_from(None, 16, 1, GIB / 2), 2);
+        assert_eq!(pipeline_threads_from(None, 16, 2, 4 * GIB), 4);
         assert_eq!(pipeline_threads_from(None, 16, 1, 0), 2);
         // The setting wins over both.
         assert_eq!(pipeline_threads_from(Some("16"), 2, 4, GIB), 16);

@@ -140,7 +140,9 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
 }
 
 /// Streams a registration keeps a copy marker for before it waits for all and starts afresh
-/// (a context's workers each have one; 16 pipeline threads stay well below).
+/// (a context's workers each have one: the default of at most 16 pipeline threads stays well
+/// below; a context with more worker threads than this makes recycled buffers start afresh
+/// more often, each time after waiting for their copies).
 const COPY_STREAMS_KEPT: usize = 64;
 
 /// Existing host memory page-locked for DMA (`hipHostRegister` / `cuMemHostRegister`, portable
@@ -154,7 +156,7 @@ pub struct HostRegistration {
     /// Per stream (by [`Stream::id`] and device) that copied from this memory, an event recorded after
     /// its latest copy: one per device would let two states' streams on one device overwrite
     /// each other's marker.
-    copies: std::sync::Mutex<Vec<(u64, Event)>>,
+    copies: std::sync::Mutex<Vec<(u64, Arc<Event>)>>,
 }
 
 // SAFETY: the registration only describes memory owned elsewhere; the raw pointer is used for
@@ -215,37 +217,41 @@ impl HostRegistration {
         start >= base && end <= base + self.bytes
     }
 
-    /// Creates the completion marker of copies on `stream`'s device, if there is none yet:
-    /// done before a copy is queued, so that failing to create it cannot leave a copy unguarded.
-    fn prepare_copy(&self, stream: &Stream) -> Result<()> {
-        self.copy_event(stream, |_| Ok(()))
-    }
-
-    /// Records that a copy just queued on `stream` reads this memory.
-    fn mark_copy(&self, stream: &Stream) -> Result<()> {
-        self.copy_event(stream, |e| e.record(stream))
-    }
-
-    fn copy_event(&self, stream: &Stream, f: impl FnOnce(&Event) -> Result<()>) -> Result<()> {
+    /// The completion marker of copies on `stream`, created if there is none yet: done before
+    /// a copy is queued, so that failing to create it cannot leave a copy unguarded.
+    fn prepare_copy(&self, stream: &Stream) -> Result<Arc<Event>> {
         let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
         // Legacy streams all have id 0: the device tells them apart.
-        let mine = |(id, e): &(u64, Event)| *id == stream.id() && Arc::ptr_eq(&e.dev, &stream.dev);
-        let i = match copies.iter().position(mine) {
-            Some(i) => i,
-            None => {
-                // Streams of closed contexts never come back: once the list is long, wait for
-                // its copies (long done, as a rule) and start afresh.
-                if copies.len() >= COPY_STREAMS_KEPT {
-                    for (_, ev) in copies.iter() {
-                        ev.synchronize()?;
-                    }
-                    copies.clear();
+        let mine =
+            |(id, e): &&(u64, Arc<Event>)| *id == stream.id() && Arc::ptr_eq(&e.dev, &stream.dev);
+        if let Some((_, ev)) = copies.iter().find(mine) {
+            return Ok(ev.clone());
+        }
+        // Streams of closed contexts never come back: once the list is long, wait for its
+        // copies (long done, as a rule) and start afresh. A failed wait (a lost device) is
+        // logged; the marker goes all the same, as when the registration is dropped.
+        if copies.len() >= COPY_STREAMS_KEPT {
+            for (_, ev) in copies.iter() {
+                if let Err(e) = ev.synchronize() {
+                    crate::log_warn!("page-locked picture: {e}");
                 }
-                copies.push((stream.id(), Event::new(&stream.dev)?));
-                copies.len() - 1
             }
-        };
-        f(&copies[i].1)
+            copies.clear();
+        }
+        let ev = Arc::new(Event::new(&stream.dev)?);
+        copies.push((stream.id(), ev.clone()));
+        Ok(ev)
+    }
+
+    /// Records on `ev` (from [`Self::prepare_copy`]) that a copy just queued on `stream`
+    /// reads this memory; puts the marker back if another thread's clean-up took it meanwhile.
+    fn mark_copy(&self, stream: &Stream, ev: &Arc<Event>) -> Result<()> {
+        let mut copies = self.copies.lock().unwrap_or_else(|e| e.into_inner());
+        ev.record(stream)?;
+        if !copies.iter().any(|(_, e)| Arc::ptr_eq(e, ev)) {
+            copies.push((stream.id(), ev.clone()));
+        }
+        Ok(())
     }
 }
 
@@ -450,11 +456,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             return Ok(());
         }
         // Create the completion marker before queueing, so a copy is never left unguarded.
-        reg.prepare_copy(stream)?;
+        let marker = reg.prepare_copy(stream)?;
         // SAFETY: `src` holds `bytes` bytes inside `reg`, whose Drop waits for the event
         // recorded below before the memory can be unlocked and freed.
         unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };
-        reg.mark_copy(stream).inspect_err(|_| {
+        reg.mark_copy(stream, &marker).inspect_err(|_| {
             // Without the marker, wait for the copy here instead.
             let _ = stream.synchronize();
         })
