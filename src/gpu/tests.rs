@@ -282,11 +282,11 @@ fn fresh_gpu_context(
     (ctx, device)
 }
 
-/// A GPU context made with `n_threads = 0` starts pipeline threads of its own, one per core up
-/// to 16; a second one alive at the same time gets its share of the cores (other tests may
-/// hold such contexts too, which only lowers the counts). Explicit `n_threads` stays as asked.
+/// GPU contexts made with `n_threads = 0` alive at once share one pool of pipeline threads,
+/// one per core up to 16; explicit `n_threads` gets a pool of its own, as asked. (The other
+/// GPU tests' `n_threads = 0` contexts, run in parallel, score on the shared pool too.)
 #[test]
-fn pipelined_contexts_share_the_cores() {
+fn pipelined_contexts_share_their_threads() {
     use crate::context::{Config, Context};
     let Some(state) = test_state() else { return };
     if std::env::var_os("VMAF_HIP_PIPELINE_THREADS").is_some() {
@@ -306,9 +306,10 @@ fn pipelined_contexts_share_the_cores() {
     let first = open(0);
     let second = open(0);
     let explicit = open(3);
-    let most = |share: usize| share.clamp(2, 16);
-    assert!((2..=most(cores)).contains(&first.worker_count()));
-    assert!((2..=most(cores / 2)).contains(&second.worker_count()));
+    assert!(first.shares_workers_with(&second));
+    assert!(!first.shares_workers_with(&explicit));
+    assert_eq!(first.worker_count(), second.worker_count());
+    assert!((2..=cores.clamp(2, 16)).contains(&first.worker_count()));
     assert_eq!(explicit.worker_count(), 3);
 }
 
