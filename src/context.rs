@@ -76,11 +76,11 @@ fn pipeline_threads_from(setting: Option<&str>, cores: usize, gpu_mem: usize) ->
     cores.min(GPU_PIPELINE_THREADS).min(by_memory).max(2)
 }
 
-/// Pipeline threads shared by the GPU contexts with `n_threads = 0` that are alive at once: a
-/// program scoring several streams, a context each, gets one pool for all of them instead of
-/// a pool per context that oversubscribes the host (three contexts of 16 threads each on one
-/// H100 scored wrapped frames 25% slower than three of 4). It goes when the last of them
-/// closes.
+/// Pipeline threads shared by the GPU contexts with `n_threads = 0` on one device that are
+/// alive at once: a program scoring several streams, a context each, gets one pool per GPU
+/// instead of a pool per context that oversubscribes the host (three contexts of 16 threads
+/// each on one H100 scored wrapped frames 25% slower than three of 4), and a second GPU still
+/// gets threads of its own. It goes when the last of them closes.
 struct SharedPipeline {
     pool: rayon::ThreadPool,
     ids: Arc<Mutex<Vec<std::thread::ThreadId>>>,
@@ -89,13 +89,18 @@ struct SharedPipeline {
 }
 
 impl SharedPipeline {
-    /// The live shared pool, or a new one sized for a device of `gpu_mem` bytes.
-    fn get(gpu_mem: usize) -> Result<Arc<SharedPipeline>> {
-        static SHARED: Mutex<std::sync::Weak<SharedPipeline>> = Mutex::new(std::sync::Weak::new());
+    /// The live shared pool of `state`'s device, or a new one sized for it.
+    fn get(state: &crate::gpu::GpuState) -> Result<Arc<SharedPipeline>> {
+        type Pools = std::collections::HashMap<usize, std::sync::Weak<SharedPipeline>>;
+        static SHARED: Mutex<Option<Pools>> = Mutex::new(None);
         let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = shared.upgrade() {
+        let pools = shared.get_or_insert_with(Pools::new);
+        pools.retain(|_, p| p.strong_count() > 0);
+        let device = state.info().ordinal;
+        if let Some(p) = pools.get(&device).and_then(std::sync::Weak::upgrade) {
             return Ok(p);
         }
+        let gpu_mem = state.info().total_mem;
         let ids = Arc::default();
         let n = gpu_pipeline_threads(gpu_mem);
         let pool = start_workers(n, &ids)?;
@@ -105,7 +110,7 @@ impl SharedPipeline {
             ids,
             states: Mutex::default(),
         });
-        *shared = Arc::downgrade(&p);
+        pools.insert(device, Arc::downgrade(&p));
         Ok(p)
     }
 
@@ -392,7 +397,6 @@ impl Context {
             .as_ref()
             .map(|s| s.states().to_vec())
             .unwrap_or_default();
-        let state_mem = state.info().total_mem;
         // Importing a state twice changes nothing; another state adds a device.
         if !states.iter().any(|s| Arc::ptr_eq(s, &state)) {
             states.push(state);
@@ -401,10 +405,14 @@ impl Context {
         if self.pool.is_none() && self.gpu.is_some() {
             // A synchronous GPU context would wait for every frame's kernels before taking the
             // next one: pipeline frames on threads shared with the other such contexts instead.
-            match SharedPipeline::get(state_mem) {
-                Ok(shared) => self.pool = Some(Workers::Shared(shared)),
-                // Still correct without them, only slower.
-                Err(e) => crate::log_warn!("GPU frames not pipelined: {e}"),
+            // The first imported state picks the pool (a context spreading frames over several
+            // devices shares the first one's).
+            if let Some(first) = self.gpu_states().first().cloned() {
+                match SharedPipeline::get(&first) {
+                    Ok(shared) => self.pool = Some(Workers::Shared(shared)),
+                    // Still correct without them, only slower.
+                    Err(e) => crate::log_warn!("GPU frames not pipelined: {e}"),
+                }
             }
         }
         if let (Some(Workers::Shared(shared)), Some(gpu)) = (&self.pool, &self.gpu) {

@@ -282,8 +282,8 @@ fn fresh_gpu_context(
     (ctx, device)
 }
 
-/// GPU contexts made with `n_threads = 0` alive at once share one pool of pipeline threads,
-/// one per core up to 16; explicit `n_threads` gets a pool of its own, as asked. (The other
+/// GPU contexts made with `n_threads = 0` on one device alive at once (through one state or
+/// several) share one pool of pipeline threads, one per core up to 16; explicit `n_threads` gets a pool of its own, as asked. (The other
 /// GPU tests' `n_threads = 0` contexts, run in parallel, score on the shared pool too.)
 #[test]
 fn pipelined_contexts_share_their_threads() {
@@ -294,7 +294,7 @@ fn pipelined_contexts_share_their_threads() {
         return;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let open = |threads: u32| {
+    let open = |threads: u32, state: &Arc<GpuState>| {
         let mut ctx = Context::new(Config {
             n_threads: threads,
             ..Config::default()
@@ -303,10 +303,13 @@ fn pipelined_contexts_share_their_threads() {
         ctx.import_gpu_state(state.clone()).unwrap();
         ctx
     };
-    let first = open(0);
-    let second = open(0);
-    let explicit = open(3);
+    let first = open(0, &state);
+    let second = open(0, &state);
+    let explicit = open(3, &state);
+    // Another state of the same device shares them too.
+    let other = open(0, &GpuState::new(Some(state.info().ordinal)).unwrap());
     assert!(first.shares_workers_with(&second));
+    assert!(first.shares_workers_with(&other));
     assert!(!first.shares_workers_with(&explicit));
     assert_eq!(first.worker_count(), second.worker_count());
     assert!((2..=cores.clamp(2, 16)).contains(&first.worker_count()));
