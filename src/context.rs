@@ -91,10 +91,9 @@ struct SharedPipeline {
 impl SharedPipeline {
     /// The live shared pool of `state`'s device, or a new one sized for it.
     fn get(state: &crate::gpu::GpuState) -> Result<Arc<SharedPipeline>> {
-        type Pools = std::collections::HashMap<usize, std::sync::Weak<SharedPipeline>>;
-        static SHARED: Mutex<Option<Pools>> = Mutex::new(None);
-        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        let pools = shared.get_or_insert_with(Pools::new);
+        type Pools = std::collections::BTreeMap<usize, std::sync::Weak<SharedPipeline>>;
+        static SHARED: Mutex<Pools> = Mutex::new(Pools::new());
+        let mut pools = SHARED.lock().unwrap_or_else(|e| e.into_inner());
         pools.retain(|_, p| p.strong_count() > 0);
         let device = state.info().ordinal;
         if let Some(p) = pools.get(&device).and_then(std::sync::Weak::upgrade) {

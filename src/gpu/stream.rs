@@ -204,6 +204,17 @@ struct LastRecord {
     on_stream: Option<(u64, Arc<Progress>)>,
 }
 
+impl LastRecord {
+    /// Describes the next record, made on stream `stream`.
+    fn advance(&mut self, stream: u64, on_stream: Option<(u64, Arc<Progress>)>) {
+        *self = LastRecord {
+            count: self.count + 1,
+            stream,
+            on_stream,
+        };
+    }
+}
+
 // SAFETY: event handles may be used from any thread.
 unsafe impl Send for Event {}
 // SAFETY: as above.
@@ -251,11 +262,7 @@ impl Event {
         drop(recorded);
         // A record made while capturing belongs to a graph, not to the stream's order.
         let tracked = stream.id != 0 && !super::device::capturing_here();
-        *last = LastRecord {
-            count: last.count + 1,
-            stream: stream.id,
-            on_stream: tracked.then(|| (n, stream.progress.clone())),
-        };
+        last.advance(stream.id, tracked.then(|| (n, stream.progress.clone())));
         Ok(())
     }
 
@@ -269,11 +276,7 @@ impl Event {
             // SAFETY: a live event of this device; the null stream is always valid.
             unsafe { (f.event_record)(self.raw, std::ptr::null_mut()) }
         })?;
-        *last = LastRecord {
-            count: last.count + 1,
-            stream: 0,
-            on_stream: None,
-        };
+        last.advance(0, None);
         Ok(())
     }
 
