@@ -8,6 +8,11 @@
  *  - vmaf_adm_cm: one block per row of the score window sums the denominator and
  *    both contrast-masking numerators over the row, applies the per-row rounding
  *    shift exactly as the CPU does, then adds the row result to the scale totals.
+ *    It reads the decoupled parts the wavelet kernel stored (the score window lies
+ *    inside the CSF window), so the per-pixel angle test and division run once.
+ *
+ * `plane` is the element distance between planes of `bands` and `maps`: the band
+ * size of the scale being processed.
  *
  * Band planes are int32 at every scale; scale 0 keeps int16 semantics through
  * explicit (vmaf_i16) casts. Wrapping int32 steps of the CPU go through vmaf_u32.
@@ -222,7 +227,10 @@ VMAF_DEVICE void adm_csf(int scale, int b, vmaf_u32 irf, vmaf_i32 s, vmaf_i32 *f
     }
 }
 
-/* Writes the wavelet outputs of (i, j) and, inside the CSF window, the maps. */
+/* Writes the approximation of (i, j) and, inside the CSF window, what the masking kernel
+ * reads there: the reference bands, the decoupled restored and additive parts (so that kernel
+ * need not decouple again) and the maps. Scale 0's parts are int16, packed in one word
+ * (restored low, additive high); later scales keep them in planes 3-5 and 6-8. */
 VMAF_DEVICE void adm_finish_pixel(int scale, int i, int j, int bw, long long plane,
                                   const vmaf_i32 *oref, const vmaf_i32 *odis, vmaf_i32 *approx_ref,
                                   vmaf_i32 *approx_dis, vmaf_i32 *bands, vmaf_i32 *maps,
@@ -232,10 +240,6 @@ VMAF_DEVICE void adm_finish_pixel(int scale, int i, int j, int bw, long long pla
     const long long p = (long long)i * bw + j;
     approx_ref[p] = oref[0];
     approx_dis[p] = odis[0];
-    for (int b = 0; b < 3; b++) {
-        bands[b * plane + p] = oref[1 + b];
-        bands[(3 + b) * plane + p] = odis[1 + b];
-    }
     if (!(flags & ADM_DO_MAPS) || j < cl || j >= cr || i < ct || i >= cb)
         return;
     const bool angle = adm_angle(oref[1], oref[2], odis[1], odis[2]);
@@ -244,6 +248,13 @@ VMAF_DEVICE void adm_finish_pixel(int scale, int i, int j, int bw, long long pla
     for (int b = 0; b < 3; b++) {
         vmaf_i32 r, a, f, c;
         adm_split(scale, oref[1 + b], odis[1 + b], angle, egl, lut, &r, &a);
+        bands[b * plane + p] = oref[1 + b];
+        if (scale == 0) {
+            bands[(3 + b) * plane + p] = (vmaf_i32)((vmaf_u32)(vmaf_u16)r | ((vmaf_u32)a << 16));
+        } else {
+            bands[(3 + b) * plane + p] = r;
+            bands[(6 + b) * plane + p] = a;
+        }
         /* DLM masks the restored bands with the CSF of the additive ones; AIM swaps. */
         adm_csf(scale, b, irf[b], a, &f, &c);
         fn += (vmaf_u32)f;
@@ -331,7 +342,7 @@ VMAF_KERNEL void vmaf_adm_dwt123(const vmaf_i32 *ref, const vmaf_i32 *dis, int w
 
 /* Masking threshold at (i, j): 3x3 sum of the flt map minus its centre plus the
  * centre map (wrapping int32). Outside the band row/column -1 reads 1 and
- * bh/bw reads bh-1/bw-1. */
+ * bh/bw reads bh-1/bw-1. Indices fit int: the band holds fewer than 2^31 pixels. */
 VMAF_DEVICE vmaf_i32 adm_threshold(const vmaf_i32 *flt, const vmaf_i32 *cen, int bw, int bh, int i,
                                    int j)
 {
@@ -342,12 +353,14 @@ VMAF_DEVICE vmaf_i32 adm_threshold(const vmaf_i32 *flt, const vmaf_i32 *cen, int
     const int ys[3] = {up, i, dn};
     const int xs[3] = {lf, j, rt};
     vmaf_u32 acc = 0;
+#pragma unroll
     for (int a = 0; a < 3; a++) {
-        const long long row = (long long)ys[a] * bw;
+        const vmaf_i32 *row = flt + ys[a] * bw;
+#pragma unroll
         for (int b = 0; b < 3; b++)
-            acc += (vmaf_u32)flt[row + xs[b]];
+            acc += (vmaf_u32)row[xs[b]];
     }
-    const long long p = (long long)i * bw + j;
+    const int p = i * bw + j;
     acc = acc - (vmaf_u32)flt[p] + (vmaf_u32)cen[p];
     return (vmaf_i32)acc;
 }
@@ -382,8 +395,8 @@ VMAF_DEVICE vmaf_i64 adm_cm_pixel(int scale, int b, vmaf_u32 irf, vmaf_i32 s, vm
 VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_adm_cm(const vmaf_i32 *bands, const vmaf_i32 *maps, int plane, int bw,
                              int bh, int scale, int left, int right, int top, int den_row,
                              int den_cube, int cube_h, int cube_v, int cube_d, int cm_row,
-                             vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl,
-                             const vmaf_i32 *lut, int do_aim, vmaf_u64 *out)
+                             vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, int do_aim,
+                             vmaf_u64 *out)
 {
     __shared__ vmaf_u64 scratch[9 * VMAF_MAX_WARPS];
     VMAF_ASSUME(blockDim.y == 1 && blockDim.z == 1, "adm_cm: 1-D blocks only");
@@ -392,37 +405,41 @@ VMAF_KERNEL void VMAF_BOUNDS(256, 4) vmaf_adm_cm(const vmaf_i32 *bands, const vm
     const vmaf_u32 irf[3] = {irf_h, irf_v, irf_d};
     const int cube[3] = {cube_h, cube_v, cube_d};
     const int ssq = scale == 2 ? 30 : 31;
+    /* Plane bases once; per-pixel indices then stay in int. */
+    const vmaf_i32 *orig[3] = {bands, bands + pl, bands + 2 * pl};
+    const vmaf_i32 *part[3] = {bands + 3 * pl, bands + 4 * pl, bands + 5 * pl};
+    const vmaf_i32 *add[3] = {bands + 6 * pl, bands + 7 * pl, bands + 8 * pl};
+    const vmaf_i32 *flt_num = maps + ADM_MAP_FLT_NUM * pl, *cen_num = maps + ADM_MAP_CEN_NUM * pl;
+    const vmaf_i32 *flt_aim = maps + ADM_MAP_FLT_AIM * pl, *cen_aim = maps + ADM_MAP_CEN_AIM * pl;
     vmaf_u64 v[9];
     for (int q = 0; q < 9; q++)
         v[q] = 0;
     for (int j = left + threadIdx.x; j < right; j += blockDim.x) {
-        const long long p = (long long)i * bw + j;
-        vmaf_i32 o[3], t[3];
+        const int p = i * bw + j;
+        vmaf_i32 r[3], a[3];
+#pragma unroll
         for (int b = 0; b < 3; b++) {
-            o[b] = bands[b * pl + p];
-            t[b] = bands[(3 + b) * pl + p];
-        }
-        for (int b = 0; b < 3; b++) {
-            const vmaf_u64 m = o[b] < 0 ? 0ull - (vmaf_u64)(vmaf_i64)o[b] : (vmaf_u64)o[b];
-            if (scale == 0)
+            const vmaf_i32 o = orig[b][p];
+            const vmaf_u64 m = o < 0 ? 0ull - (vmaf_u64)(vmaf_i64)o : (vmaf_u64)o;
+            if (scale == 0) {
                 v[b] += m * m * m;
-            else
+                const vmaf_i32 ra = part[b][p];
+                r[b] = (vmaf_i16)ra;
+                a[b] = ra >> 16;
+            } else {
                 v[b] += ((((m * m + (1ull << ssq)) >> ssq) * m) + (vmaf_u64)adm_half(den_cube)) >>
                         den_cube;
+                r[b] = part[b][p];
+                a[b] = do_aim ? add[b][p] : 0;
+            }
         }
-        const bool angle = adm_angle(o[0], o[1], t[0], t[1]);
-        const vmaf_i32 thr_num = adm_threshold(maps + ADM_MAP_FLT_NUM * pl,
-                                               maps + ADM_MAP_CEN_NUM * pl, bw, bh, i, j);
-        const vmaf_i32 thr_aim =
-            do_aim ? adm_threshold(maps + ADM_MAP_FLT_AIM * pl, maps + ADM_MAP_CEN_AIM * pl, bw,
-                                   bh, i, j)
-                   : 0;
+        const vmaf_i32 thr_num = adm_threshold(flt_num, cen_num, bw, bh, i, j);
+        const vmaf_i32 thr_aim = do_aim ? adm_threshold(flt_aim, cen_aim, bw, bh, i, j) : 0;
+#pragma unroll
         for (int b = 0; b < 3; b++) {
-            vmaf_i32 r, a;
-            adm_split(scale, o[b], t[b], angle, egl, lut, &r, &a);
-            v[3 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], r, thr_num, cube[b]);
+            v[3 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], r[b], thr_num, cube[b]);
             if (do_aim)
-                v[6 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], a, thr_aim, cube[b]);
+                v[6 + b] += (vmaf_u64)adm_cm_pixel(scale, b, irf[b], a[b], thr_aim, cube[b]);
         }
     }
     /* Thread q < 9 rounds and adds total q: out[q] is den (q < 3) or a numerator. */

@@ -686,7 +686,8 @@ fn adm_on_model(
         [vec![0i32; plane], vec![0i32; plane]],
         [vec![0i32; plane], vec![0i32; plane]],
     ];
-    let mut bands = vec![0i32; 6 * plane];
+    let (bw1, bh1) = band_size(w, h, 1);
+    let mut bands = vec![0i32; (6 * plane).max(9 * bw1 * bh1)];
     let mut maps = vec![0i32; 4 * plane];
     let lut = &div_lookup()[..];
     let mut out = [0u64; 36];
@@ -729,7 +730,8 @@ fn adm_on_model(
         let grid = ((bw as u32).div_ceil(32), (bh as u32).div_ceil(8), 1);
         let [ar, ad] = a_cur;
         // SAFETY: the pw x ph inputs are dense; each thread writes band pixel (i, j) < (bh, bw)
-        // of approx/bands/maps (planes of bw0 * bh0 >= bw * bh); the LUT has 32769 entries.
+        // of approx and of the 6 (scale 0) or 9 band planes and 4 map planes bw * bh apart (the
+        // buffers hold them); the LUT has 32769 entries.
         unsafe {
             launch(
                 f,
@@ -748,7 +750,7 @@ fn adm_on_model(
                     mptr(ad),
                     mptr(&mut bands),
                     mptr(&mut maps),
-                    A::I32(plane as i32),
+                    A::I32((bw * bh) as i32),
                     ptr(lut),
                     cl,
                     cr,
@@ -778,7 +780,7 @@ fn adm_on_model(
                     &[
                         ptr(&bands),
                         ptr(&maps),
-                        A::I32(plane as i32),
+                        A::I32((bw * bh) as i32),
                         A::I32(bw as i32),
                         A::I32(bh as i32),
                         A::I32(scale as i32),
@@ -794,8 +796,6 @@ fn adm_on_model(
                         ih,
                         iv,
                         id,
-                        A::F64(sp.egl),
-                        ptr(lut),
                         A::I32(i32::from(sp.aim)),
                         mptr(&mut out[9 * scale..]),
                     ],

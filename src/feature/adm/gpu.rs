@@ -29,18 +29,24 @@ struct Scratch<T: Sample> {
     _sample: std::marker::PhantomData<T>,
     /// Approximation bands, ping-pong between scales: `[picture][slot]`.
     approx: [[DeviceBuffer<i32>; 2]; 2],
-    /// Six band planes (reference h, v, d, distorted h, v, d) of the scale being processed.
+    /// The reference bands and their decoupled parts of the scale being processed (6 planes
+    /// at scale 0, 9 smaller ones later: `AdmBuffers::bands`).
     bands: DeviceBuffer<i32>,
     /// Four threshold-map planes.
     maps: DeviceBuffer<i32>,
-    /// Elements per band plane (the scale-0 band size; later scales use a prefix).
-    plane: usize,
     lut: DeviceBuffer<i32>,
     out_dev: DeviceBuffer<u64>,
     out_host: PinnedHostBuffer<u64>,
     /// Scale 0's wavelet (the head, its arguments set each frame) and everything after it, the
     /// same every frame for given parameters.
     tail: Replay<AdmParams>,
+}
+
+/// Elements of the bands buffer: scale 0's 6 planes or scale 1's 9, whichever is more.
+fn band_buffer_len(w: usize, h: usize) -> usize {
+    let (bw0, bh0) = band_size(w, h, 0);
+    let (bw1, bh1) = band_size(w, h, 1);
+    (6 * bw0 * bh0).max(9 * bw1 * bh1)
 }
 
 impl<T: Sample> Scratch<T> {
@@ -59,9 +65,8 @@ impl<T: Sample> Scratch<T> {
             h,
             _sample: std::marker::PhantomData,
             approx: [[buf()?, buf()?], [buf()?, buf()?]],
-            bands: DeviceBuffer::new(dev, 6 * plane)?,
+            bands: DeviceBuffer::new(dev, band_buffer_len(w, h))?,
             maps: DeviceBuffer::new(dev, 4 * plane)?,
-            plane,
             lut,
             out_dev,
             out_host: PinnedHostBuffer::new(dev, SLOTS * NUM_SCALES)?,
@@ -134,7 +139,6 @@ fn queue_typed<T: Sample + PlaneAs>(
         let b = AdmBuffers {
             bands: &s.bands,
             maps: &s.maps,
-            plane: s.plane,
             lut: &s.lut,
         };
         let [ar, ad] = &s.approx;

@@ -31,7 +31,7 @@ type DwtArgs<T> = (
     f64,
 );
 /// `vmaf_adm_cm(bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube,
-/// cube_h, cube_v, cube_d, cm_row, irf_h, irf_v, irf_d, egl, lut, do_aim, out)`.
+/// cube_h, cube_v, cube_d, cm_row, irf_h, irf_v, irf_d, do_aim, out)`.
 type CmArgs = (
     DevicePtr<i32>,
     DevicePtr<i32>,
@@ -51,8 +51,6 @@ type CmArgs = (
     u32,
     u32,
     u32,
-    f64,
-    DevicePtr<i32>,
     i32,
     DevicePtr<u64>,
 );
@@ -99,14 +97,16 @@ pub struct AdmScale {
     pub aim: bool,
 }
 
-/// Device buffers shared by the ADM kernels. Band planes are `plane` elements apart.
+/// Device buffers shared by the ADM kernels. At each scale their planes lie the scale's band
+/// size (`bw * bh`) apart, so buffers sized for scale 0 serve every scale.
 #[derive(Debug, Clone, Copy)]
 pub struct AdmBuffers<'a> {
-    /// Reference h, v, d then distorted h, v, d bands: 6 planes.
+    /// Inside the CSF window: reference h, v, d bands, then their decoupled parts. Scale 0
+    /// packs each band's restored and additive int16 parts in one plane (6 planes); later
+    /// scales keep them in planes of their own (9 planes of a quarter or less of scale 0's).
     pub bands: &'a DeviceBuffer<i32>,
     /// Threshold maps (flt and centre sums of the DLM pass, then of the AIM pass): 4 planes.
     pub maps: &'a DeviceBuffer<i32>,
-    pub plane: usize,
     /// The reciprocal table (at least [`ADM_LUT_LEN`] entries).
     pub lut: &'a DeviceBuffer<i32>,
 }
@@ -120,13 +120,13 @@ fn adm_check_dwt(
     approx_dis: &DeviceBuffer<i32>,
     b: &AdmBuffers<'_>,
     p: &AdmScale,
-) -> Result<(i32, i32)> {
+) -> Result<(i32, i32, i32)> {
     let (w, h) = dims_u32(w, h)?;
     if w < 3 || h < 3 || p.scale > 3 {
         return Err(Error::inval("bad ADM wavelet parameters"));
     }
     let (bw, bh) = (w.div_ceil(2) as usize, h.div_ceil(2) as usize);
-    adm_check_buffers(bw, bh, b, p)?;
+    let plane = adm_check_buffers(bw, bh, b, p)?;
     if approx_ref.len() < bw * bh || approx_dis.len() < bw * bh {
         return Err(Error::inval("ADM approximation buffer too small"));
     }
@@ -134,17 +134,28 @@ fn adm_check_dwt(
     if cl > cr || cr > bw || ct > cb || cb > bh {
         return Err(Error::inval("ADM CSF window outside the band"));
     }
-    Ok((bw as i32, bh as i32))
+    Ok((bw as i32, bh as i32, plane))
 }
 
-/// Checks the shared buffers and the score window of a `bw`x`bh` band.
-fn adm_check_buffers(bw: usize, bh: usize, b: &AdmBuffers<'_>, p: &AdmScale) -> Result<()> {
+/// Band planes of a scale in `AdmBuffers::bands`.
+fn band_planes(scale: usize) -> usize {
+    if scale == 0 {
+        6
+    } else {
+        9
+    }
+}
+
+/// Checks the shared buffers and the score window of a `bw`x`bh` band; returns the distance
+/// between planes (the band size) as a kernel int.
+fn adm_check_buffers(bw: usize, bh: usize, b: &AdmBuffers<'_>, p: &AdmScale) -> Result<i32> {
+    let plane = bw.checked_mul(bh).filter(|&n| i32::try_from(n).is_ok());
     let fits = |n: usize, planes: usize| {
-        b.plane
-            .checked_mul(planes)
-            .is_some_and(|need| need <= n && i32::try_from(b.plane).is_ok())
+        plane
+            .and_then(|pl| pl.checked_mul(planes))
+            .is_some_and(|need| need <= n)
     };
-    if b.plane < bw * bh || !fits(b.bands.len(), 6) || !fits(b.maps.len(), 4) {
+    if !fits(b.bands.len(), band_planes(p.scale)) || !fits(b.maps.len(), 4) {
         return Err(Error::inval("ADM band buffers too small"));
     }
     if b.lut.len() < ADM_LUT_LEN {
@@ -160,7 +171,7 @@ fn adm_check_buffers(bw: usize, bh: usize, b: &AdmBuffers<'_>, p: &AdmScale) -> 
     if shifts.into_iter().any(|s| s >= 63) {
         return Err(Error::inval("ADM shift out of range"));
     }
-    Ok(())
+    Ok((bw * bh) as i32)
 }
 
 fn adm_flags(p: &AdmScale) -> i32 {
@@ -202,7 +213,7 @@ pub fn adm_dwt0<T: Sample>(
     if p.scale != 0 || !(8..=16).contains(&bpc) {
         return Err(Error::inval("bad ADM scale-0 parameters"));
     }
-    let (bw, bh) = adm_check_dwt(reference.w, reference.h, approx_ref, approx_dis, b, p)?;
+    let (bw, bh, plane) = adm_check_dwt(reference.w, reference.h, approx_ref, approx_dis, b, p)?;
     let r = reference.checked_ptr()?;
     let d = distorted.checked_ptr()?;
     let (w, h) = (reference.w as i32, reference.h as i32);
@@ -215,7 +226,6 @@ pub fn adm_dwt0<T: Sample>(
         b.maps.ptr(),
         b.lut.ptr(),
     );
-    let plane = b.plane as i32;
     let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
     let flags = adm_flags(p);
     let [ih, iv, id] = p.irf;
@@ -226,8 +236,9 @@ pub fn adm_dwt0<T: Sample>(
     // cl, int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)` in
     // kernels/adm.hip. Inputs are read at rows/columns mapped into 0..h / 0..w (w, h >= 3) of the
     // checked planes; writes go to pixel i * bw + j < bw * bh of the approximation buffers (len >=
-    // bw * bh), of 6 band planes and, inside the CSF window (checked inside the band), of 4 map
-    // planes, each `plane >= bw * bh` long; the table is read below ADM_LUT_LEN.
+    // bw * bh) and, inside the CSF window (checked inside the band), of the 6 (scale 0) or 9
+    // band planes and 4 map planes `plane = bw * bh` apart (lengths checked); the table is read
+    // below ADM_LUT_LEN.
     unsafe {
         launch::<DwtArgs<T>>(
             &kernel,
@@ -267,7 +278,7 @@ pub fn adm_dwt123(
     {
         return Err(Error::inval("ADM wavelet input and output buffers overlap"));
     }
-    let (bw, bh) = adm_check_dwt(prev_ref.w, prev_ref.h, approx_ref, approx_dis, b, p)?;
+    let (bw, bh, plane) = adm_check_dwt(prev_ref.w, prev_ref.h, approx_ref, approx_dis, b, p)?;
     let r = prev_ref.checked_ptr()?;
     let d = prev_dis.checked_ptr()?;
     let (w, h) = (prev_ref.w as i32, prev_ref.h as i32);
@@ -280,7 +291,6 @@ pub fn adm_dwt123(
         b.maps.ptr(),
         b.lut.ptr(),
     );
-    let plane = b.plane as i32;
     let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
     let flags = adm_flags(p);
     let [ih, iv, id] = p.irf;
@@ -322,7 +332,13 @@ pub fn adm_cm(
     if w < 2 || h < 2 || p.scale > 3 {
         return Err(Error::inval("bad ADM masking parameters"));
     }
-    adm_check_buffers(bw, bh, b, p)?;
+    let plane = adm_check_buffers(bw, bh, b, p)?;
+    let (cl, cr, ct, cb) = (p.csf[0], p.csf[1], p.csf[2], p.csf[3]);
+    let (l, r, t, bo) = (p.score[0], p.score[1], p.score[2], p.score[3]);
+    if l < r && t < bo && (l < cl || r > cr || t < ct || bo > cb) {
+        // The decoupled parts this kernel reads exist only inside the CSF window.
+        return Err(Error::inval("ADM score window outside the CSF window"));
+    }
     if out_index.checked_add(9).is_none_or(|end| end > out.len()) {
         return Err(Error::inval("ADM output index out of range"));
     }
@@ -330,9 +346,9 @@ pub fn adm_cm(
     if left == right || top == bottom {
         return Ok(());
     }
-    let (bands, maps, lut) = (b.bands.ptr(), b.maps.ptr(), b.lut.ptr());
+    let (bands, maps) = (b.bands.ptr(), b.maps.ptr());
     let o = out.ptr().offset(out_index);
-    let (plane, bw, bh, scale) = (b.plane as i32, w as i32, h as i32, p.scale as i32);
+    let (bw, bh, scale) = (w as i32, h as i32, p.scale as i32);
     let (den_row, den_cube, cm_row) = (p.den_row as i32, p.den_cube as i32, p.cm_row as i32);
     let [ch, cv, cd] = p.cm_cube.map(|v| v as i32);
     let [ih, iv, id] = p.irf;
@@ -346,11 +362,11 @@ pub fn adm_cm(
     // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
     // matches `vmaf_adm_cm(const i32 *bands, const i32 *maps, int plane, int bw, int bh, int scale,
     // int left, int right, int top, int den_row, int den_cube, int cube_h, int cube_v, int cube_d,
-    // int cm_row, u32 irf_h, u32 irf_v, u32 irf_d, double egl, const i32 *lut, int do_aim, u64
-    // *out)`. Rows top..bottom and columns left..right lie in the band (checked), threshold
-    // neighbours are mapped into 0..bh / 0..bw (bw, bh >= 2), every plane index is below bw * bh <=
-    // plane with 6 band and 4 map planes present, the table is read below ADM_LUT_LEN, and
-    // out[out_index..+9] is inside `out`.
+    // int cm_row, u32 irf_h, u32 irf_v, u32 irf_d, int do_aim, u64 *out)`. Rows top..bottom and
+    // columns left..right lie in the band (checked), threshold neighbours are mapped into 0..bh /
+    // 0..bw (bw, bh >= 2), every index is below bw * bh = plane in one of the 6 (scale 0) or 9
+    // band planes and 4 map planes present (lengths checked), and out[out_index..+9] is inside
+    // `out`.
     unsafe {
         launch::<CmArgs>(
             &kernel,
@@ -358,7 +374,7 @@ pub fn adm_cm(
             cfg,
             &(
                 bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube, ch, cv, cd,
-                cm_row, ih, iv, id, p.egl, lut, aim, o,
+                cm_row, ih, iv, id, aim, o,
             ),
         )
     }
