@@ -72,6 +72,10 @@ VMAF_DEVICE vmaf_i16 adm_hdot0(const vmaf_i32 *f, const vmaf_i16 *x)
  * 2 j0 + 64; the window starts 4-sample aligned for vector loads). */
 #define ADM_S0_W 72
 #define ADM_S0_H 18
+/* Scales 1-3 stage the same rows and columns 2 j0 - 1 .. 2 j0 + 64 of int32 planes (odd
+ * pitch: a warp's stride-2 column reads then spread over the banks). */
+#define ADM_S123_W 67
+#define ADM_S123_COLS 66
 
 /* adm_tap for the staging: coordinates the staged window holds beyond one mirror feed no
  * output and are clamped into the plane only to keep reads in bounds. */
@@ -115,25 +119,24 @@ VMAF_DEVICE vmaf_i32 adm_hdot123(const vmaf_i32 *f, const vmaf_i32 *x, vmaf_i64 
     return (vmaf_i32)((acc + round) >> shift);
 }
 
-/* Wavelet outputs of scales 1-3 (int64 accumulation, no mean removal). */
-VMAF_DEVICE void adm_dwt123_at(const vmaf_i32 *src, int stride, int w, int h, int scale, int i,
-                               int j, vmaf_i32 *out)
+/* Wavelet outputs of scales 1-3 (int64 accumulation, no mean removal) of the band pixel
+ * whose 4 x 4 taps are staged at s[r0 + k][c0 + c]. */
+template <int SCALE>
+VMAF_DEVICE void adm_dwt123_win(const vmaf_i32 (*s)[ADM_S123_W], int r0, int c0, vmaf_i32 *out)
 {
-    const vmaf_i64 rv = scale == 1 ? 0 : 32768;
-    const int sv = scale == 1 ? 0 : 16;
-    const vmaf_i64 rh = scale == 2 ? 32768 : 16384;
-    const int sh = scale == 2 ? 16 : 15;
-    long long rows[4];
-    for (int k = 0; k < 4; k++)
-        rows[k] = (long long)adm_tap(2 * i - 1 + k, h) * stride;
+    const vmaf_i64 rv = SCALE == 1 ? 0 : 32768;
+    const int sv = SCALE == 1 ? 0 : 16;
+    const vmaf_i64 rh = SCALE == 2 ? 32768 : 16384;
+    const int sh = SCALE == 2 ? 16 : 15;
     vmaf_i32 lo[4], hi[4];
+#pragma unroll
     for (int c = 0; c < 4; c++) {
-        const int x = adm_tap(2 * j - 1 + c, w);
         vmaf_i64 vl = 0, vh = 0;
+#pragma unroll
         for (int k = 0; k < 4; k++) {
-            const vmaf_i64 s = src[rows[k] + x];
-            vl += (vmaf_i64)adm_lo[k] * s;
-            vh += (vmaf_i64)adm_hi[k] * s;
+            const vmaf_i64 v = s[r0 + k][c0 + c];
+            vl += (vmaf_i64)adm_lo[k] * v;
+            vh += (vmaf_i64)adm_hi[k] * v;
         }
         lo[c] = (vmaf_i32)((vl + rv) >> sv);
         hi[c] = (vmaf_i32)((vh + rv) >> sv);
@@ -321,23 +324,78 @@ VMAF_KERNEL void vmaf_adm_dwt0_u16(const vmaf_u16 *ref, const vmaf_u16 *dis, int
                        lut, cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
 }
 
-/* One wavelet level of scales 1-3 on the previous approximation planes (w x h). */
+/* One wavelet level of scales 1-3 on the previous approximation planes (w x h): a block of
+ * 32 x 8 band pixels stages its 18 x 66 source window of both pictures first (all loads
+ * before any store), so each tap is read from memory once instead of by four threads. */
+template <int SCALE>
+VMAF_DEVICE void adm_dwt123(const vmaf_i32 *ref, const vmaf_i32 *dis, int w, int h, int stride,
+                            vmaf_i32 *approx_ref, vmaf_i32 *approx_dis, vmaf_i32 *bands,
+                            vmaf_i32 *maps, int plane, const vmaf_i32 *lut, int cl, int cr, int ct,
+                            int cb, int flags, vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d,
+                            double egl, vmaf_i32 (*s_ref)[ADM_S123_W],
+                            vmaf_i32 (*s_dis)[ADM_S123_W])
+{
+    const int NS = ADM_S0_H * ADM_S123_COLS, NT = 32 * 8, PER = (NS + NT - 1) / NT;
+    const int bw = (w + 1) / 2, bh = (h + 1) / 2;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+    const int j0 = blockIdx.x * 32, i0 = blockIdx.y * 8;
+    const int xs = 2 * j0 - 1, ys = 2 * i0 - 1;
+    vmaf_i32 a[PER], b[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int e = tid + k * NT;
+        if (e < NS) {
+            const long long off =
+                (long long)AdmMirror::at(ys + e / ADM_S123_COLS, h) * stride +
+                AdmMirror::at(xs + e % ADM_S123_COLS, w);
+            a[k] = ref[off];
+            b[k] = dis[off];
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+        const int e = tid + k * NT;
+        if (e < NS) {
+            s_ref[e / ADM_S123_COLS][e % ADM_S123_COLS] = a[k];
+            s_dis[e / ADM_S123_COLS][e % ADM_S123_COLS] = b[k];
+        }
+    }
+    __syncthreads();
+    const int i = i0 + ty, j = j0 + tx;
+    if (i >= bh || j >= bw)
+        return;
+    vmaf_i32 oref[4], odis[4];
+    adm_dwt123_win<SCALE>(s_ref, 2 * ty, 2 * tx, oref);
+    adm_dwt123_win<SCALE>(s_dis, 2 * ty, 2 * tx, odis);
+    adm_finish_pixel(SCALE, i, j, bw, plane, oref, odis, approx_ref, approx_dis, bands, maps, lut,
+                     cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
+}
+
 VMAF_KERNEL void vmaf_adm_dwt123(const vmaf_i32 *ref, const vmaf_i32 *dis, int w, int h,
                                  int stride, int scale, vmaf_i32 *approx_ref,
                                  vmaf_i32 *approx_dis, vmaf_i32 *bands, vmaf_i32 *maps, int plane,
                                  const vmaf_i32 *lut, int cl, int cr, int ct, int cb, int flags,
                                  vmaf_u32 irf_h, vmaf_u32 irf_v, vmaf_u32 irf_d, double egl)
 {
-    const int bw = (w + 1) / 2, bh = (h + 1) / 2;
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    const int i = blockIdx.y * blockDim.y + threadIdx.y;
-    if (i >= bh || j >= bw)
-        return;
-    vmaf_i32 oref[4], odis[4];
-    adm_dwt123_at(ref, stride, w, h, scale, i, j, oref);
-    adm_dwt123_at(dis, stride, w, h, scale, i, j, odis);
-    adm_finish_pixel(scale, i, j, bw, plane, oref, odis, approx_ref, approx_dis, bands, maps, lut,
-                     cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl);
+    __shared__ vmaf_i32 s_ref[ADM_S0_H][ADM_S123_W];
+    __shared__ vmaf_i32 s_dis[ADM_S0_H][ADM_S123_W];
+    VMAF_ASSUME(blockDim.x == 32 && blockDim.y == 8 && blockDim.z == 1,
+                "adm_dwt123: blocks of 32 x 8 threads");
+    /* The scale picks compile-time rounding (the branch is uniform). */
+    switch (scale) {
+    case 1:
+        adm_dwt123<1>(ref, dis, w, h, stride, approx_ref, approx_dis, bands, maps, plane, lut, cl,
+                      cr, ct, cb, flags, irf_h, irf_v, irf_d, egl, s_ref, s_dis);
+        break;
+    case 2:
+        adm_dwt123<2>(ref, dis, w, h, stride, approx_ref, approx_dis, bands, maps, plane, lut, cl,
+                      cr, ct, cb, flags, irf_h, irf_v, irf_d, egl, s_ref, s_dis);
+        break;
+    default:
+        adm_dwt123<3>(ref, dis, w, h, stride, approx_ref, approx_dis, bands, maps, plane, lut, cl,
+                      cr, ct, cb, flags, irf_h, irf_v, irf_d, egl, s_ref, s_dis);
+        break;
+    }
 }
 
 /* Masking threshold at (i, j): 3x3 sum of the flt map minus its centre plus the
