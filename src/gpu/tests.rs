@@ -513,7 +513,7 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
     let Some(state) = test_state() else { return };
     let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
     let mut held = Vec::new();
-    for round in 0..6 {
+    for round in 0..7 {
         let mut ctx = Context::new(Config {
             n_threads: 4,
             log_level: crate::log::LogLevel::Error,
@@ -539,13 +539,18 @@ fn closing_a_context_releases_its_workers_gpu_buffers() {
             in_use > 0 && peak >= in_use,
             "round {round}: memory is accounted"
         );
-        held.push(in_use);
+        // The first round also loads the kernels (from PTX, a JIT of several seconds when
+        // nvrtc is missing), so its frames overlap less and it holds less: not a baseline.
+        if round > 0 {
+            held.push(in_use);
+        }
     }
     // Scratch for at most 4 frames in flight per extractor and the plane cache (the planes
     // of the frames in flight and a few idle ones), reused by every later context. How soon
     // the cache reaches its size depends on how many frames happened to overlap (on the fake
     // runtime: 9.6 to 15.5 MB in the first round, 15.5 in every round from the third); a
-    // context's buffers left behind would add a first round's worth with each.
+    // context's buffers left behind would add a round's worth with each.
+    println!("device memory held after each round but the first: {held:?}");
     assert!(
         held[5] < 2 * held[0],
         "device memory grows with each context: {held:?}"
