@@ -167,6 +167,140 @@ fn psnr_kernel_matches_cpu() {
     }
 }
 
+/// ADM's launchers refuse, before any launch, buffers too small for a scale's band planes (6
+/// at scale 0, 9 at scales 1-3, `bw * bh` apart) and a score window reaching outside the CSF
+/// window (where the masking kernel would read decoupled parts nobody wrote); in-range calls
+/// run.
+#[test]
+fn adm_launchers_refuse_short_buffers_and_windows_outside_the_csf() {
+    use super::launch::{adm_cm, adm_dwt123, AdmBuffers, AdmScale, ADM_LUT_LEN};
+    let Some(state) = test_state() else { return };
+    let (dev, stream) = (state.device(), state.stream());
+    let (w, h) = (64, 36);
+    let (bw, bh) = (w / 2, h / 2);
+    let plane = bw * bh;
+    let buf = |n: usize| {
+        let b = DeviceBuffer::<i32>::new(dev, n).unwrap();
+        b.zero(stream).unwrap();
+        b
+    };
+    let (bands, short9, short6) = (buf(9 * plane), buf(9 * plane - 1), buf(6 * plane - 1));
+    let (maps, lut) = (buf(4 * plane), buf(ADM_LUT_LEN));
+    let (prev_r, prev_d, out_r, out_d) = (buf(w * h), buf(w * h), buf(plane), buf(plane));
+    let out = DeviceBuffer::<u64>::new(dev, 9).unwrap();
+    let scale = |s: usize, score: [usize; 4]| AdmScale {
+        scale: s,
+        csf: [2, bw - 2, 2, bh - 2],
+        score,
+        den_row: 0,
+        den_cube: 0,
+        cm_cube: [1, 1, 1],
+        cm_row: 1,
+        irf: [1, 1, 1],
+        egl: 1.0,
+        aim: true,
+    };
+    let inside = [3, bw - 3, 3, bh - 3];
+    let b = |bands| AdmBuffers {
+        bands,
+        maps: &maps,
+        lut: &lut,
+    };
+    let invalid = |r: crate::error::Result<()>, what: &str| {
+        assert!(matches!(r, Err(Error::Invalid(_))), "{what}: {r:?}");
+    };
+    let plane_of = |buf| DevicePlane {
+        buf,
+        offset: 0,
+        w,
+        h,
+        stride: w,
+    };
+    let dwt = |bands, s| {
+        adm_dwt123(
+            &state,
+            stream,
+            plane_of(&prev_r),
+            plane_of(&prev_d),
+            &out_r,
+            &out_d,
+            &b(bands),
+            &scale(s, inside),
+        )
+    };
+    dwt(&bands, 1).unwrap();
+    invalid(dwt(&short9, 1), "scale 1 with 9 planes less one element");
+    adm_cm(
+        &state,
+        stream,
+        &b(&bands),
+        bw,
+        bh,
+        &scale(1, inside),
+        &out,
+        0,
+    )
+    .unwrap();
+    adm_cm(
+        &state,
+        stream,
+        &b(&short9),
+        bw,
+        bh,
+        &scale(0, inside),
+        &out,
+        0,
+    )
+    .unwrap();
+    invalid(
+        adm_cm(
+            &state,
+            stream,
+            &b(&short9),
+            bw,
+            bh,
+            &scale(1, inside),
+            &out,
+            0,
+        ),
+        "masking at scale 1 with 9 planes less one element",
+    );
+    invalid(
+        adm_cm(
+            &state,
+            stream,
+            &b(&short6),
+            bw,
+            bh,
+            &scale(0, inside),
+            &out,
+            0,
+        ),
+        "masking at scale 0 with 6 planes less one element",
+    );
+    for (score, what) in [
+        ([1, bw - 3, 3, bh - 3], "left"),
+        ([3, bw - 1, 3, bh - 3], "right"),
+        ([3, bw - 3, 1, bh - 3], "top"),
+        ([3, bw - 3, 3, bh - 1], "bottom"),
+    ] {
+        invalid(
+            adm_cm(
+                &state,
+                stream,
+                &b(&bands),
+                bw,
+                bh,
+                &scale(1, score),
+                &out,
+                0,
+            ),
+            &format!("score window past the CSF window's {what} edge"),
+        );
+    }
+    stream.synchronize().unwrap();
+}
+
 /// Device selection errors are NoDevice (never a crash) for an index past the end.
 #[test]
 fn out_of_range_index_is_no_device() {
