@@ -230,52 +230,15 @@ fn adm_launchers_refuse_short_buffers_and_windows_outside_the_csf() {
     };
     dwt(&bands, 1).unwrap();
     invalid(dwt(&short9, 1), "scale 1 with 9 planes less one element");
-    adm_cm(
-        &state,
-        stream,
-        &b(&bands),
-        bw,
-        bh,
-        &scale(1, inside),
-        &out,
-        0,
-    )
-    .unwrap();
-    adm_cm(
-        &state,
-        stream,
-        &b(&short9),
-        bw,
-        bh,
-        &scale(0, inside),
-        &out,
-        0,
-    )
-    .unwrap();
+    let cm = |bands, s, score| adm_cm(&state, stream, &b(bands), bw, bh, &scale(s, score), &out, 0);
+    cm(&bands, 1, inside).unwrap();
+    cm(&short9, 0, inside).unwrap();
     invalid(
-        adm_cm(
-            &state,
-            stream,
-            &b(&short9),
-            bw,
-            bh,
-            &scale(1, inside),
-            &out,
-            0,
-        ),
+        cm(&short9, 1, inside),
         "masking at scale 1 with 9 planes less one element",
     );
     invalid(
-        adm_cm(
-            &state,
-            stream,
-            &b(&short6),
-            bw,
-            bh,
-            &scale(0, inside),
-            &out,
-            0,
-        ),
+        cm(&short6, 0, inside),
         "masking at scale 0 with 6 planes less one element",
     );
     for (score, what) in [
@@ -285,16 +248,7 @@ fn adm_launchers_refuse_short_buffers_and_windows_outside_the_csf() {
         ([3, bw - 3, 3, bh - 1], "bottom"),
     ] {
         invalid(
-            adm_cm(
-                &state,
-                stream,
-                &b(&bands),
-                bw,
-                bh,
-                &scale(1, score),
-                &out,
-                0,
-            ),
+            cm(&bands, 1, score),
             &format!("score window past the CSF window's {what} edge"),
         );
     }
