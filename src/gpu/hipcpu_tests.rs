@@ -686,8 +686,7 @@ fn adm_on_model(
         [vec![0i32; plane], vec![0i32; plane]],
         [vec![0i32; plane], vec![0i32; plane]],
     ];
-    let (bw1, bh1) = band_size(w, h, 1);
-    let mut bands = vec![0i32; (6 * plane).max(9 * bw1 * bh1)];
+    let mut bands = vec![0i32; crate::gpu::kernels::adm_bands_len(w, h)];
     let mut maps = vec![0i32; 4 * plane];
     let lut = &div_lookup()[..];
     let mut out = [0u64; 36];

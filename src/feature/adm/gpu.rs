@@ -42,13 +42,6 @@ struct Scratch<T: Sample> {
     tail: Replay<AdmParams>,
 }
 
-/// Elements of the bands buffer: scale 0's 6 planes or scale 1's 9, whichever is more.
-fn band_buffer_len(w: usize, h: usize) -> usize {
-    let (bw0, bh0) = band_size(w, h, 0);
-    let (bw1, bh1) = band_size(w, h, 1);
-    (6 * bw0 * bh0).max(9 * bw1 * bh1)
-}
-
 impl<T: Sample> Scratch<T> {
     fn new(state: &GpuState, w: usize, h: usize) -> Result<Self> {
         let dev = state.device();
@@ -65,7 +58,7 @@ impl<T: Sample> Scratch<T> {
             h,
             _sample: std::marker::PhantomData,
             approx: [[buf()?, buf()?], [buf()?, buf()?]],
-            bands: DeviceBuffer::new(dev, band_buffer_len(w, h))?,
+            bands: DeviceBuffer::new(dev, kernels::adm_bands_len(w, h))?,
             maps: DeviceBuffer::new(dev, 4 * plane)?,
             lut,
             out_dev,

@@ -137,6 +137,14 @@ fn adm_check_dwt(
     Ok((bw as i32, bh as i32, plane))
 }
 
+/// Elements `AdmBuffers::bands` needs for a `w`x`h` picture at every scale: scale 0's band
+/// planes or scale 1's (more planes, a quarter the size), whichever is more.
+pub fn adm_bands_len(w: usize, h: usize) -> usize {
+    let (bw0, bh0) = (w.div_ceil(2), h.div_ceil(2));
+    let (bw1, bh1) = (bw0.div_ceil(2), bh0.div_ceil(2));
+    (band_planes(0) * bw0 * bh0).max(band_planes(1) * bw1 * bh1)
+}
+
 /// Band planes of a scale in `AdmBuffers::bands`.
 fn band_planes(scale: usize) -> usize {
     if scale == 0 {

@@ -10,7 +10,7 @@ mod motion;
 mod psnr;
 mod vif;
 
-pub use adm::{adm_cm, adm_dwt0, adm_dwt123, AdmBuffers, AdmScale, ADM_LUT_LEN};
+pub use adm::{adm_bands_len, adm_cm, adm_dwt0, adm_dwt123, AdmBuffers, AdmScale, ADM_LUT_LEN};
 pub use cambi::{
     cambi_cvalues, cambi_decimate, cambi_mask, cambi_mode, cambi_preprocess, cambi_stats,
     CambiCValues, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
