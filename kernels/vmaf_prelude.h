@@ -131,6 +131,13 @@ typedef unsigned long long vmaf_u64;
 #define VMAF_SHFL_DOWN(v, offset) __shfl_down_sync(0xffffffffu, (v), (offset))
 #endif
 
+/* Set bits of a 32-bit word (one popc instruction on every GPU). */
+#if defined(VMAF_BARE_CLANG_CUDA) || defined(VMAF_HIPCPU)
+#define VMAF_POPC(v) __builtin_popcount((unsigned)(v))
+#else
+#define VMAF_POPC(v) __popc((unsigned)(v))
+#endif
+
 /* 64-bit integer atomics: the overload exists on every target. */
 #define VMAF_ATOMIC_ADD_U64(ptr, v) atomicAdd((ptr), (vmaf_u64)(v))
 

@@ -487,7 +487,7 @@ fn vif_on_model(
     let sfx = if alt { "_alt" } else { "" };
     let stats_u16 = format!("vmaf_vif_stats_u16{sfx}");
     let (w, h, bpc) = (r.w[0], r.h[0], r.bpc as i32);
-    let table = crate::feature::vif::log2_table();
+    let table = crate::feature::vif::gpu::log2_steps();
     let mut acc = [0u64; 16];
     let mut pyr: Vec<(Vec<u16>, Vec<u16>)> = Vec::new();
     let (mut cw, mut ch) = (w, h);

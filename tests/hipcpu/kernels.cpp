@@ -21,20 +21,20 @@
 /* VIF statistics with the other horizontal-sum variant (integer or FP64 second moments) than
  * vif.hip picks for this build, so the model checks both. */
 VMAF_KERNEL void vmaf_vif_stats_u8_alt(const vmaf_u8 *ref, const vmaf_u8 *dis, int w, int h,
-                                       int stride, int scale, int bpc, const vmaf_u16 *log2_table,
+                                       int stride, int scale, int bpc, const vmaf_u64 *log2_steps,
                                        double egl, vmaf_u64 *acc, vmaf_u16 *down_ref,
                                        vmaf_u16 *down_dis, int down_stride)
 {
-    vif_stats_any<vmaf_u8, 1 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc,
+    vif_stats_any<vmaf_u8, 1 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_steps, egl, acc,
                                         down_ref, down_dis, down_stride);
 }
 
 VMAF_KERNEL void vmaf_vif_stats_u16_alt(const vmaf_u16 *ref, const vmaf_u16 *dis, int w, int h,
                                         int stride, int scale, int bpc,
-                                        const vmaf_u16 *log2_table, double egl, vmaf_u64 *acc,
+                                        const vmaf_u64 *log2_steps, double egl, vmaf_u64 *acc,
                                         vmaf_u16 *down_ref, vmaf_u16 *down_dis, int down_stride)
 {
-    vif_stats_any<vmaf_u16, 1 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_table, egl,
+    vif_stats_any<vmaf_u16, 1 - VIF_F64>(ref, dis, w, h, stride, scale, bpc, log2_steps, egl,
                                          acc, down_ref, down_dis, down_stride);
 }
 

@@ -12,6 +12,29 @@ use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::kernels::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
+use std::sync::OnceLock;
+
+/// The upper half of [`log2_table`] (entries 2^15..2^16, all the kernels index) packed to
+/// stay in the GPU's L1: word `b` covers entries `2^15 + 32 b ..` with the first one's value in its
+/// high 32 bits and, in bit `j` of the low 32, whether entry `j` is one above entry `j - 1`
+/// (the table rises by 0 or 1 per entry, checked here). 8 KB instead of 64.
+pub fn log2_steps() -> &'static [u64] {
+    static STEPS: OnceLock<Box<[u64]>> = OnceLock::new();
+    STEPS.get_or_init(|| {
+        let table = log2_table();
+        (0..kernels::VIF_LOG2_WORDS)
+            .map(|b| {
+                let run = &table[(1 << 15) + 32 * b..][..32];
+                let mask = (1..32).fold(0u32, |m, j| match run[j] - run[j - 1] {
+                    0 => m,
+                    1 => m | 1 << j,
+                    _ => unreachable!("log2 table rises by more than 1"),
+                });
+                u64::from(run[0]) << 32 | u64::from(mask)
+            })
+            .collect()
+    })
+}
 
 /// Smallest luma side the kernels take: every scale must be wider than its filter's half
 /// width for plain mirroring to equal upstream's padding; smaller frames use the CPU.
@@ -25,7 +48,8 @@ struct Scratch<T: Sample> {
     /// Decimated pictures of scales 1..=3.
     pyr_ref: Vec<DeviceBuffer<u16>>,
     pyr_dis: Vec<DeviceBuffer<u16>>,
-    table: DeviceBuffer<u16>,
+    /// [`log2_steps`].
+    table: DeviceBuffer<u64>,
     acc_dev: DeviceBuffer<u64>,
     acc_host: PinnedHostBuffer<u64>,
     /// Scale 0 (the head, or its decimation alone), scales 1-3 and the read-back, the same
@@ -48,8 +72,8 @@ impl<T: Sample> Scratch<T> {
         // Zeroed here, then after each frame's read-back (by the recorded tail).
         let acc_dev = DeviceBuffer::new(dev, 16)?;
         acc_dev.zero(state.stream())?;
-        let mut table = DeviceBuffer::new(dev, 1 << 16)?;
-        table.upload_blocking(state.stream(), log2_table())?;
+        let mut table = DeviceBuffer::new(dev, kernels::VIF_LOG2_WORDS)?;
+        table.upload_blocking(state.stream(), log2_steps())?;
         Ok(Scratch {
             w,
             h,
@@ -212,6 +236,22 @@ pub fn queue_accums(
 mod tests {
     use super::*;
     use crate::testutil::load_parity_clip;
+
+    /// The kernels' lookup (kernels/vif.hip `vif_log2_16`) on the packed words gives every
+    /// entry of the table they index, and nothing past it is addressed.
+    #[test]
+    fn packed_log2_steps_give_every_table_entry() {
+        let (table, steps) = (log2_table(), log2_steps());
+        assert_eq!(steps.len(), kernels::VIF_LOG2_WORDS);
+        for i in 1u32 << 15..1 << 16 {
+            let word = steps[(i >> 5) as usize - kernels::VIF_LOG2_WORDS];
+            let got = (word >> 32) as u32 + ((word as u32) << (31 - (i & 31))).count_ones();
+            assert_eq!(got, u32::from(table[i as usize]), "entry {i}");
+        }
+        // First entries of the first and last runs; bit 0 (entry j - 1 outside the run) unused.
+        assert_eq!((steps[0] >> 32, steps[1023] >> 32), (30720, 32767));
+        assert!(steps.iter().all(|w| w & 1 == 0));
+    }
 
     #[test]
     fn gpu_accums_equal_cpu_accums_on_parity_clips() {

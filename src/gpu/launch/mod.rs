@@ -20,7 +20,7 @@ pub use float_ssim::{
 };
 pub use motion::{motion_reduce, motion_rows};
 pub use psnr::psnr_sse;
-pub use vif::{vif_down, vif_stats};
+pub use vif::{vif_down, vif_stats, VIF_LOG2_WORDS};
 
 use super::memory::{DeviceBuffer, DeviceCopy, DevicePtr};
 use super::module::{Kernel, KernelArg, LaunchConfig};

@@ -4,7 +4,7 @@ use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
 use crate::error::{Error, Result};
 use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
 
-/// `vmaf_vif_stats_{u8,u16}(ref, dis, w, h, stride, scale, bpc, log2_table, egl, acc,
+/// `vmaf_vif_stats_{u8,u16}(ref, dis, w, h, stride, scale, bpc, log2_steps, egl, acc,
 /// down_ref, down_dis, down_stride)`.
 type StatsArgs<T> = (
     DevicePtr<T>,
@@ -14,7 +14,7 @@ type StatsArgs<T> = (
     i32,
     i32,
     i32,
-    DevicePtr<u16>,
+    DevicePtr<u64>,
     f64,
     DevicePtr<u64>,
     DevicePtr<u16>,
@@ -45,6 +45,10 @@ pub(super) fn signatures() -> Vec<Signature> {
     ]
 }
 
+/// Words of the packed log2 table the statistics kernels take (kernels/vif.hip
+/// `VIF_LOG2_WORDS`; built by `feature::vif::gpu::log2_steps`).
+pub const VIF_LOG2_WORDS: usize = 1024;
+
 /// VIF statistics tile (kernels/vif.hip `VIF_TW` x `VIF_TH`) and block (`VIF_TW` x
 /// `VIF_BLOCK_H`: four output rows per thread).
 const VIF_TILE: (u32, u32) = (32, 32);
@@ -62,7 +66,7 @@ pub fn vif_stats<T: Sample>(
     distorted: DevicePlane<'_, T>,
     scale: usize,
     bpc: u32,
-    log2_table: &DeviceBuffer<u16>,
+    log2_steps: &DeviceBuffer<u64>,
     egl: f64,
     acc: &DeviceBuffer<u64>,
     down: Option<(DevicePlane<'_, u16>, DevicePlane<'_, u16>)>,
@@ -71,7 +75,8 @@ pub fn vif_stats<T: Sample>(
     {
         return Err(Error::inval("VIF planes differ in geometry"));
     }
-    if scale > 3 || !(8..=16).contains(&bpc) || log2_table.len() < 1 << 16 || acc.len() < 16 {
+    if scale > 3 || !(8..=16).contains(&bpc) || log2_steps.len() < VIF_LOG2_WORDS || acc.len() < 16
+    {
         return Err(Error::inval("bad VIF kernel parameters"));
     }
     let r = reference.checked_ptr()?;
@@ -94,7 +99,7 @@ pub fn vif_stats<T: Sample>(
     let (w, h) = dims_u32(reference.w, reference.h)?;
     let stride = reference.stride as i32;
     let (w, h, sc, bpc) = (w as i32, h as i32, scale as i32, bpc as i32);
-    let table = log2_table.ptr();
+    let table = log2_steps.ptr();
     let out = acc.ptr().offset(4 * scale);
     let kernel = state.kernel("vif", T::VIF_STATS_KERNEL)?;
     let cfg = LaunchConfig {
@@ -108,9 +113,10 @@ pub fn vif_stats<T: Sample>(
     };
     // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
     // matches `vmaf_vif_stats_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride, int
-    // scale, int bpc, const u16 *log2_table, double egl, u64 *acc, u16 *down_ref, u16 *down_dis,
+    // scale, int bpc, const u64 *log2_steps, double egl, u64 *acc, u16 *down_ref, u16 *down_dis,
     // int down_stride)` in kernels/vif.hip. The kernel reads rows/columns reflected into 0..h /
-    // 0..w of planes checked above, table entries below 2^16 (checked length), writes acc[0..4]
+    // 0..w of planes checked above, words of log2_steps below 1024 (checked length; indices
+    // 2^15..2^16 over 32 less 1024), writes acc[0..4]
     // from `out`, inside `acc` (len >= 16, scale <= 3), and, when the down pointers are not NULL
     // (scale 0 only), outputs below (w/2, h/2) of the checked decimation planes.
     unsafe {
