@@ -87,6 +87,17 @@ struct AdmMirror {
     }
 };
 
+/* Where scales 1-3 stage their int32 windows (vmaf_stage_pair_each). */
+struct AdmStageI32 {
+    vmaf_i32 (*ref)[ADM_S123_W];
+    vmaf_i32 (*dis)[ADM_S123_W];
+    __device__ __forceinline__ void put1(int r, int c, vmaf_u32 a, vmaf_u32 b) const
+    {
+        ref[r][c] = (vmaf_i32)a;
+        dis[r][c] = (vmaf_i32)b;
+    }
+};
+
 /* Scale-0 wavelet outputs out = {a, h, v, d} of the band pixel whose 4 x 4 source taps are
  * staged at s[r0 + k][c0 + c] (source row 2i - 1 + k, column 2j - 1 + c). */
 VMAF_DEVICE void adm_dwt0_win(const vmaf_u16 (*s)[ADM_S0_W], int r0, int c0, int bpc,
@@ -335,31 +346,12 @@ VMAF_DEVICE void adm_dwt123(const vmaf_i32 *ref, const vmaf_i32 *dis, int w, int
                             double egl, vmaf_i32 (*s_ref)[ADM_S123_W],
                             vmaf_i32 (*s_dis)[ADM_S123_W])
 {
-    const int NS = ADM_S0_H * ADM_S123_COLS, NT = 32 * 8, PER = (NS + NT - 1) / NT;
     const int bw = (w + 1) / 2, bh = (h + 1) / 2;
-    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 32 + tx;
+    const int tx = threadIdx.x, ty = threadIdx.y;
     const int j0 = blockIdx.x * 32, i0 = blockIdx.y * 8;
-    const int xs = 2 * j0 - 1, ys = 2 * i0 - 1;
-    vmaf_i32 a[PER], b[PER];
-#pragma unroll
-    for (int k = 0; k < PER; k++) {
-        const int e = tid + k * NT;
-        if (e < NS) {
-            const long long off =
-                (long long)AdmMirror::at(ys + e / ADM_S123_COLS, h) * stride +
-                AdmMirror::at(xs + e % ADM_S123_COLS, w);
-            a[k] = ref[off];
-            b[k] = dis[off];
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < PER; k++) {
-        const int e = tid + k * NT;
-        if (e < NS) {
-            s_ref[e / ADM_S123_COLS][e % ADM_S123_COLS] = a[k];
-            s_dis[e / ADM_S123_COLS][e % ADM_S123_COLS] = b[k];
-        }
-    }
+    const AdmStageI32 sink = {s_ref, s_dis};
+    vmaf_stage_pair_each<vmaf_i32, ADM_S123_COLS, ADM_S0_H, 32, 8, AdmMirror>(
+        ref, dis, w, h, stride, 2 * j0 - 1, 2 * i0 - 1, sink, ty * 32 + tx);
     __syncthreads();
     const int i = i0 + ty, j = j0 + tx;
     if (i >= bh || j >= bw)

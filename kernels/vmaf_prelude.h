@@ -267,11 +267,50 @@ template <int W> struct VmafStageU16 {
     }
 };
 
-/* Stages the IN_W x IN_H window at (xs, ys) of two planes into `sink` (shared memory), with a
- * block of BW x BH threads (tid: rank in the block). Every thread issues all its loads before
- * its first store, so the block waits for global memory once rather than once per row: a
- * window inside the plane with 4-sample alignment moves in 4-sample vectors, others sample by
- * sample through M::at(i, n), which maps any coordinate the window holds into [0, n). */
+/* Stages the IN_W x IN_H window at (xs, ys) of two planes into `sink` sample by sample, with
+ * a block of BW x BH threads (tid: rank in the block), each coordinate mapped into the plane
+ * through M::at(i, n); every thread issues all its loads before its first store. Works for
+ * any window, alignment and sample type the sink's put1 takes (ADM's int32 planes too). */
+template <typename T, int IN_W, int IN_H, int BW, int BH, typename M, typename S>
+VMAF_DEVICE void vmaf_stage_pair_each(const T *ref, const T *dis, int w, int h, int stride,
+                                      int xs, int ys, const S &sink, int tid)
+{
+    const int RPT = (IN_H + BH - 1) / BH, CPT = (IN_W + BW - 1) / BW;
+    const int tx = tid % BW, ty = tid / BW;
+    vmaf_u32 a[RPT][CPT], b[RPT][CPT];
+    int col[CPT];
+#pragma unroll
+    for (int c = 0; c < CPT; c++)
+        col[c] = M::at(xs + tx + c * BW, w);
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        if (ty + r * BH >= IN_H)
+            continue;
+        const long long row = (long long)M::at(ys + ty + r * BH, h) * stride;
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (tx + c * BW < IN_W) {
+                a[r][c] = (vmaf_u32)ref[row + col[c]];
+                b[r][c] = (vmaf_u32)dis[row + col[c]];
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RPT; r++) {
+        if (ty + r * BH >= IN_H)
+            continue;
+#pragma unroll
+        for (int c = 0; c < CPT; c++) {
+            if (tx + c * BW < IN_W)
+                sink.put1(ty + r * BH, tx + c * BW, a[r][c], b[r][c]);
+        }
+    }
+}
+
+/* Stages the IN_W x IN_H window at (xs, ys) of two 8- or 16-bit planes into `sink` (shared
+ * memory), with a block of BW x BH threads (tid: rank in the block), the block waiting for
+ * global memory once rather than once per row: a window inside the plane with 4-sample
+ * alignment moves in 4-sample vectors, others through vmaf_stage_pair_each. */
 template <typename T, int IN_W, int IN_H, int BW, int BH, typename M, typename S>
 VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int stride, int xs,
                                  int ys, const S &sink, int tid)
@@ -300,36 +339,7 @@ VMAF_DEVICE void vmaf_stage_pair(const T *ref, const T *dis, int w, int h, int s
         }
         return;
     }
-    const int RPT = (IN_H + BH - 1) / BH, CPT = (IN_W + BW - 1) / BW;
-    const int tx = tid % BW, ty = tid / BW;
-    vmaf_u32 a[RPT][CPT], b[RPT][CPT];
-    int col[CPT];
-#pragma unroll
-    for (int c = 0; c < CPT; c++)
-        col[c] = M::at(xs + tx + c * BW, w);
-#pragma unroll
-    for (int r = 0; r < RPT; r++) {
-        if (ty + r * BH >= IN_H)
-            continue;
-        const long long row = (long long)M::at(ys + ty + r * BH, h) * stride;
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            if (tx + c * BW < IN_W) {
-                a[r][c] = ref[row + col[c]];
-                b[r][c] = dis[row + col[c]];
-            }
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < RPT; r++) {
-        if (ty + r * BH >= IN_H)
-            continue;
-#pragma unroll
-        for (int c = 0; c < CPT; c++) {
-            if (tx + c * BW < IN_W)
-                sink.put1(ty + r * BH, tx + c * BW, a[r][c], b[r][c]);
-        }
-    }
+    vmaf_stage_pair_each<T, IN_W, IN_H, BW, BH, M>(ref, dis, w, h, stride, xs, ys, sink, tid);
 }
 
 #endif /* VMAF_PRELUDE_H */
