@@ -4,7 +4,13 @@
 //! best of 1x, 2x and 4x as many worker threads as cores), each with its ratio to the
 //! single-thread CPU baseline measured in the same run.
 //!
-//! `cargo bench --bench fps [-- --frames N --cpu-frames N --no-gpu --only-cpu]`
+//! `--device-memory` adds, per input, frames the caller already holds in GPU memory (how the
+//! Python package scores DLPack tensors): each picture's planes uploaded once, then every
+//! frame wraps them afresh (`gpu::frames::wrap_device_picture`) and the library reads them in
+//! place; beside it, its floor: wrapping and dropping the pictures alone. Same score asserted.
+//!
+//! `cargo bench --bench fps [-- --frames N --cpu-frames N --no-gpu --no-cpu --pinned
+//!  --device-memory --only NAME]`
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -33,6 +39,8 @@ struct Args {
     pool: usize,
     /// Also time GPU runs from page-locked pictures (as from `vmaf_hip_preallocate_pictures`).
     pinned: bool,
+    /// Also time GPU runs from pictures over caller-owned device memory.
+    device_memory: bool,
     /// A VMAF v1.0.16 model file (by path: not built in) for extra 1080p/2160p 8-bit rows.
     v1016: Option<String>,
 }
@@ -48,6 +56,7 @@ fn parse_args() -> Args {
         pool: 256,
         v1016: None,
         pinned: false,
+        device_memory: false,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -65,6 +74,7 @@ fn parse_args() -> Args {
             "--no-2160p" => a.big = false,
             "--no-cpu" => a.cpu = false,
             "--pinned" => a.pinned = true,
+            "--device-memory" => a.device_memory = true,
             "--v1016" => {
                 a.v1016 = Some(v[i + 1].clone());
                 i += 1;
@@ -284,6 +294,9 @@ fn main() {
                     );
                     println!("  page-locked pictures: gpu Nt {gp:.1} fps (same pooled score)");
                 }
+                if args.device_memory {
+                    device_memory_row(name, refs, dists, args.frames, cores, g, frames_score);
+                }
                 let (_, gs) = run(refs, dists, n, cores, Some(g));
                 assert!(
                     gs == s1,
@@ -348,4 +361,102 @@ fn v1016_row(
         ga / ca
     );
     println!("  pooled vmaf {sa:.6} (model {path})");
+}
+
+/// One picture's planes, each dense in device memory of its own.
+struct DevicePlanes(Vec<vmaf_hip::gpu::DeviceBuffer<u8>>);
+
+fn upload(g: &Arc<GpuState>, p: &Picture) -> Arc<DevicePlanes> {
+    let planes = (0..p.pix_fmt.plane_count())
+        .map(|i| {
+            let (w, h, s) = (p.w[i], p.h[i], p.stride[i]);
+            let mut bytes = Vec::with_capacity(w * h * p.bytes_per_sample());
+            for y in 0..h {
+                match p.plane(i) {
+                    vmaf_hip::picture::PlaneRef::U8(v) => bytes.extend_from_slice(&v[y * s..][..w]),
+                    vmaf_hip::picture::PlaneRef::U16(v) => {
+                        bytes.extend(v[y * s..][..w].iter().flat_map(|x| x.to_ne_bytes()))
+                    }
+                }
+            }
+            let mut b = vmaf_hip::gpu::DeviceBuffer::new(g.device(), bytes.len()).expect("alloc");
+            b.upload_blocking(g.stream(), &bytes).expect("upload");
+            b
+        })
+        .collect();
+    Arc::new(DevicePlanes(planes))
+}
+
+/// A picture over `planes` (shape of `like`), which it keeps alive until the library lets go.
+fn wrap(g: &Arc<GpuState>, like: &Picture, planes: &Arc<DevicePlanes>) -> Picture {
+    let addrs: Vec<u64> = planes.0.iter().map(|b| b.ptr().addr()).collect();
+    // SAFETY: each address holds its plane densely (as `upload` wrote it) in device memory of
+    // `g`'s device, kept allocated by the owner (a clone of `planes`) and never written again.
+    let pic = unsafe {
+        vmaf_hip::gpu::frames::wrap_device_picture(
+            g.device(),
+            like.pix_fmt,
+            like.bpc,
+            like.w[0],
+            like.h[0],
+            &addrs,
+            Box::new(planes.clone()),
+        )
+    };
+    Arc::new(pic.expect("wrap device memory"))
+}
+
+/// Frames in caller-owned GPU memory wrapped per frame, at 0 and `cores` threads, beside the
+/// wrapping alone; the pooled score must equal `want`.
+fn device_memory_row(
+    name: &str,
+    refs: &[Picture],
+    dists: &[Picture],
+    frames: usize,
+    cores: u32,
+    g: &Arc<GpuState>,
+    want: f64,
+) {
+    let n = refs.len();
+    let up_r: Vec<_> = refs[..n].iter().map(|p| upload(g, p)).collect();
+    let up_d: Vec<_> = dists[..n].iter().map(|p| upload(g, p)).collect();
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
+    let t = Instant::now();
+    for i in 0..frames {
+        let k = i % n;
+        drop((wrap(g, &refs[k], &up_r[k]), wrap(g, &dists[k], &up_d[k])));
+    }
+    let floor = frames as f64 / t.elapsed().as_secs_f64();
+    let mut cells = Vec::new();
+    for threads in [0, cores] {
+        let mut ctx = Context::new(Config {
+            log_level: LogLevel::Error,
+            n_threads: threads,
+            ..Config::default()
+        })
+        .expect("context");
+        ctx.import_gpu_state(g.clone()).expect("import");
+        ctx.use_features_from_model(&model).expect("features");
+        let t = Instant::now();
+        for i in 0..frames {
+            let k = i % n;
+            ctx.read_pictures(wrap(g, &refs[k], &up_r[k]), wrap(g, &dists[k], &up_d[k]), i)
+                .expect("read");
+        }
+        ctx.flush().expect("flush");
+        let fps = frames as f64 / t.elapsed().as_secs_f64();
+        let score = ctx
+            .score_pooled(&model, PoolingMethod::Mean, 0, frames - 1)
+            .expect("pool");
+        assert!(
+            score == want,
+            "caller device memory changes the score on {name}: {score} vs {want}"
+        );
+        cells.push(fps);
+    }
+    println!(
+        "  caller device memory: gpu 0t {:.1}, {cores}t {:.1} fps; wrapping alone {floor:.1} fps \
+         (same pooled score)",
+        cells[0], cells[1]
+    );
 }

@@ -236,6 +236,8 @@ pub struct Device {
     /// Bytes of device memory our buffers hold now, and the most they have held.
     mem_in_use: std::sync::atomic::AtomicUsize,
     mem_peak: std::sync::atomic::AtomicUsize,
+    /// Device-wide waits made by [`Self::synchronize_for_release`] (tests check which releases wait).
+    release_waits: std::sync::atomic::AtomicUsize,
 }
 
 /// Held shared while one of our streams records a graph, exclusively while we wait for a whole
@@ -356,6 +358,7 @@ impl Device {
             failed: std::sync::atomic::AtomicBool::new(false),
             mem_in_use: std::sync::atomic::AtomicUsize::new(0),
             mem_peak: std::sync::atomic::AtomicUsize::new(0),
+            release_waits: std::sync::atomic::AtomicUsize::new(0),
         };
         d.bind()?;
         Ok(Arc::new(d))
@@ -496,7 +499,16 @@ impl Device {
     /// releases of memory the device may still be using).
     pub(crate) fn synchronize_for_release(&self) {
         let _no_capture = release_guard();
+        self.release_waits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.synchronize_locked();
+    }
+
+    /// How many [`Self::synchronize_for_release`] waits this device object has made.
+    #[cfg(test)]
+    pub(crate) fn release_waits(&self) -> usize {
+        self.release_waits
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn synchronize_locked(&self) {

@@ -398,7 +398,14 @@ impl<T: Sample, const N: usize> Drop for UploadedLuma<T, N> {
             return;
         }
         for p in &self.planes {
-            let Held::Cached(p) = p else { continue };
+            let p = match p {
+                Held::Cached(p) => p,
+                // Its release waits for the device instead.
+                Held::Direct(f) => {
+                    f.mark_unwaited();
+                    continue;
+                }
+            };
             if mark_released(p, &self.stream).is_err() {
                 // Without the marker, wait here so the plane is never refilled under a reader
                 // (best effort: the device may be gone).

@@ -968,7 +968,9 @@ fn device_pool_fed_from_the_legacy_stream() {
 
 /// Pictures over a caller's device memory (`wrap_device_picture`, how the Python package
 /// scores DLPack tensors) score like the same frames on the host, 8 and 10 bits, with and
-/// without workers; the owner is let go only after the library's last use of the picture.
+/// without workers; the owner is let go only after the library's last use of the picture:
+/// at once when every reader waited for its work, after a device-wide wait when a failed job
+/// did not.
 #[test]
 fn wrapped_device_memory_scores_like_the_cpu() {
     use crate::context::{Config, Context};
@@ -1061,6 +1063,50 @@ fn wrapped_device_memory_scores_like_the_cpu() {
                 "{clip}: every owner let go once the context closed"
             );
         }
+    }
+    // Every reader waited for its work (its read-back), so no release waited for the device.
+    assert_eq!(dev.release_waits(), 0, "releases after waited reads");
+    // A job that fails after its uploads leaves work unwaited: the frames' release then waits
+    // for the device before their owners go (and every owner still goes).
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+    for (threads, after) in [(0, 0), (2, 5)] {
+        let before = released.load(Ordering::SeqCst);
+        let mut ctx = Context::new(Config {
+            n_threads: threads,
+            log_level: crate::log::LogLevel::Error,
+            ..Config::default()
+        })
+        .unwrap();
+        ctx.import_gpu_state(state.clone()).unwrap();
+        ctx.use_features_from_model(&model).unwrap();
+        dev.inject_fault_after(crate::gpu::Fault::LaunchFailure, after);
+        let (mut wrapped, mut failed) = (0, false);
+        for i in 0..6 {
+            wrapped += 2;
+            if ctx
+                .read_pictures(wrap(&refs[i]), wrap(&dists[i]), i)
+                .is_err()
+            {
+                failed = true;
+                break;
+            }
+        }
+        failed |= ctx.flush().is_err();
+        dev.inject_fault(crate::gpu::Fault::None);
+        drop(ctx);
+        assert!(
+            failed,
+            "{threads} threads: the injected failure was reported"
+        );
+        assert!(
+            dev.release_waits() > 0,
+            "{threads} threads: a release waited"
+        );
+        assert_eq!(
+            released.load(Ordering::SeqCst) - before,
+            wrapped,
+            "{threads} threads: every owner let go"
+        );
     }
     // Misaligned 16-bit planes are refused, and their owner let go at once.
     let b = DeviceBuffer::<u8>::new(&dev, 64 * 64 * 2 + 1).unwrap();

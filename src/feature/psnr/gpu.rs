@@ -6,7 +6,7 @@
 //! are reused while the picture size stays the same.
 
 use crate::error::{Error, Result};
-use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs};
+use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs, FrameReads};
 use crate::gpu::job::{Job, Parts};
 use crate::gpu::kernels::{self, DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
@@ -145,6 +145,7 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
             })
         },
     )?;
+    let reads = FrameReads::new([fr, fd]);
     {
         let Parts {
             state,
@@ -175,10 +176,12 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
         }
         s.dev.download_async(stream, &mut s.host, 3)?;
     }
-    job.wait(|s, _| {
+    let sums = job.wait(|s, _| {
         let sums = s.host.as_slice()?;
         Ok([sums[0], sums[1], sums[2]])
-    })
+    })?;
+    reads.waited();
+    Ok(sums)
 }
 
 /// Both pictures' device memory on `state`'s device, or None; host copies of every plane of
