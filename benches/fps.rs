@@ -367,23 +367,7 @@ fn v1016_row(
 struct DevicePlanes(Vec<vmaf_hip::gpu::DeviceBuffer<u8>>);
 
 fn upload(g: &Arc<GpuState>, p: &Picture) -> Arc<DevicePlanes> {
-    let planes = (0..p.pix_fmt.plane_count())
-        .map(|i| {
-            let (w, h, s) = (p.w[i], p.h[i], p.stride[i]);
-            let mut bytes = Vec::with_capacity(w * h * p.bytes_per_sample());
-            for y in 0..h {
-                match p.plane(i) {
-                    vmaf_hip::picture::PlaneRef::U8(v) => bytes.extend_from_slice(&v[y * s..][..w]),
-                    vmaf_hip::picture::PlaneRef::U16(v) => {
-                        bytes.extend(v[y * s..][..w].iter().flat_map(|x| x.to_ne_bytes()))
-                    }
-                }
-            }
-            let mut b = vmaf_hip::gpu::DeviceBuffer::new(g.device(), bytes.len()).expect("alloc");
-            b.upload_blocking(g.stream(), &bytes).expect("upload");
-            b
-        })
-        .collect();
+    let planes = vmaf_hip::gpu::frames::upload_dense_planes(p, g.stream()).expect("upload");
     Arc::new(DevicePlanes(planes))
 }
 
@@ -418,8 +402,8 @@ fn device_memory_row(
     want: f64,
 ) {
     let n = refs.len();
-    let up_r: Vec<_> = refs[..n].iter().map(|p| upload(g, p)).collect();
-    let up_d: Vec<_> = dists[..n].iter().map(|p| upload(g, p)).collect();
+    let up_r: Vec<_> = refs.iter().map(|p| upload(g, p)).collect();
+    let up_d: Vec<_> = dists.iter().map(|p| upload(g, p)).collect();
     let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
     let t = Instant::now();
     for i in 0..frames {

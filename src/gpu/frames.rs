@@ -274,6 +274,32 @@ fn picture_over(
     PictureData::on_device(pix_fmt, bpc, w, h, dims.map(|d| d.0), Box::new(samples))
 }
 
+/// Each plane of `pic` copied densely (rows back to back, native-endian samples) into device
+/// memory of its own on `stream`'s device: the layout [`wrap_device_picture`] reads, for
+/// callers and benchmarks that start from host pictures.
+pub fn upload_dense_planes(pic: &PictureData, stream: &Stream) -> Result<Vec<DeviceBuffer<u8>>> {
+    (0..pic.pix_fmt.plane_count())
+        .map(|i| {
+            let (w, h, s) = (pic.w[i], pic.h[i], pic.stride[i]);
+            let mut bytes = Vec::new();
+            bytes
+                .try_reserve_exact(w * h * pic.bytes_per_sample())
+                .map_err(|_| Error::NoMem("host copy of a plane".into()))?;
+            for y in 0..h {
+                match pic.plane(i) {
+                    PlaneRef::U8(v) => bytes.extend_from_slice(&v[y * s..][..w]),
+                    PlaneRef::U16(v) => {
+                        bytes.extend(v[y * s..][..w].iter().flat_map(|x| x.to_ne_bytes()))
+                    }
+                }
+            }
+            let mut b = DeviceBuffer::new(stream.device(), bytes.len())?;
+            b.upload_blocking(stream, &bytes)?;
+            Ok(b)
+        })
+        .collect()
+}
+
 /// A `w`x`h` picture of `pix_fmt` at `bpc` bits over device memory the caller owns (the
 /// planes of DLPack tensors): plane `i` is dense (rows `plane_dims` width apart) at device
 /// address `planes[i]`. Scored in place, like a DEVICE pool's pictures: the caller's work
