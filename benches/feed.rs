@@ -14,6 +14,9 @@
 //!   to device into pictures of a DEVICE pool (`vmaf_hip_preallocate_pictures`) and waited for
 //!   (`VMAF_BENCH_COPY=legacy`: on the legacy default stream, not waited for, as FFmpeg's
 //!   `libvmaf_cuda` filter does); GPU only; floor: fetch, copy, unref.
+//! * `devwrap`: the same frames in GPU memory with pitched rows (as a decoder's surfaces),
+//!   handed over in place with `vmaf_hip_picture_wrap_device`: no copy at all; GPU only;
+//!   floor: wrapping and releasing alone.
 //!
 //! * `cli`: the `vmaf` tool end to end on y4m files in the page cache (`--vmaf PATH`); floor:
 //!   reading both files to memory, on two threads as the tool does.
@@ -48,8 +51,8 @@ use std::time::Instant;
 
 use vmaf_hip::ffi::hip::{
     vmaf_hip_fetch_preallocated_picture, vmaf_hip_import_state, vmaf_hip_picture_wrap,
-    vmaf_hip_preallocate_pictures, vmaf_hip_state_free, vmaf_hip_state_init, HipStateHandle,
-    VmafHipConfiguration, VmafHipPictureConfiguration,
+    vmaf_hip_picture_wrap_device, vmaf_hip_preallocate_pictures, vmaf_hip_state_free,
+    vmaf_hip_state_init, HipStateHandle, VmafHipConfiguration, VmafHipPictureConfiguration,
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE,
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED,
 };
@@ -83,6 +86,22 @@ struct Input {
 struct Resident {
     state: std::sync::Arc<vmaf_hip::gpu::GpuState>,
     frames: Vec<[vmaf_hip::gpu::DeviceBuffer<u8>; 2]>,
+    /// The same frames with rows padded to 512 bytes, as `cuMemAllocPitch` lays them out.
+    pitched: Vec<[Pitched; 2]>,
+}
+
+/// One picture's planes in one device allocation, rows `stride[p]` bytes apart.
+struct Pitched {
+    _buf: vmaf_hip::gpu::DeviceBuffer<u8>,
+    data: [u64; 3],
+    stride: [isize; 3],
+}
+
+/// Pictures of the `devwrap` path the library has let go (their release callback ran).
+static WRAPS_RELEASED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn wrap_released(_: *mut std::ffi::c_void) {
+    WRAPS_RELEASED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Where one feeding thread's device copies go: its own stream (waited for), or the legacy one.
@@ -123,7 +142,41 @@ impl Resident {
                 })
             })
             .collect();
-        Resident { state, frames }
+        let pitched = input
+            .frames
+            .iter()
+            .map(|f| {
+                f.each_ref().map(|planes| {
+                    let bps = if input.bpc == 8 { 1 } else { 2 };
+                    let mut bytes = Vec::new();
+                    let mut at = [0usize; 3];
+                    let mut stride = [0isize; 3];
+                    for (p, plane) in planes.iter().enumerate() {
+                        let pw = if p == 0 { input.w } else { input.w / 2 } as usize * bps;
+                        let pitch = pw.next_multiple_of(512);
+                        (at[p], stride[p]) = (bytes.len(), pitch as isize);
+                        for row in plane.chunks(pw) {
+                            bytes.extend_from_slice(row);
+                            bytes.resize(bytes.len() + pitch - pw, 0);
+                        }
+                    }
+                    let mut b = vmaf_hip::gpu::DeviceBuffer::new(state.device(), bytes.len())
+                        .expect("device memory");
+                    b.upload_blocking(state.stream(), &bytes).expect("upload");
+                    let base = b.ptr().addr();
+                    Pitched {
+                        data: at.map(|a| base + a as u64),
+                        stride,
+                        _buf: b,
+                    }
+                })
+            })
+            .collect();
+        Resident {
+            state,
+            frames,
+            pitched,
+        }
     }
 
     /// Copies frame `fi`'s picture `which` into the device picture `pic`.
@@ -231,12 +284,14 @@ enum Path {
     Premade,
     /// Frames in device memory copied into a DEVICE pool.
     Device,
+    /// Pitched frames in device memory handed over in place.
+    DevWrap,
 }
 
 impl Path {
     /// Paths that need no GPU.
     fn host(self) -> bool {
-        !matches!(self, Path::Pinned | Path::Device)
+        !matches!(self, Path::Pinned | Path::Device | Path::DevWrap)
     }
 
     fn name(self) -> &'static str {
@@ -246,6 +301,7 @@ impl Path {
             Path::Pinned => "pinned",
             Path::Premade => "premade",
             Path::Device => "device",
+            Path::DevWrap => "devwrap",
         }
     }
 }
@@ -302,7 +358,7 @@ fn session(
         );
         assert_eq!(vmaf_use_features_from_model(ctx, model), 0);
         match path {
-            Path::Alloc | Path::Premade => {}
+            Path::Alloc | Path::Premade | Path::DevWrap => {}
             Path::Pool => {
                 let pc = VmafPictureConfiguration {
                     pic_params: params,
@@ -325,7 +381,7 @@ fn session(
         }
     }
     let copies = match input.resident.get(dev) {
-        Some(r) if path == Path::Device => Some((dev, Copies::new(r))),
+        Some(r) if matches!(path, Path::Device | Path::DevWrap) => Some((dev, Copies::new(r))),
         _ => None,
     };
     Session { ctx, model, copies }
@@ -396,13 +452,38 @@ fn picture(
         split.get += t.elapsed().as_secs_f64();
         return pic;
     }
+    if path == Path::DevWrap {
+        let (dev, _) = s.copies.as_ref().expect("devwrap needs resident frames");
+        let f = &input.resident[*dev].pitched[fi][which];
+        let data: [*mut std::ffi::c_void; 3] =
+            f.data.map(|a| std::ptr::without_provenance_mut(a as usize));
+        // SAFETY: device planes of the context's GPU (one state per device here), pitched as
+        // `stride` says, alive for the whole run and never written: the callback only counts.
+        let rc = unsafe {
+            vmaf_hip_picture_wrap_device(
+                s.ctx,
+                &mut pic,
+                1,
+                input.bpc,
+                input.w,
+                input.h,
+                data.as_ptr(),
+                f.stride.as_ptr(),
+                Some(wrap_released),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(rc, 0);
+        split.get += t.elapsed().as_secs_f64();
+        return pic;
+    }
     // SAFETY: as above.
     let rc = unsafe {
         match path {
             Path::Alloc => vmaf_picture_alloc(&mut pic, 1, input.bpc, input.w, input.h),
             Path::Pool => vmaf_fetch_preallocated_picture(s.ctx, &mut pic),
             Path::Pinned | Path::Device => vmaf_hip_fetch_preallocated_picture(s.ctx, &mut pic),
-            Path::Premade => unreachable!(),
+            Path::Premade | Path::DevWrap => unreachable!(),
         }
     };
     assert_eq!(rc, 0);
@@ -469,11 +550,19 @@ fn scored(
     gpu: &[*mut HipStateHandle],
 ) -> (f64, f64, Split) {
     let s = session(input, path, threads, gpu, 0);
+    let released = WRAPS_RELEASED.load(std::sync::atomic::Ordering::SeqCst);
     let t = Instant::now();
     let split = feed_frames(&s, input, path, frames);
     let fps = frames as f64 / t.elapsed().as_secs_f64();
     let score = pooled(&s, frames);
     close(s);
+    if path == Path::DevWrap {
+        assert_eq!(
+            WRAPS_RELEASED.load(std::sync::atomic::Ordering::SeqCst) - released,
+            2 * frames,
+            "every wrapped device picture released once"
+        );
+    }
     (fps, score, split)
 }
 
@@ -597,7 +686,7 @@ fn scale_rows(
             // f = 0: one feeder, one context spreading frames over the g GPUs. Not for device
             // pictures, which live on one GPU (the others would read them through the host).
             let spread = f == 0;
-            if spread && (g < 2 || path == Path::Device) {
+            if spread && (g < 2 || matches!(path, Path::Device | Path::DevWrap)) {
                 continue;
             }
             let k = if spread { 1 } else { g.max(1) * f };
@@ -885,7 +974,10 @@ fn main() {
         feeders: list("--feeders").unwrap_or_else(|| vec![1, 2, 4]),
     });
     let paths: Vec<String> = opt("--paths")
-        .map_or("premade,device,alloc,pool,pinned,cli,ffmpeg".into(), |v| v)
+        .map_or(
+            "premade,device,devwrap,alloc,pool,pinned,cli,ffmpeg".into(),
+            |v| v,
+        )
         .split(',')
         .map(str::to_string)
         .collect();
@@ -952,7 +1044,7 @@ fn main() {
             continue;
         }
         let n = if scale == 2 { frames / 3 } else { frames };
-        if !gpu.is_empty() && paths.iter().any(|p| p == "device") {
+        if !gpu.is_empty() && paths.iter().any(|p| p == "device" || p == "devwrap") {
             if decoders.is_empty() {
                 decoders = (0..gpu.len())
                     .map(|i| {
@@ -972,6 +1064,7 @@ fn main() {
             for path in [
                 Path::Premade,
                 Path::Device,
+                Path::DevWrap,
                 Path::Pinned,
                 Path::Pool,
                 Path::Alloc,
@@ -986,11 +1079,12 @@ fn main() {
         for path in [
             Path::Premade,
             Path::Device,
+            Path::DevWrap,
             Path::Alloc,
             Path::Pool,
             Path::Pinned,
         ] {
-            let gpu_only = matches!(path, Path::Pinned | Path::Device);
+            let gpu_only = !path.host();
             if (gpu_only && gpu.is_empty()) || !paths.iter().any(|p| p == path.name()) {
                 continue;
             }

@@ -2,10 +2,11 @@
  * the DEVICE method (-EINVAL, -ENODEV). With one: frames are filled on the GPU the way FFmpeg's
  * libvmaf_cuda filter fills them (a pitched "decoded" frame in device memory, copied into the
  * fetched picture with cuMemcpy2D under the caller's own CUcontext), through upstream's CUDA API
- * with a caller context and with the primary context, and through libvmaf_hip.h's DEVICE pool,
- * with 0 and 2 worker threads, 8- and 10-bit. The model, PSNR (read on the GPU in place) and
- * CIEDE (a CPU extractor, which reads host copies of all three planes) must equal a CPU run over
- * the same frames in host pictures, bit for bit. */
+ * with a caller context and with the primary context, through libvmaf_hip.h's DEVICE pool, and
+ * as pitched frames handed over in place (vmaf_hip_picture_wrap_device, reference and distorted
+ * pitches equal and differing), with 0 and 2 worker threads, 8- and 10-bit. The model, PSNR
+ * (read on the GPU in place) and CIEDE (a CPU extractor, which reads host copies of all three
+ * planes) must equal a CPU run over the same frames in host pictures, bit for bit. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -25,6 +26,8 @@
  * frames make the copies slow enough to expose a missing ordering). */
 static unsigned W = 176, H = 144, FRAMES = 24;
 #define PITCH_PAD 40
+/* Extra row bytes of HIP_WRAP's distorted frames on odd frames. */
+#define WRAP_EXTRA 64
 #define N_SCORES 8
 
 static const char *feature_names[N_SCORES - 1] = {
@@ -120,9 +123,20 @@ static void render(unsigned char *mem, const unsigned *pw, const unsigned *ph, s
     }
 }
 
-enum mode { HOST_ALLOC, CUDA_OWN_CTX, CUDA_PRIMARY, HIP_DEVICE };
+enum mode { HOST_ALLOC, CUDA_OWN_CTX, CUDA_PRIMARY, HIP_DEVICE, HIP_WRAP };
 static const char *mode_name[] = {"host", "cuda api, caller context", "cuda api, primary context",
-                                  "hip DEVICE pool"};
+                                  "hip DEVICE pool", "hip wrapped device frames"};
+
+/* A decoded frame handed over in place (HIP_WRAP): freed by the test once released. */
+struct wrapped {
+    CUdeviceptr_t mem;
+    int released;
+};
+
+static void on_release(void *opaque)
+{
+    __atomic_add_fetch(&((struct wrapped *)opaque)->released, 1, __ATOMIC_SEQ_CST);
+}
 
 /* A "decoder": the frame in device memory with padded rows, as NVDEC hands it out. */
 struct decoded {
@@ -154,7 +168,7 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
         VmafCudaConfiguration cc = {.cu_ctx = own_ctx};
         rc = vmaf_cuda_state_init(&cu_state, cc);
         if (!rc) rc = vmaf_cuda_import_state(vmaf, cu_state);
-    } else if (mode == HIP_DEVICE) {
+    } else if (mode == HIP_DEVICE || mode == HIP_WRAP) {
         VmafHipConfiguration hc = {.device_index = -1, .flags = 0};
         rc = vmaf_hip_state_init(&hip, hc);
         if (!rc) rc = vmaf_hip_import_state(vmaf, hip);
@@ -184,7 +198,8 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
         if (cu.device_get(&primary_dev, 0) || cu.primary_retain(&dec_ctx, primary_dev)) rc = -1;
     }
     dec.pitch = W * bps + PITCH_PAD;
-    size_t host_len = dec.pitch * (H + H);
+    /* HIP_WRAP's longer rows (WRAP_EXTRA) fit too. */
+    size_t host_len = (dec.pitch + WRAP_EXTRA) * (H + H);
     unsigned char *host = calloc(1, host_len);
     if (!host) rc = -1;
     if (!rc && mode != HOST_ALLOC) {
@@ -192,6 +207,8 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
         if (cu.mem_alloc(&dec.mem, host_len)) rc = -1;
         cu.ctx_pop(&cur);
     }
+    struct wrapped *wraps = calloc(2 * FRAMES, sizeof(*wraps));
+    if (!wraps) rc = -1;
     VmafPicture ref, dis;
     memset(&ref, 0, sizeof(ref));
     memset(&dis, 0, sizeof(dis));
@@ -199,8 +216,31 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
         unsigned frame = i / 2;
         int dist = i % 2;
         VmafPicture *pic = dist ? &dis : &ref;
-        render(host, pw, ph, dec.pitch, frame, dist, bpc, dec.off);
-        if (mode == HOST_ALLOC) {
+        /* HIP_WRAP: on odd frames the distorted frame's rows are longer than the reference's
+         * (pictures of differing pitch), else both share the decoder's pitch. */
+        size_t pitch = dec.pitch + (mode == HIP_WRAP && dist && frame % 2 ? WRAP_EXTRA : 0);
+        render(host, pw, ph, pitch, frame, dist, bpc, dec.off);
+        if (mode == HIP_WRAP) {
+            struct wrapped *wr = &wraps[i];
+            cu.ctx_push(dec_ctx);
+            if (cu.mem_alloc(&wr->mem, pitch * 2 * H)) rc = -1;
+            Memcpy2D up = {.srcMemoryType = MEMORYTYPE_HOST, .srcHost = host, .srcPitch = pitch,
+                           .dstMemoryType = MEMORYTYPE_DEVICE, .dstDevice = wr->mem,
+                           .dstPitch = pitch, .WidthInBytes = pitch, .Height = 2 * H};
+            if (!rc && cu.memcpy2d(&up)) rc = -1;
+            cu.ctx_pop(&cur);
+            void *data[3];
+            ptrdiff_t stride[3];
+            for (int p = 0; p < 3; p++) {
+                data[p] = (void *)(uintptr_t)(wr->mem + dec.off[p]);
+                stride[p] = (ptrdiff_t)pitch;
+            }
+            if (rc || vmaf_hip_picture_wrap_device(vmaf, pic, VMAF_PIX_FMT_YUV420P, bpc, W, H,
+                                                   data, stride, on_release, wr)) {
+                rc = -1;
+                break;
+            }
+        } else if (mode == HOST_ALLOC) {
             if (vmaf_picture_alloc(pic, VMAF_PIX_FMT_YUV420P, bpc, W, H)) {
                 rc = -1;
                 break;
@@ -243,6 +283,18 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
     }
     if (vmaf_close(vmaf)) rc = -1;
     vmaf_hip_state_free(&hip);
+    for (unsigned i = 0; wraps && i < 2 * FRAMES; i++) {
+        if (!wraps[i].mem) continue;
+        /* Every wrapped frame was released exactly once by the time the context closed. */
+        if (__atomic_load_n(&wraps[i].released, __ATOMIC_SEQ_CST) != 1) {
+            fprintf(stderr, "  wrapped picture %u released %d times\n", i, wraps[i].released);
+            rc = -1;
+        }
+        cu.ctx_push(dec_ctx);
+        cu.mem_free(wraps[i].mem);
+        cu.ctx_pop(&cur);
+    }
+    free(wraps);
     if (dec.mem) {
         cu.ctx_push(dec_ctx);
         cu.mem_free(dec.mem);
@@ -288,6 +340,19 @@ static void argument_checks(int have_gpu)
     hpc.pic_params.pix_fmt = VMAF_PIX_FMT_YUV420P;
     hpc.pic_prealloc_method = VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE;
     CHECK(vmaf_hip_preallocate_pictures(vmaf, hpc) == -EINVAL);
+    /* Wrapping device frames needs an imported state; refusals release nothing. */
+    struct wrapped never = {0};
+    unsigned char fake[64];
+    void *data[3] = {fake, fake, fake};
+    ptrdiff_t stride[3] = {W, W / 2, W / 2};
+    CHECK(vmaf_hip_picture_wrap_device(vmaf, &pic, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
+                                       on_release, &never) == -EINVAL);
+    CHECK(pic.ref == NULL && pic.data[0] == NULL);
+    CHECK(vmaf_hip_picture_wrap_device(NULL, &pic, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
+                                       on_release, &never) == -EINVAL);
+    CHECK(vmaf_hip_picture_wrap_device(vmaf, NULL, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
+                                       on_release, &never) == -EINVAL);
+    CHECK(never.released == 0);
     /* HOST works without a GPU, as upstream's. */
     pc.pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_HOST;
     CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == 0);
@@ -319,6 +384,30 @@ static void argument_checks(int have_gpu)
         CHECK(vmaf_read_pictures(vmaf, &a, &b, 0) == -EINVAL);
         /* Taken over (and released) even so, as for host pictures. */
         CHECK(a.ref == NULL && b.ref == NULL);
+        /* Wrapped device frames: bad arguments are refused without a release; a good one is
+         * released once, at its unref. Plane memory here is a DEVICE pool picture's. */
+        CHECK(vmaf_cuda_fetch_preallocated_picture(vmaf, &b) == 0);
+        void *dd[3] = {b.data[0], b.data[1], b.data[2]};
+        ptrdiff_t ds[3] = {b.stride[0], b.stride[1], b.stride[2]};
+        ds[1] = W / 2 - 1;
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        ds[1] = W / 2;
+        dd[2] = NULL;
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        dd[2] = b.data[2];
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 17, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 10, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        CHECK(never.released == 0 && a.ref == NULL);
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
+                                           on_release, &never) == 0);
+        CHECK(a.data[0] == b.data[0] && a.stride[0] == (ptrdiff_t)W && never.released == 0);
+        CHECK(vmaf_picture_unref(&a) == 0);
+        CHECK(never.released == 1);
+        CHECK(vmaf_picture_unref(&b) == 0);
         CHECK(vmaf_close(vmaf) == 0);
     } else {
         CHECK(rc == -ENODEV && st == NULL);
@@ -327,6 +416,7 @@ static void argument_checks(int have_gpu)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* lines already printed survive a crash */
     signal(SIGALRM, on_alarm);
     alarm(600);
     const char *require = getenv("VMAF_TEST_REQUIRE_GPU");
@@ -360,7 +450,7 @@ int main(void)
     static const unsigned depths[] = {8, 10}, threads[] = {0, 2};
     for (unsigned d = 0; d < 2; d++) {
         CHECK(run(HOST_ALLOC, depths[d], 0, model, want) == 0);
-        for (int mode = CUDA_OWN_CTX; mode <= HIP_DEVICE; mode++)
+        for (int mode = CUDA_OWN_CTX; mode <= HIP_WRAP; mode++)
             for (unsigned t = 0; t < 2; t++) {
                 memset(got, 0, scores);
                 int rc = run(mode, depths[d], threads[t], model, got);

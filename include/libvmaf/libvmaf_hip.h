@@ -156,6 +156,36 @@ int vmaf_hip_picture_wrap(VmafPicture *pic, enum VmafPixelFormat pix_fmt, unsign
                           unsigned w, unsigned h, void *const data[3], const ptrdiff_t stride[3],
                           VmafHipReleaseCallback release, void *opaque);
 
+/* Tests for vmaf_hip_picture_wrap_device(). */
+#define VMAF_HIP_HAVE_PICTURE_WRAP_DEVICE 1
+
+/* As vmaf_hip_picture_wrap(), for planes in GPU memory: data[i] are device
+ * addresses (CUdeviceptr on NVIDIA, HIP device pointers on AMD) on the GPU of
+ * the first state imported into vmaf, usable in that state's GPU context (on
+ * NVIDIA the device's primary context, or the CUcontext a libvmaf_cuda.h
+ * state was given), with rows stride[i] bytes apart (a decoder's pitched
+ * surfaces, FFmpeg's CUDA frames of a planar format). Nothing is copied: GPU
+ * extractors read the luma in place (a reference and a distorted picture of
+ * different strides cost a copy through the host for the padded one), CPU
+ * extractors read host copies of only the planes they use. Writes on the
+ * legacy default stream (synchronous copies, a decoder's work on blocking
+ * streams) are ordered before the library's reads; a caller writing on a
+ * non-blocking stream of its own synchronises it before vmaf_read_pictures().
+ * release(opaque) is called exactly once, from any thread, when neither the
+ * caller's picture nor the library holds the picture any more and the GPU has
+ * finished reading it (at the latest before the flush or vmaf_close()
+ * returns); release may be NULL. The data[] pointers cannot be moved. Calls
+ * on one context must not overlap (-EBUSY), as for other calls.
+ * -EINVAL: vmaf, pic or a needed data[i] is NULL, no imported GPU state, or
+ *          the argument errors of vmaf_hip_picture_wrap().
+ * -EBUSY:  another call on vmaf is running.
+ * -ENOMEM: no memory for the picture's bookkeeping.
+ * On failure release is not called and *pic is left empty. */
+int vmaf_hip_picture_wrap_device(VmafContext *vmaf, VmafPicture *pic,
+                                 enum VmafPixelFormat pix_fmt, unsigned bpc, unsigned w,
+                                 unsigned h, void *const data[3], const ptrdiff_t stride[3],
+                                 VmafHipReleaseCallback release, void *opaque);
+
 #ifdef __cplusplus
 }
 #endif

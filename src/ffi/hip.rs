@@ -272,6 +272,70 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap(
     })
 }
 
+/// Extension: makes `*pic` a picture over planes in device memory of the GPU of `vmaf`'s first
+/// imported state (see `libvmaf_hip.h`), read in place; `release(opaque)` is called once the
+/// library and the device are done with them. Returns 0; -EINVAL for NULL or bad arguments or
+/// a context without a GPU state (then `*pic` is left empty and release not called); -EBUSY
+/// when another call on `vmaf` is running.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `pic` is NULL or writable; `data` and `stride` are NULL or point to
+/// 3 elements; each used plane's `h` rows of `stride` bytes are device memory usable in the
+/// state's GPU context that stays valid and unwritten until release.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn vmaf_hip_picture_wrap_device(
+    vmaf: *mut VmafContext,
+    pic: *mut crate::ffi::picture::VmafPicture,
+    pix_fmt: crate::ffi::picture::RawPixelFormat,
+    bpc: std::ffi::c_uint,
+    w: std::ffi::c_uint,
+    h: std::ffi::c_uint,
+    data: *const *mut std::ffi::c_void,
+    stride: *const isize,
+    release: crate::ffi::picture::ReleaseCallback,
+    opaque: *mut std::ffi::c_void,
+) -> c_int {
+    ffi_boundary!("vmaf_hip_picture_wrap_device", {
+        if pic.is_null() {
+            return Err(Error::inval("picture is NULL"));
+        }
+        // SAFETY: writable (caller's contract); emptied first so a refusal leaves it empty.
+        unsafe { pic.write(std::mem::zeroed()) };
+        // SAFETY: forwarded caller's contract.
+        let layout =
+            unsafe { crate::ffi::picture::wrapped_layout(pix_fmt, bpc, w, h, data, stride) }?;
+        // SAFETY: live or NULL (caller's contract); the guard is dropped before returning.
+        let dev = unsafe { context(vmaf) }?
+            .gpu_states()
+            .first()
+            .map(|s| s.device().clone())
+            .ok_or_else(|| Error::inval("device pictures need an imported GPU state first"))?;
+        // The callback is armed only once the picture exists, so a refusal releases nothing.
+        let armed = Arc::new(std::sync::OnceLock::new());
+        let planes = layout.planes.map(|(p, _, s)| (p.addr() as u64, s));
+        // SAFETY: per the caller's contract each used plane is `h` rows of its stride in
+        // device memory of the state's GPU, valid and unwritten until `release`, which runs
+        // when `armed` drops: after the picture's last reader and the device's work on it.
+        let made = unsafe {
+            crate::gpu::frames::wrap_device_planes(
+                &dev,
+                layout.fmt,
+                bpc,
+                w as usize,
+                h as usize,
+                &planes[..layout.fmt.plane_count()],
+                Box::new(armed.clone()),
+            )
+        }?;
+        let out = crate::ffi::picture::export_picture(made)?;
+        let _ = armed.set(crate::ffi::picture::Release::new(release, opaque));
+        // SAFETY: as above.
+        unsafe { pic.write(out) };
+        Ok(0)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

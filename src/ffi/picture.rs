@@ -262,13 +262,38 @@ pub unsafe extern "C" fn vmaf_picture_unref(pic: *mut VmafPicture) -> c_int {
 /// Called once a wrapped picture's memory is no longer read (`VmafHipReleaseCallback`).
 pub type ReleaseCallback = Option<unsafe extern "C" fn(opaque: *mut c_void)>;
 
+/// A caller's release callback, called once when dropped (from any thread).
+pub(crate) struct Release {
+    release: ReleaseCallback,
+    opaque: *mut c_void,
+}
+
+// SAFETY: libvmaf_hip.h lets the callback run on any thread, once, with the caller's pointer.
+unsafe impl Send for Release {}
+// SAFETY: nothing is reached through a shared reference.
+unsafe impl Sync for Release {}
+
+impl Release {
+    pub(crate) fn new(release: ReleaseCallback, opaque: *mut c_void) -> Release {
+        Release { release, opaque }
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        if let Some(f) = self.release {
+            // SAFETY: the caller's callback, called exactly once with its own pointer.
+            unsafe { f(self.opaque) };
+        }
+    }
+}
+
 /// A caller's planes read in place (`vmaf_hip_picture_wrap`): pointer and length in samples
 /// of each, handed back through the callback when the picture goes.
 struct CallerPlanes {
     planes: [(*const c_void, usize); 3],
     deep: bool,
-    release: ReleaseCallback,
-    opaque: *mut c_void,
+    _release: Release,
 }
 
 // SAFETY: the caller guarantees the planes stay valid and unchanged until `release`, which
@@ -300,37 +325,33 @@ impl crate::picture::ExternalPlanes for CallerPlanes {
     }
 }
 
-impl Drop for CallerPlanes {
-    fn drop(&mut self) {
-        if let Some(f) = self.release {
-            // SAFETY: the caller's callback, called exactly once with its own pointer.
-            unsafe { f(self.opaque) };
-        }
-    }
+/// The planes a caller hands over (`vmaf_hip_picture_wrap`, `vmaf_hip_picture_wrap_device`),
+/// checked: per used plane its address, its span in samples (`h` rows of its stride) and its
+/// stride in samples; unused planes are (NULL, 0, 0).
+pub(crate) struct WrappedLayout {
+    pub(crate) fmt: PixelFormat,
+    pub(crate) planes: [(*const c_void, usize, usize); 3],
 }
 
-/// `vmaf_hip_picture_wrap`: a picture reading the caller's planes (`data`, `stride` in bytes)
-/// in place. Nothing is released on failure.
+/// Checks the arguments of the wrap calls: format, depth, size, non-NULL used planes, strides
+/// no shorter than a row and not negative, even addresses and strides for deep samples, spans
+/// that fit in memory.
 ///
 /// # Safety
-/// `data` and `stride` are NULL or point to 3 elements; each used plane addresses `h` rows of
-/// `stride` bytes, valid until `release(opaque)`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn picture_wrap(
+/// `data` and `stride` are NULL or point to 3 elements.
+pub(crate) unsafe fn wrapped_layout(
     pix_fmt: RawPixelFormat,
     bpc: c_uint,
     w: c_uint,
     h: c_uint,
     data: *const *mut c_void,
     stride: *const isize,
-    release: ReleaseCallback,
-    opaque: *mut c_void,
-) -> Result<VmafPicture> {
-    // The geometry checks of vmaf_picture_alloc, on a picture of no memory.
+) -> Result<WrappedLayout> {
     let fmt = pixel_format(pix_fmt)?;
     if !(8..=16).contains(&bpc) {
         return Err(Error::inval(format!("bpc {bpc} is outside 8..16")));
     }
+    crate::picture::check_geometry(fmt, bpc, w as usize, h as usize)?;
     non_null(data, "data")?;
     non_null(stride, "stride")?;
     // SAFETY: non-NULL, 3 elements each (caller's contract).
@@ -343,8 +364,7 @@ pub(crate) unsafe fn picture_wrap(
     let deep = bpc > 8;
     let bps = if deep { 2 } else { 1 };
     let dims = crate::picture::plane_dims(fmt, w as usize, h as usize);
-    let mut planes = [(std::ptr::null::<c_void>(), 0usize); 3];
-    let mut strides = [0usize; 3];
+    let mut planes = [(std::ptr::null::<c_void>(), 0usize, 0usize); 3];
     for (i, &(pw, ph)) in dims.iter().enumerate() {
         if ph == 0 {
             continue;
@@ -370,18 +390,39 @@ pub(crate) unsafe fn picture_wrap(
             .checked_mul(ph)
             .filter(|n| n.checked_mul(bps).is_some_and(|b| b <= isize::MAX as usize))
             .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
-        planes[i] = (p.cast_const(), len);
-        strides[i] = s;
+        planes[i] = (p.cast_const(), len, s);
     }
+    Ok(WrappedLayout { fmt, planes })
+}
+
+/// `vmaf_hip_picture_wrap`: a picture reading the caller's planes (`data`, `stride` in bytes)
+/// in place. Nothing is released on failure.
+///
+/// # Safety
+/// `data` and `stride` are NULL or point to 3 elements; each used plane addresses `h` rows of
+/// `stride` bytes, valid until `release(opaque)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn picture_wrap(
+    pix_fmt: RawPixelFormat,
+    bpc: c_uint,
+    w: c_uint,
+    h: c_uint,
+    data: *const *mut c_void,
+    stride: *const isize,
+    release: ReleaseCallback,
+    opaque: *mut c_void,
+) -> Result<VmafPicture> {
+    // SAFETY: forwarded caller's contract.
+    let layout = unsafe { wrapped_layout(pix_fmt, bpc, w, h, data, stride) }?;
     let make = |release| CallerPlanes {
-        planes,
-        deep,
-        release,
-        opaque,
+        planes: layout.planes.map(|(p, n, _)| (p, n)),
+        deep: bpc > 8,
+        _release: Release::new(release, opaque),
     };
+    let strides = layout.planes.map(|p| p.2);
     // Checked once without the callback, so a refusal never releases the caller's memory.
     PictureData::external(
-        fmt,
+        layout.fmt,
         bpc,
         w as usize,
         h as usize,
@@ -389,7 +430,7 @@ pub(crate) unsafe fn picture_wrap(
         Box::new(make(None)),
     )?;
     let pic = PictureData::external(
-        fmt,
+        layout.fmt,
         bpc,
         w as usize,
         h as usize,

@@ -246,17 +246,26 @@ pub fn device_picture(
                 .collect::<Result<_>>()?,
         )
     };
-    picture_over(device, planes, None, pix_fmt, bpc, w, h)
+    picture_over(
+        device,
+        planes,
+        None,
+        pix_fmt,
+        bpc,
+        (w, h),
+        dims.map(|d| d.0),
+    )
 }
 
+/// The picture over `planes` (rows `stride[i]` samples apart).
 fn picture_over(
     device: &Arc<Device>,
     planes: DevPlanes,
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
     pix_fmt: PixelFormat,
     bpc: u32,
-    w: usize,
-    h: usize,
+    (w, h): (usize, usize),
+    stride: [usize; 3],
 ) -> Result<PictureData> {
     let frame = DeviceFrame {
         device: device.clone(),
@@ -270,20 +279,31 @@ fn picture_over(
         host: Default::default(),
         fetching: Mutex::new(None),
     };
-    let dims = plane_dims(pix_fmt, w, h);
-    PictureData::on_device(pix_fmt, bpc, w, h, dims.map(|d| d.0), Box::new(samples))
+    PictureData::on_device(pix_fmt, bpc, w, h, stride, Box::new(samples))
 }
 
 /// Each plane of `pic` copied densely (rows back to back, native-endian samples) into device
 /// memory of its own on `stream`'s device: the layout [`wrap_device_picture`] reads, for
 /// callers and benchmarks that start from host pictures.
 pub fn upload_dense_planes(pic: &PictureData, stream: &Stream) -> Result<Vec<DeviceBuffer<u8>>> {
+    upload_pitched_planes(pic, stream, 0).map(|(b, _)| b)
+}
+
+/// As [`upload_dense_planes`], with `pad` samples after each row (a decoder's pitched
+/// surfaces): the buffers and each plane's pitch in samples, for [`wrap_device_planes`].
+pub fn upload_pitched_planes(
+    pic: &PictureData,
+    stream: &Stream,
+    pad: usize,
+) -> Result<(Vec<DeviceBuffer<u8>>, Vec<usize>)> {
+    let bps = pic.bytes_per_sample();
     (0..pic.pix_fmt.plane_count())
         .map(|i| {
             let (w, h, s) = (pic.w[i], pic.h[i], pic.stride[i]);
+            let pitch = w + pad;
             let mut bytes = Vec::new();
             bytes
-                .try_reserve_exact(w * h * pic.bytes_per_sample())
+                .try_reserve_exact(pitch * h * bps)
                 .map_err(|_| Error::NoMem("host copy of a plane".into()))?;
             for y in 0..h {
                 match pic.plane(i) {
@@ -292,25 +312,22 @@ pub fn upload_dense_planes(pic: &PictureData, stream: &Stream) -> Result<Vec<Dev
                         bytes.extend(v[y * s..][..w].iter().flat_map(|x| x.to_ne_bytes()))
                     }
                 }
+                // Padding a reader must skip: a value no sample of the clips has.
+                bytes.resize(bytes.len() + pad * bps, 0xa5);
             }
             let mut b = DeviceBuffer::new(stream.device(), bytes.len())?;
             b.upload_blocking(stream, &bytes)?;
-            Ok(b)
+            Ok((b, pitch))
         })
         .collect()
 }
 
 /// A `w`x`h` picture of `pix_fmt` at `bpc` bits over device memory the caller owns (the
 /// planes of DLPack tensors): plane `i` is dense (rows `plane_dims` width apart) at device
-/// address `planes[i]`. Scored in place, like a DEVICE pool's pictures: the caller's work
-/// queued on the legacy default stream before `read_pictures` comes first. `owner` keeps
-/// the memory alive: it drops after the picture's last reader, once the device has finished
-/// the work queued so far (so nothing of ours reads the memory after the owner lets it go).
+/// address `planes[i]`. See [`wrap_device_planes`].
 ///
 /// # Safety
-/// Each of the first `pix_fmt.plane_count()` addresses holds its plane's samples (`u8` at 8
-/// bits, else `u16`) in memory usable on `device`, which stays allocated until `owner` drops
-/// and which the caller does not write while the library may read it.
+/// As for [`wrap_device_planes`], each plane's rows back to back.
 pub unsafe fn wrap_device_picture(
     device: &Arc<Device>,
     pix_fmt: PixelFormat,
@@ -318,6 +335,40 @@ pub unsafe fn wrap_device_picture(
     w: usize,
     h: usize,
     planes: &[u64],
+    owner: Box<dyn std::any::Any + Send + Sync>,
+) -> Result<PictureData> {
+    let dims = plane_dims(pix_fmt, w, h);
+    let pitched: Vec<(u64, usize)> = planes
+        .iter()
+        .zip(dims)
+        .map(|(&a, (pw, _))| (a, pw))
+        .collect();
+    // SAFETY: forwarded contract, with each row pitch the plane's width.
+    unsafe { wrap_device_planes(device, pix_fmt, bpc, w, h, &pitched, owner) }
+}
+
+/// A `w`x`h` picture of `pix_fmt` at `bpc` bits over device memory the caller owns: plane `i`
+/// starts at device address `planes[i].0` with rows `planes[i].1` samples apart (FFmpeg's CUDA
+/// frames, a decoder's pitched surfaces). Scored in place, like a DEVICE pool's pictures: the
+/// caller's work queued on the legacy default stream before `read_pictures` comes first. GPU
+/// kernels read the luma at its pitch where the pictures they compare share it; otherwise a
+/// pitched plane reaches them through a host copy. `owner` keeps the memory alive: it drops
+/// after the picture's last reader, once the device has finished the work queued so far (so
+/// nothing of ours reads the memory after the owner lets it go). On failure `owner` is
+/// dropped before anything has read the memory.
+///
+/// # Safety
+/// Each of the first `pix_fmt.plane_count()` addresses holds its plane's samples (`u8` at 8
+/// bits, else `u16`) in `h` rows of its pitch, in memory usable on `device`, which stays
+/// allocated until `owner` drops and which the caller does not write while the library may
+/// read it.
+pub unsafe fn wrap_device_planes(
+    device: &Arc<Device>,
+    pix_fmt: PixelFormat,
+    bpc: u32,
+    w: usize,
+    h: usize,
+    planes: &[(u64, usize)],
     owner: Box<dyn std::any::Any + Send + Sync>,
 ) -> Result<PictureData> {
     crate::picture::check_geometry(pix_fmt, bpc, w, h)?;
@@ -329,22 +380,36 @@ pub unsafe fn wrap_device_picture(
             planes.len()
         )));
     }
-    let len = |i: usize| dims[i].0.saturating_mul(dims[i].1);
+    let mut strides = dims.map(|d| d.0);
+    let mut lens = [0usize; 3];
+    for i in 0..n {
+        let ((pw, ph), s) = (dims[i], planes[i].1);
+        if s < pw {
+            return Err(Error::inval(format!(
+                "plane {i}: pitch of {s} samples is below its width {pw}"
+            )));
+        }
+        strides[i] = s;
+        lens[i] = s
+            .checked_mul(ph)
+            .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
+    }
     let planes = if bpc == 8 {
         DevPlanes::U8(
             (0..n)
-                // SAFETY: forwarded contract: the plane's samples stay allocated until `owner`
-                // drops, which `DeviceFrame`'s drop delays until the device's work is done.
-                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i], len(i)) })
+                // SAFETY: forwarded contract: the plane's `ph` rows of pitch `s` stay allocated
+                // until `owner` drops, which `DeviceFrame`'s drop delays until the device's
+                // work is done.
+                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i].0, lens[i]) })
                 .collect::<Result<_>>()?,
         )
     } else {
         DevPlanes::U16(
             (0..n)
                 // SAFETY: as above.
-                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i], len(i)) })
+                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i].0, lens[i]) })
                 .collect::<Result<_>>()?,
         )
     };
-    picture_over(device, planes, Some(owner), pix_fmt, bpc, w, h)
+    picture_over(device, planes, Some(owner), pix_fmt, bpc, (w, h), strides)
 }

@@ -276,8 +276,8 @@ pub(crate) struct UploadedLuma<T: Sample, const N: usize> {
 enum Held<T: Sample> {
     Cached(Arc<Plane<T>>),
     /// Device pictures are read where the caller wrote them (their pool takes them back only
-    /// after the frame's jobs have finished).
-    Direct(Arc<DeviceFrame>),
+    /// after the frame's jobs have finished), rows `.1` samples apart.
+    Direct(Arc<DeviceFrame>, usize),
 }
 
 /// One uploaded luma plane, read-locked while a job queues work on it.
@@ -285,15 +285,22 @@ pub(crate) struct Luma<'a, T: Sample>(LumaRef<'a, T>);
 
 enum LumaRef<'a, T: Sample> {
     Cached(RwLockReadGuard<'a, Slot<T>>),
-    Direct(&'a DeviceBuffer<T>),
+    Direct(&'a DeviceBuffer<T>, usize),
 }
 
 impl<T: Sample> Luma<'_, T> {
-    /// The plane as a dense `w`x`h` image (rows `w` samples apart).
-    pub(crate) fn dense(&self, w: usize, h: usize) -> DevicePlane<'_, T> {
+    /// The plane as a `w`x`h` image: dense in the cache, at the caller's pitch in a device
+    /// picture. The planes of one [`UploadedLuma`] share their pitch.
+    pub(crate) fn plane(&self, w: usize, h: usize) -> DevicePlane<'_, T> {
         match &self.0 {
             LumaRef::Cached(g) => dense(&g.dev, w, h),
-            LumaRef::Direct(b) => dense(b, w, h),
+            LumaRef::Direct(b, stride) => DevicePlane {
+                buf: b,
+                offset: 0,
+                w,
+                h,
+                stride: *stride,
+            },
         }
     }
 }
@@ -316,14 +323,22 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
         let cache = T::cache(state.planes());
         let mut planes: Vec<Held<T>> = Vec::with_capacity(N);
         let mut index = [0usize; N];
+        // The kernels read a job's planes at one pitch: device pictures at a shared pitch are
+        // read in place; otherwise those with padded rows go through the (dense) cache.
+        let shared_pitch = pics
+            .iter()
+            .all(|p| direct_frame::<T>(p, state).is_some() && p.stride[0] == pics[0].stride[0]);
         for (k, pic) in pics.iter().enumerate() {
-            let p = match device_frame(pic, state.device()) {
-                Some(f) if T::device_plane(f, 0).is_some() => Held::Direct(f.clone()),
+            let p = match direct_frame::<T>(pic, state) {
+                Some(f) if shared_pitch || pic.stride[0] == pic.w[0] => {
+                    Held::Direct(f.clone(), pic.stride[0])
+                }
                 _ => {
-                    // A device picture of another device goes through the host.
+                    // A device picture of another device, or with a pitch its partners do not
+                    // share, goes through the host.
                     if pic.device_samples().is_some() {
                         crate::log_debug!(
-                            "device picture of another device: read through the host"
+                            "device picture of another device or pitch: read through the host"
                         );
                     }
                     pic.fetch_host(crate::feature::LUMA)?;
@@ -355,7 +370,7 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
         for p in &held.planes {
             match p {
                 Held::Cached(p) => stream.wait_event(&p.ready)?,
-                Held::Direct(f) => f.order_after_writes(stream)?,
+                Held::Direct(f, _) => f.order_after_writes(stream)?,
             }
         }
         Ok(held)
@@ -374,19 +389,28 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
         std::array::from_fn(|k| match &self.planes[self.index[k]] {
             Held::Cached(p) => Luma(LumaRef::Cached(read(&p.slot))),
             // Checked in `acquire`; the fallback keeps this total.
-            Held::Direct(f) => match T::device_plane(f, 0) {
-                Some(b) => Luma(LumaRef::Direct(b)),
+            Held::Direct(f, stride) => match T::device_plane(f, 0) {
+                Some(b) => Luma(LumaRef::Direct(b, *stride)),
                 None => unreachable!("device picture without a luma plane of its type"),
             },
         })
     }
 }
 
+/// The device memory of `pic` when it is a device picture of `state`'s device with a luma
+/// plane of type `T`.
+fn direct_frame<'p, T: DevicePlaneAs>(
+    pic: &'p PictureData,
+    state: &GpuState,
+) -> Option<&'p Arc<DeviceFrame>> {
+    device_frame(pic, state.device()).filter(|f| T::device_plane(f, 0).is_some())
+}
+
 impl<T: Sample> Held<T> {
     fn same(&self, other: &Held<T>) -> bool {
         match (self, other) {
             (Held::Cached(a), Held::Cached(b)) => Arc::ptr_eq(a, b),
-            (Held::Direct(a), Held::Direct(b)) => Arc::ptr_eq(a, b),
+            (Held::Direct(a, _), Held::Direct(b, _)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -401,7 +425,7 @@ impl<T: Sample, const N: usize> Drop for UploadedLuma<T, N> {
             let p = match p {
                 Held::Cached(p) => p,
                 // Its release waits for the device instead.
-                Held::Direct(f) => {
+                Held::Direct(f, _) => {
                     f.mark_unwaited();
                     continue;
                 }

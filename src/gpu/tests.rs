@@ -967,8 +967,9 @@ fn device_pool_fed_from_the_legacy_stream() {
 }
 
 /// Pictures over a caller's device memory (`wrap_device_picture`, how the Python package
-/// scores DLPack tensors) score like the same frames on the host, 8 and 10 bits, with and
-/// without workers; the owner is let go only after the library's last use of the picture:
+/// scores DLPack tensors; `wrap_device_planes` with pitched rows) score like the same frames
+/// on the host, 8 and 10 bits, with and without workers, dense, pitched, and with reference
+/// and distorted pitches that differ; the owner is let go only after the library's last use of the picture:
 /// at once when every reader waited for its work, after a device-wide wait when a failed job
 /// did not.
 #[test]
@@ -987,37 +988,50 @@ fn wrapped_device_memory_scores_like_the_cpu() {
         }
     }
     let released = Arc::new(AtomicUsize::new(0));
-    // Each plane of `p` densely in device memory of its own, wrapped.
-    let wrap = |p: &crate::picture::Picture| {
-        let bufs = frames::upload_dense_planes(p, state.stream()).unwrap();
-        let addrs: Vec<u64> = bufs.iter().map(|b| b.ptr().addr()).collect();
+    // Each plane of `p` in device memory of its own, rows `pad` samples longer than the
+    // plane (dense at 0), wrapped.
+    let wrap_pitched = |p: &crate::picture::Picture, pad: usize| {
+        let (bufs, pitches) = frames::upload_pitched_planes(p, state.stream(), pad).unwrap();
+        let planes: Vec<(u64, usize)> = bufs.iter().map(|b| b.ptr().addr()).zip(pitches).collect();
         let owner = Box::new(Owner(bufs, released.clone()));
-        // SAFETY: each address holds its plane densely in memory `owner` keeps allocated.
+        // SAFETY: each address holds its plane's rows at its pitch in memory `owner` keeps.
         let pic = unsafe {
-            frames::wrap_device_picture(&dev, p.pix_fmt, p.bpc, p.w[0], p.h[0], &addrs, owner)
+            frames::wrap_device_planes(&dev, p.pix_fmt, p.bpc, p.w[0], p.h[0], &planes, owner)
         };
         Arc::new(pic.unwrap())
     };
+    let wrap = |p: &crate::picture::Picture| wrap_pitched(p, 0);
+    // Row padding of reference and distorted pictures per frame: dense, pitched alike (read
+    // in place at the pitch), and differing on odd frames (the padded one through the host).
+    type Pads = fn(usize) -> (usize, usize);
+    let layouts: [(&str, Pads); 3] = [
+        ("dense", |_| (0, 0)),
+        ("pitched", |_| (40, 40)),
+        ("mixed", |i| (40, if i % 2 == 1 { 0 } else { 40 })),
+    ];
     for clip in ["natural_576x324_420p8", "natural_640x360_420p10"] {
         let (refs, dists) = crate::testutil::load_parity_clip(clip);
         let (refs, dists) = (&refs[..4], &dists[..4]);
-        let score = |gpu: bool, threads: u32| {
+        let score = |layout: Option<Pads>, threads: u32| {
             let mut ctx = Context::new(Config {
                 n_threads: threads,
                 ..Config::default()
             })
             .unwrap();
-            if gpu {
+            if layout.is_some() {
                 ctx.import_gpu_state(state.clone()).unwrap();
             }
             ctx.use_features_from_model(&model).unwrap();
-            ctx.use_feature("psnr", &crate::feature::Dict::new())
-                .unwrap();
+            for f in ["psnr", "ciede"] {
+                ctx.use_feature(f, &crate::feature::Dict::new()).unwrap();
+            }
             for (i, (r, d)) in refs.iter().zip(dists).enumerate() {
-                let (r, d) = if gpu {
-                    (wrap(r), wrap(d))
-                } else {
-                    (r.clone(), d.clone())
+                let (r, d) = match layout {
+                    Some(pads) => {
+                        let (pr, pd) = pads(i);
+                        (wrap_pitched(r, pr), wrap_pitched(d, pd))
+                    }
+                    None => (r.clone(), d.clone()),
                 };
                 ctx.read_pictures(r, d, i).unwrap();
             }
@@ -1032,19 +1046,21 @@ fn wrapped_device_memory_scores_like_the_cpu() {
             all.sort_by(|a, b| a.0.cmp(&b.0));
             all
         };
-        let cpu = score(false, 0);
-        for threads in [0, 3] {
-            let before = released.load(Ordering::SeqCst);
-            let gpu = score(true, threads);
-            assert_eq!(cpu.len(), gpu.len(), "{clip}: features");
-            for (c, g) in cpu.iter().zip(&gpu) {
-                assert_eq!(c, g, "{clip}, {threads} threads");
+        let cpu = score(None, 0);
+        for (name, pads) in layouts {
+            for threads in [0, 3] {
+                let before = released.load(Ordering::SeqCst);
+                let gpu = score(Some(pads), threads);
+                assert_eq!(cpu.len(), gpu.len(), "{clip}: features");
+                for (c, g) in cpu.iter().zip(&gpu) {
+                    assert_eq!(c, g, "{clip}, {name}, {threads} threads");
+                }
+                assert_eq!(
+                    released.load(Ordering::SeqCst) - before,
+                    2 * refs.len(),
+                    "{clip}: every owner let go once the context closed"
+                );
             }
-            assert_eq!(
-                released.load(Ordering::SeqCst) - before,
-                2 * refs.len(),
-                "{clip}: every owner let go once the context closed"
-            );
         }
     }
     // Every reader waited for its work (its read-back), so no release waited for the device.

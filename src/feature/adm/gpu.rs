@@ -138,7 +138,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         // Scale s writes approximation slot s % 2 and reads the other one. Only scale 0's
         // wavelet reads the frame's pictures (the head, its arguments set each frame); the
         // rest is recorded once and replayed.
-        let (rd, dd) = (ref_dev.dense(w, h), dis_dev.dense(w, h));
+        let (rd, dd) = (ref_dev.plane(w, h), dis_dev.plane(w, h));
         let sp0 = scale_params(w, h, 0, p);
         let head = |stream: &Stream| {
             kernels::adm_dwt0(state, stream, rd, dd, bpc, &ar[0], &ad[0], &b, &sp0)

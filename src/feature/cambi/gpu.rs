@@ -171,7 +171,7 @@ fn with_c_values<T: Sample + PlaneAs>(
         kernels::cambi_preprocess(
             state,
             stream,
-            luma.dense(in_w, in_h),
+            luma.plane(in_w, in_h),
             &sc.taps,
             bpc,
             s.enc_bitdepth < 10,

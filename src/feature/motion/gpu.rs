@@ -57,7 +57,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         let (rows, out_dev) = (&s.rows, &s.out_dev);
         // The head reads the frame's pictures: recorded with the reduction, its arguments set
         // each frame.
-        let (pd, cd, bpc) = (p.dense(w, h), c.dense(w, h), cur.bpc);
+        let (pd, cd, bpc) = (p.plane(w, h), c.plane(w, h), cur.bpc);
         let head = |stream: &Stream| kernels::motion_rows(state, stream, pd, cd, bpc, rows);
         let rb = ReadBack {
             from: out_dev,

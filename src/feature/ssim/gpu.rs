@@ -146,8 +146,8 @@ impl<const MS: bool> Pipeline<MS> {
         kernels::ssim_to_float(
             state,
             stream,
-            r.dense(w, h),
-            d.dense(w, h),
+            r.plane(w, h),
+            d.plane(w, h),
             scaler,
             image(&p.refs[0], (w, h)),
             image(&p.dis[0], (w, h)),

@@ -109,7 +109,7 @@ fn queue_typed<T: Sample + PlaneAs>(
             scratch: s,
             luma: [ref_dev, dis_dev],
         } = job.parts();
-        let (r0, d0) = (ref_dev.dense(w, h), dis_dev.dense(w, h));
+        let (r0, d0) = (ref_dev.plane(w, h), dis_dev.plane(w, h));
         let Scratch {
             pyr_ref,
             pyr_dis,
