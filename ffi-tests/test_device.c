@@ -397,6 +397,16 @@ static void argument_checks(int have_gpu)
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
                                            on_release, &never) == -EINVAL);
         dd[2] = b.data[2];
+        /* Host memory, or planes running past their allocation: refused before any kernel
+         * could fault the context on them. */
+        dd[1] = fake;
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        dd[1] = b.data[1];
+        ds[1] = W / 2 + 8;
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        ds[1] = W / 2;
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 17, W, H, dd, ds,
                                            on_release, &never) == -EINVAL);
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 10, W, H, dd, ds,

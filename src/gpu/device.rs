@@ -485,6 +485,42 @@ impl Device {
             .and_then(|()| self.api.check(f(self.api), call))
     }
 
+    /// Checks that `bytes` bytes from device address `addr` lie inside one allocation the
+    /// runtime knows (device, stream-ordered, managed or page-locked memory, of any context):
+    /// a caller's planes are checked before kernels read them, since a stray address would
+    /// fault every later call of the context, the caller's own work included. `-EINVAL`
+    /// (naming `what`) otherwise.
+    pub(crate) fn check_span(&self, what: &str, addr: u64, bytes: usize) -> Result<()> {
+        let (mut base, mut size) = (0u64, 0usize);
+        let r = self.try_call("memory address range", |api| match api {
+            // SAFETY: out-pointers to locals of the types the call writes (a pointer-sized
+            // base address and a size); the address is only looked up, never dereferenced.
+            Api::Hip(h) => unsafe {
+                (h.fns.mem_get_address_range)(
+                    std::ptr::from_mut(&mut base).cast(),
+                    &mut size,
+                    std::ptr::without_provenance_mut(addr as usize),
+                )
+            },
+            // SAFETY: as above.
+            Api::Cuda(c) => unsafe { (c.fns.mem_get_address_range)(&mut base, &mut size, addr) },
+        });
+        let end = addr.checked_add(bytes as u64);
+        match (r, end) {
+            (Ok(()), Some(end)) if base <= addr && end <= base.saturating_add(size as u64) => {
+                Ok(())
+            }
+            (Ok(()), _) => Err(Error::inval(format!(
+                "{what}: {bytes} bytes at device address {addr:#x} run past its allocation \
+                 ({size} bytes at {base:#x})"
+            ))),
+            (Err(e), _) => Err(Error::inval(format!(
+                "{what}: device address {addr:#x} is not in GPU memory of this device's \
+                 runtime ({e})"
+            ))),
+        }
+    }
+
     /// [`Self::call`] for a call both runtimes shape alike: `f` gets the vendor's
     /// [`CommonFns`].
     pub(super) fn call_common(

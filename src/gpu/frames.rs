@@ -29,6 +29,9 @@ pub(crate) struct DeviceFrame {
     planes: DevPlanes,
     /// Recorded on the legacy default stream when the picture is submitted.
     written: Event,
+    /// Samples of each plane's host copy: its rows at the picture's pitch, the last one's
+    /// padding included (which the device memory may lack).
+    host_lens: [usize; 3],
     /// What keeps a caller's memory alive ([`wrap_device_picture`]); let go only after the
     /// device's work on the memory has finished (`Drop`).
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
@@ -181,8 +184,8 @@ impl DeviceSamples for DevicePicture {
         let reads = FrameReads::new([&*self.frame]);
         self.frame.order_after_writes(stream)?;
         let plane = match &self.frame.planes {
-            DevPlanes::U8(p) => HostPlane::U8(download(p, i, stream)?),
-            DevPlanes::U16(p) => HostPlane::U16(download(p, i, stream)?),
+            DevPlanes::U8(p) => HostPlane::U8(download(p, i, self.frame.host_lens[i], stream)?),
+            DevPlanes::U16(p) => HostPlane::U16(download(p, i, self.frame.host_lens[i], stream)?),
         };
         // The copy was waited for (blocking).
         reads.waited();
@@ -203,17 +206,20 @@ impl DeviceSamples for DevicePicture {
     }
 }
 
-/// Plane `i` of `planes` copied to host memory after the work queued on `stream`.
+/// Plane `i` of `planes` copied to host memory after the work queued on `stream`, padded with
+/// zeros to `len` samples.
 fn download<T: Sample + Default>(
     planes: &[DeviceBuffer<T>],
     i: usize,
+    len: usize,
     stream: &Stream,
 ) -> Result<Vec<T>> {
     let buf = planes
         .get(i)
         .ok_or_else(|| Error::inval(format!("no plane {i}")))?;
-    let mut v = crate::limits::try_filled(buf.len(), T::default(), "host copy of a plane")?;
-    buf.download_blocking(stream, &mut v)?;
+    let n = buf.len();
+    let mut v = crate::limits::try_filled(len.max(n), T::default(), "host copy of a plane")?;
+    buf.download_blocking(stream, &mut v[..n])?;
     Ok(v)
 }
 
@@ -250,10 +256,9 @@ pub fn device_picture(
         device,
         planes,
         None,
-        pix_fmt,
-        bpc,
-        (w, h),
+        (pix_fmt, bpc, w, h),
         dims.map(|d| d.0),
+        lens,
     )
 }
 
@@ -262,15 +267,15 @@ fn picture_over(
     device: &Arc<Device>,
     planes: DevPlanes,
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
-    pix_fmt: PixelFormat,
-    bpc: u32,
-    (w, h): (usize, usize),
+    (pix_fmt, bpc, w, h): (PixelFormat, u32, usize, usize),
     stride: [usize; 3],
+    host_lens: [usize; 3],
 ) -> Result<PictureData> {
     let frame = DeviceFrame {
         device: device.clone(),
         planes,
         written: Event::new(device)?,
+        host_lens,
         owner,
         unwaited: AtomicBool::new(false),
     };
@@ -381,7 +386,8 @@ pub unsafe fn wrap_device_planes(
         )));
     }
     let mut strides = dims.map(|d| d.0);
-    let mut lens = [0usize; 3];
+    let mut host_lens = [0usize; 3];
+    let mut spans = [0usize; 3];
     for i in 0..n {
         let ((pw, ph), s) = (dims[i], planes[i].1);
         if s < pw {
@@ -390,9 +396,14 @@ pub unsafe fn wrap_device_planes(
             )));
         }
         strides[i] = s;
-        lens[i] = s
+        host_lens[i] = s
             .checked_mul(ph)
             .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
+        // The last row's padding need not exist (a cropped view's storage may end with its
+        // samples); everything before must, in one allocation.
+        spans[i] = (ph - 1) * s + pw;
+        let bps = if bpc == 8 { 1 } else { 2 };
+        device.check_span(&format!("device plane {i}"), planes[i].0, spans[i] * bps)?;
     }
     let planes = if bpc == 8 {
         DevPlanes::U8(
@@ -400,16 +411,23 @@ pub unsafe fn wrap_device_planes(
                 // SAFETY: forwarded contract: the plane's `ph` rows of pitch `s` stay allocated
                 // until `owner` drops, which `DeviceFrame`'s drop delays until the device's
                 // work is done.
-                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i].0, lens[i]) })
+                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i].0, spans[i]) })
                 .collect::<Result<_>>()?,
         )
     } else {
         DevPlanes::U16(
             (0..n)
                 // SAFETY: as above.
-                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i].0, lens[i]) })
+                .map(|i| unsafe { DeviceBuffer::borrowed(device, planes[i].0, spans[i]) })
                 .collect::<Result<_>>()?,
         )
     };
-    picture_over(device, planes, Some(owner), pix_fmt, bpc, (w, h), strides)
+    picture_over(
+        device,
+        planes,
+        Some(owner),
+        (pix_fmt, bpc, w, h),
+        strides,
+        host_lens,
+    )
 }

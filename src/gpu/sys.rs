@@ -140,6 +140,8 @@ fn_table! {
         memcpy_dtod_async = "hipMemcpyDtoDAsync":
             fn(*mut c_void, *mut c_void, usize, RawStream) -> Status;
         memset_d8_async = "hipMemsetD8Async": fn(*mut c_void, u8, usize, RawStream) -> Status;
+        mem_get_address_range = "hipMemGetAddressRange":
+            fn(*mut *mut c_void, *mut usize, *mut c_void) -> Status;
         stream_create = "hipStreamCreateWithFlags": fn(*mut RawStream, c_uint) -> Status;
         stream_destroy = "hipStreamDestroy": fn(RawStream) -> Status;
         stream_synchronize = "hipStreamSynchronize": fn(RawStream) -> Status;
@@ -189,6 +191,8 @@ fn_table! {
         memcpy_dtod_async = "cuMemcpyDtoDAsync_v2":
             fn(RawDevPtr, RawDevPtr, usize, RawStream) -> Status;
         memset_d8_async = "cuMemsetD8Async": fn(RawDevPtr, u8, usize, RawStream) -> Status;
+        mem_get_address_range = "cuMemGetAddressRange_v2":
+            fn(*mut RawDevPtr, *mut usize, RawDevPtr) -> Status;
         stream_create = "cuStreamCreate": fn(*mut RawStream, c_uint) -> Status;
         stream_destroy = "cuStreamDestroy_v2": fn(RawStream) -> Status;
         stream_synchronize = "cuStreamSynchronize": fn(RawStream) -> Status;

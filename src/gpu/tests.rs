@@ -1107,6 +1107,41 @@ fn wrapped_device_memory_scores_like_the_cpu() {
             "{threads} threads: every owner let go"
         );
     }
+    // Planes outside GPU memory, or running past their allocation, are refused before any
+    // kernel could fault on them; their owner goes at once. A last row without its padding
+    // (a cropped view's storage) is not past the end.
+    let y400 = crate::picture::PixelFormat::Yuv400p;
+    let host = vec![7u8; 64 * 64];
+    let short = DeviceBuffer::<u8>::new(&dev, 63 * 80 + 63).unwrap();
+    let cropped = DeviceBuffer::<u8>::new(&dev, 63 * 80 + 64).unwrap();
+    let rows: Vec<u8> = (0..63 * 80 + 64).map(|i| (i % 80) as u8).collect();
+    let mut cropped = cropped;
+    cropped.upload_blocking(state.stream(), &rows).unwrap();
+    for (what, addr, ok) in [
+        ("host memory", host.as_ptr().addr() as u64, false),
+        ("past the end", short.ptr().addr(), false),
+        ("cropped view", cropped.ptr().addr(), true),
+    ] {
+        let before = released.load(Ordering::SeqCst);
+        let owner = Box::new(Owner(Vec::new(), released.clone()));
+        // SAFETY: refused before use where the memory does not hold the plane; the cropped
+        // view's 64 rows of 80-sample pitch (the last one 64 samples) live in `cropped`.
+        let r = unsafe { frames::wrap_device_planes(&dev, y400, 8, 64, 64, &[(addr, 80)], owner) };
+        assert_eq!(r.is_ok(), ok, "{what}");
+        match r {
+            Ok(pic) => {
+                pic.fetch_host(crate::feature::LUMA).unwrap();
+                let crate::picture::PlaneRef::U8(p) = pic.plane(0) else {
+                    panic!("8-bit plane")
+                };
+                assert_eq!(p.len(), 64 * 80, "{what}: host copy of whole rows");
+                assert!((0..64).all(|y| (0..64).all(|x| p[y * 80 + x] == x as u8)));
+                drop(pic);
+            }
+            Err(e) => assert_eq!(e.errno(), -libc::EINVAL, "{what}: {e}"),
+        }
+        assert_eq!(released.load(Ordering::SeqCst), before + 1, "{what}");
+    }
     // Misaligned 16-bit planes are refused, and their owner let go at once.
     let b = DeviceBuffer::<u8>::new(&dev, 64 * 64 * 2 + 1).unwrap();
     let addr = b.ptr().addr() + 1;

@@ -444,6 +444,27 @@ EXPORT int hipFree(void *p)
     return st;
 }
 
+/* Device allocations only (host ones carry no size here): hipErrorNotFound elsewhere. */
+EXPORT int hipMemGetAddressRange(void **base, size_t *size, void *p)
+{
+    pthread_mutex_lock(&lock);
+    int st = hipErrorNotFound;
+    if (!base || !size) {
+        st = bad_locked("hipMemGetAddressRange NULL out");
+    } else {
+        for (size_t i = 0; i < n_allocs; i++)
+            if ((char *)p >= allocs[i].p && (char *)p < allocs[i].p + allocs[i].n) {
+                *base = allocs[i].p;
+                *size = allocs[i].n;
+                st = 0;
+                break;
+            }
+    }
+    logf_locked("hipMemGetAddressRange -> %d", st);
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
 EXPORT int hipHostMalloc(void **p, size_t n, unsigned flags)
 {
     pthread_mutex_lock(&lock);
