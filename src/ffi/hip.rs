@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::error::Error;
 use crate::ffi::ffi_boundary;
 use crate::ffi::libvmaf::{context, VmafContext};
+use crate::ffi::picture::{picture_wrap, wrapped_layout, write_picture, WrappedLayout};
 use crate::gpu::GpuState;
 
 /// The opaque `VmafHipState`.
@@ -257,17 +258,14 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap(
     opaque: *mut std::ffi::c_void,
 ) -> c_int {
     ffi_boundary!("vmaf_hip_picture_wrap", {
-        if pic.is_null() {
-            return Err(Error::inval("picture is NULL"));
-        }
-        // SAFETY: writable (caller's contract); emptied first so a refusal leaves it empty.
-        unsafe { pic.write(std::mem::zeroed()) };
-        // SAFETY: forwarded caller's contract.
-        let out = unsafe {
-            crate::ffi::picture::picture_wrap(pix_fmt, bpc, w, h, data, stride, release, opaque)
+        // SAFETY: `pic` per the caller's contract; the layout call reads 3 elements of each
+        // non-NULL array, and each used plane is readable memory until release (forwarded).
+        unsafe {
+            write_picture(pic, || {
+                let layout = wrapped_layout(pix_fmt, bpc, w, h, data, stride)?;
+                picture_wrap(layout, (bpc, w, h), release, opaque)
+            })
         }?;
-        // SAFETY: as above.
-        unsafe { pic.write(out) };
         Ok(0)
     })
 }
@@ -297,43 +295,58 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap_device(
     opaque: *mut std::ffi::c_void,
 ) -> c_int {
     ffi_boundary!("vmaf_hip_picture_wrap_device", {
-        if pic.is_null() {
-            return Err(Error::inval("picture is NULL"));
-        }
-        // SAFETY: writable (caller's contract); emptied first so a refusal leaves it empty.
-        unsafe { pic.write(std::mem::zeroed()) };
-        // SAFETY: forwarded caller's contract.
-        let layout =
-            unsafe { crate::ffi::picture::wrapped_layout(pix_fmt, bpc, w, h, data, stride) }?;
-        // SAFETY: live or NULL (caller's contract); the guard is dropped before returning.
-        let dev = unsafe { context(vmaf) }?
-            .gpu_states()
-            .first()
-            .map(|s| s.device().clone())
-            .ok_or_else(|| Error::inval("device pictures need an imported GPU state first"))?;
-        // The callback is armed only once the picture exists, so a refusal releases nothing.
-        let armed = Arc::new(std::sync::OnceLock::new());
-        let planes = layout.planes.map(|(p, _, s)| (p.addr() as u64, s));
-        // SAFETY: per the caller's contract each used plane is `h` rows of its stride in
-        // device memory of the state's GPU, valid and unwritten until `release`, which runs
-        // when `armed` drops: after the picture's last reader and the device's work on it.
-        let made = unsafe {
-            crate::gpu::frames::wrap_device_planes(
-                &dev,
-                layout.fmt,
-                bpc,
-                w as usize,
-                h as usize,
-                &planes[..layout.fmt.plane_count()],
-                Box::new(armed.clone()),
-            )
+        // SAFETY: `pic` per the caller's contract; the layout call reads 3 elements of each
+        // non-NULL array.
+        unsafe {
+            write_picture(pic, || {
+                let layout = wrapped_layout(pix_fmt, bpc, w, h, data, stride)?;
+                // SAFETY: as above for `vmaf`; each used plane is device memory of the state's
+                // GPU, valid and unwritten until release (forwarded).
+                wrap_device(vmaf, layout, (bpc, w, h), release, opaque)
+            })
         }?;
-        let out = crate::ffi::picture::export_picture(made)?;
-        let _ = armed.set(crate::ffi::picture::Release::new(release, opaque));
-        // SAFETY: as above.
-        unsafe { pic.write(out) };
         Ok(0)
     })
+}
+
+/// The picture of `vmaf_hip_picture_wrap_device` over checked planes.
+///
+/// # Safety
+/// `vmaf` is NULL or live; each used plane of `layout` is device memory of the GPU of `vmaf`'s
+/// first state, valid and unwritten until `release(opaque)`.
+unsafe fn wrap_device(
+    vmaf: *mut VmafContext,
+    layout: WrappedLayout,
+    (bpc, w, h): (std::ffi::c_uint, std::ffi::c_uint, std::ffi::c_uint),
+    release: crate::ffi::picture::ReleaseCallback,
+    opaque: *mut std::ffi::c_void,
+) -> crate::error::Result<crate::ffi::picture::VmafPicture> {
+    // SAFETY: live or NULL (caller's contract); the guard is dropped at once.
+    let dev = unsafe { context(vmaf) }?
+        .gpu_states()
+        .first()
+        .map(|s| s.device().clone())
+        .ok_or_else(|| Error::inval("device pictures need an imported GPU state first"))?;
+    // The callback is armed only once the picture exists, so a refusal releases nothing.
+    let armed = Arc::new(std::sync::OnceLock::new());
+    let planes = layout.planes.map(|(p, _, s)| (p.addr() as u64, s));
+    // SAFETY: per the caller's contract each used plane is `h` rows of its stride in device
+    // memory of the state's GPU, valid and unwritten until `release`, which runs when `armed`
+    // drops: after the picture's last reader and the device's work on it.
+    let made = unsafe {
+        crate::gpu::frames::wrap_device_planes(
+            &dev,
+            layout.fmt,
+            bpc,
+            w as usize,
+            h as usize,
+            &planes[..layout.fmt.plane_count()],
+            Box::new(armed.clone()),
+        )
+    }?;
+    let out = crate::ffi::picture::export_picture(made)?;
+    let _ = armed.set(crate::ffi::picture::Release::new(release, opaque));
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -27,6 +27,24 @@ pub enum VmafPixelFormat {
 /// `enum VmafPixelFormat` as it crosses the ABI: any value may arrive from C.
 pub type RawPixelFormat = c_uint;
 
+/// Writes the picture `make` returns into `*pic`, which is emptied first so that a refusal
+/// leaves it empty.
+///
+/// # Safety
+/// `pic` is NULL or writable.
+pub(crate) unsafe fn write_picture(
+    pic: *mut VmafPicture,
+    make: impl FnOnce() -> Result<VmafPicture>,
+) -> Result<()> {
+    non_null(pic, "picture")?;
+    // SAFETY: non-NULL and writable (caller's contract); the old content is not read.
+    unsafe { pic.write(std::mem::zeroed()) };
+    let out = make()?;
+    // SAFETY: as above.
+    unsafe { pic.write(out) };
+    Ok(())
+}
+
 /// Opaque reference to the shared picture behind a `VmafPicture`.
 pub struct VmafRef {
     pub(crate) pic: Picture,
@@ -395,25 +413,18 @@ pub(crate) unsafe fn wrapped_layout(
     Ok(WrappedLayout { fmt, planes })
 }
 
-/// `vmaf_hip_picture_wrap`: a picture reading the caller's planes (`data`, `stride` in bytes)
-/// in place. Nothing is released on failure.
+/// `vmaf_hip_picture_wrap`: a picture reading the caller's planes (checked by
+/// [`wrapped_layout`]) in place. Nothing is released on failure.
 ///
 /// # Safety
-/// `data` and `stride` are NULL or point to 3 elements; each used plane addresses `h` rows of
-/// `stride` bytes, valid until `release(opaque)`.
-#[allow(clippy::too_many_arguments)]
+/// Each used plane of `layout` addresses its span of readable memory, valid and unchanged
+/// until `release(opaque)`.
 pub(crate) unsafe fn picture_wrap(
-    pix_fmt: RawPixelFormat,
-    bpc: c_uint,
-    w: c_uint,
-    h: c_uint,
-    data: *const *mut c_void,
-    stride: *const isize,
+    layout: WrappedLayout,
+    (bpc, w, h): (c_uint, c_uint, c_uint),
     release: ReleaseCallback,
     opaque: *mut c_void,
 ) -> Result<VmafPicture> {
-    // SAFETY: forwarded caller's contract.
-    let layout = unsafe { wrapped_layout(pix_fmt, bpc, w, h, data, stride) }?;
     let make = |release| CallerPlanes {
         planes: layout.planes.map(|(p, n, _)| (p, n)),
         deep: bpc > 8,
