@@ -345,9 +345,10 @@ static void argument_checks(int have_gpu)
     unsigned char fake[64];
     void *data[3] = {fake, fake, fake};
     ptrdiff_t stride[3] = {W, W / 2, W / 2};
+    memset(&pic, 0x5a, sizeof(pic)); /* a refusal must leave it empty */
     CHECK(vmaf_hip_picture_wrap_device(vmaf, &pic, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
                                        on_release, &never) == -EINVAL);
-    CHECK(pic.ref == NULL && pic.data[0] == NULL);
+    CHECK(pic.ref == NULL && pic.data[0] == NULL && pic.w[0] == 0);
     CHECK(vmaf_hip_picture_wrap_device(NULL, &pic, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
                                        on_release, &never) == -EINVAL);
     CHECK(vmaf_hip_picture_wrap_device(vmaf, NULL, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
@@ -412,6 +413,12 @@ static void argument_checks(int have_gpu)
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 10, W, H, dd, ds,
                                            on_release, &never) == -EINVAL);
         CHECK(never.released == 0 && a.ref == NULL);
+        memset(&a, 0x5a, sizeof(a)); /* a refusal (past the allocation) leaves it empty */
+        ds[1] = W / 2 + 8;
+        CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
+                                           on_release, &never) == -EINVAL);
+        CHECK(a.ref == NULL && a.data[0] == NULL && a.w[0] == 0 && never.released == 0);
+        ds[1] = W / 2;
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
                                            on_release, &never) == 0);
         CHECK(a.data[0] == b.data[0] && a.stride[0] == (ptrdiff_t)W && never.released == 0);

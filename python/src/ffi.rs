@@ -239,7 +239,7 @@ impl Tensor {
             && shape[0] >= h as i64
             && shape[1] >= w as i64
             && self.uint_bytes() == Some(std::mem::size_of::<T>())
-            && dst.len() >= pitch.saturating_mul(h)
+            && dst.len() >= h.saturating_sub(1).saturating_mul(pitch).saturating_add(w)
             && pitch >= w
             && (self.address() as usize).is_multiple_of(std::mem::align_of::<T>());
         if !ok {
@@ -294,27 +294,28 @@ impl Drop for Tensor {
 }
 
 /// A picture over the GPU tensors `planes` in place, which it keeps until the library's last
-/// use. The caller checked that plane `i` is dense (rows `plane_dims` wide, back to back), of
-/// its plane's size, at `addrs[i]`, on `device`.
-pub fn wrap_dense_planes(
+/// use. The caller checked that plane `i` is of its plane's size, rows `pitched[i].1` samples
+/// apart from device address `pitched[i].0`, on `device`; the library checks that the rows lie
+/// in one allocation.
+pub fn wrap_planes(
     device: &std::sync::Arc<vmaf_hip::gpu::Device>,
     (pix_fmt, bpc, w, h): (vmaf_hip::picture::PixelFormat, u32, usize, usize),
-    addrs: &[u64],
+    pitched: &[(u64, usize)],
     planes: Vec<Tensor>,
 ) -> vmaf_hip::Result<vmaf_hip::picture::PictureData> {
-    // SAFETY: per the caller's checks each address holds its plane densely on `device`; the
-    // tensors move in as the owner, so the memory stays until the library lets the picture go;
-    // the producer ordered its writes before ours on the legacy default stream (the Python
-    // side asks `__dlpack__(stream=1)` on CUDA, 0 on ROCm) and does not write a tensor it
-    // handed over.
+    // SAFETY: per the caller's checks each address holds its plane's rows at its pitch on
+    // `device`; the tensors move in as the owner, so the memory stays until the library lets
+    // the picture go; the producer ordered its writes before ours on the legacy default
+    // stream (the Python side asks `__dlpack__(stream=1)` on CUDA, 0 on ROCm) and does not
+    // write a tensor it handed over.
     unsafe {
-        vmaf_hip::gpu::frames::wrap_device_picture(
+        vmaf_hip::gpu::frames::wrap_device_planes(
             device,
             pix_fmt,
             bpc,
             w,
             h,
-            addrs,
+            pitched,
             Box::new(planes),
         )
     }
@@ -399,10 +400,16 @@ pub struct DeviceArray {
 
 #[pymethods]
 impl DeviceArray {
-    /// Copies the host array behind `capsule` (a NumPy `__dlpack__()`) to GPU `device`.
+    /// Copies the host array behind `capsule` (a NumPy `__dlpack__()`) to GPU `device`, rows
+    /// `pitch` samples apart (default: the width) in memory that ends with the last row's
+    /// samples, as a cropped view's storage may.
     #[new]
-    #[pyo3(signature = (capsule, device=None))]
-    fn new(capsule: &Bound<'_, PyAny>, device: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (capsule, device=None, pitch=None))]
+    fn new(
+        capsule: &Bound<'_, PyAny>,
+        device: Option<usize>,
+        pitch: Option<usize>,
+    ) -> PyResult<Self> {
         let t = Tensor::take(capsule)?;
         let shape = t.shape();
         let bytes = t
@@ -412,12 +419,18 @@ impl DeviceArray {
             return Err(PyValueError::new_err("a non-empty 2-D array"));
         }
         let (h, w) = (shape[0] as usize, shape[1] as usize);
-        let mut host = vec![0u8; h * w * bytes];
+        let pitch = pitch.unwrap_or(w);
+        if pitch < w {
+            return Err(PyValueError::new_err("pitch below the width"));
+        }
+        // Padding a reader must skip: a value no sample of the test clips has.
+        let n = (h - 1) * pitch + w;
+        let mut host = vec![0xa5u8; n * bytes];
         if bytes == 1 {
-            t.copy_2d(h, w, &mut host, w)?;
+            t.copy_2d(h, w, &mut host, pitch)?;
         } else {
-            let mut v = vec![0u16; h * w];
-            t.copy_2d(h, w, &mut v, w)?;
+            let mut v = vec![0xa5a5u16; n];
+            t.copy_2d(h, w, &mut v, pitch)?;
             host = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
         }
         let err = |e: vmaf_hip::Error| pyo3::exceptions::PyRuntimeError::new_err(e.to_string());
@@ -459,7 +472,7 @@ impl DeviceArray {
                 deleter: Some(free_exported),
             },
             shape: [h as i64, w as i64],
-            strides: [w as i64, 1],
+            strides: [pitch as i64, 1],
             _staging: staging,
             _memory: memory,
         });

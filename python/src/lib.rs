@@ -562,7 +562,9 @@ fn host_picture(planes: &[ffi::Tensor], g: Geometry, which: &str) -> PyResult<Pi
     Ok(pic)
 }
 
-/// A picture over device `planes` in place; they must be dense and on `state`'s device.
+/// A picture over device `planes` in place; each must be a 2-D tensor of its plane's size with
+/// unit column stride (rows at any pitch: cropped views, a decoder's padded surfaces) on
+/// `state`'s device.
 fn device_picture(
     planes: Vec<ffi::Tensor>,
     g: Geometry,
@@ -575,7 +577,7 @@ fn device_picture(
         vmaf_hip::gpu::Vendor::Amd => ffi::DL_ROCM,
     };
     let dims = vmaf_hip::picture::plane_dims(g.pix_fmt, g.w, g.h);
-    let mut addrs = Vec::with_capacity(planes.len());
+    let mut pitched = Vec::with_capacity(planes.len());
     for (i, t) in planes.iter().enumerate() {
         let (ty, id) = t.device();
         if ty != want || id != info.vendor_ordinal {
@@ -586,18 +588,26 @@ fn device_picture(
         }
         let (shape, strides) = (t.shape(), t.strides());
         let (pw, ph) = dims[i];
-        let dense = (strides[1] == 1 || shape[1] == 1) && (strides[0] == shape[1] || shape[0] == 1);
-        if (shape[1] as usize, shape[0] as usize) != (pw, ph) || !dense {
+        // Rows may lie any distance apart (at least a row); samples within a row must be
+        // adjacent. A single row or column needs no particular stride.
+        let unit_columns = strides[1] == 1 || shape[1] == 1;
+        let pitch = if shape[0] == 1 { shape[1] } else { strides[0] };
+        if (shape[1] as usize, shape[0] as usize) != (pw, ph) || !unit_columns || pitch < shape[1] {
             return Err(PyValueError::new_err(format!(
-                "{which}: plane {i} on the GPU must be a contiguous {ph}x{pw} tensor (rows x columns); \
-                 got shape {shape:?}, strides {strides:?} (use .contiguous(), or crop chroma to \
-                 {pw} columns)"
+                "{which}: plane {i} on the GPU must be a {ph}x{pw} tensor (rows x columns) with \
+                 adjacent samples in each row; got shape {shape:?}, strides {strides:?} (use \
+                 .contiguous(), or crop chroma to {pw} columns)"
             )));
         }
-        addrs.push(t.address());
+        pitched.push((t.address(), pitch as usize));
     }
-    ffi::wrap_dense_planes(state.device(), (g.pix_fmt, g.bpc, g.w, g.h), &addrs, planes)
-        .map_err(py_err)
+    ffi::wrap_planes(
+        state.device(),
+        (g.pix_fmt, g.bpc, g.w, g.h),
+        &pitched,
+        planes,
+    )
+    .map_err(py_err)
 }
 
 fn take_all(caps: &[Bound<'_, PyAny>]) -> PyResult<Vec<ffi::Tensor>> {

@@ -81,6 +81,28 @@ def test_device_arrays_scored_in_place(name):
         assert _native._test_arrays_freed() - before == 6 * len(frames)
 
 
+@pytest.mark.parametrize("name", CLIPS)
+def test_pitched_device_arrays_scored_in_place(name):
+    """Rows at a pitch (a decoder's padded surfaces, cropped views whose storage ends with the
+    last row's samples): read in place at that pitch, also beside a dense picture."""
+    gpu_or_skip()
+    frames, depth = frames_of(name, 6)
+    h, w = frames[0][0][0].shape
+    frames = [(crop_chroma(r, w, h), crop_chroma(d, w, h)) for r, d in frames]
+    want = score(frames, depth)
+    pitched = lambda p: _native._DeviceArray(p.__dlpack__(), pitch=p.shape[1] + 40)  # noqa: E731
+    dense = lambda p: _native._DeviceArray(p.__dlpack__())  # noqa: E731
+    for threads in (0, 3):
+        same_scores(score(frames, depth, pitched, backend="hip", threads=threads), want)
+        ctx = vmaf_hip.Context(features=["psnr"], backend="hip", threads=threads)
+        for i, (r, d) in enumerate(frames):
+            ref, dist = (pitched, dense) if i % 2 else (dense, pitched)
+            ctx.read([ref(p) for p in r], [dist(p) for p in d],
+                     bitdepth=None if depth == 8 else depth)
+        same_scores(ctx.to_dict(), want)
+        ctx.close()
+
+
 def test_device_arrays_rejected_where_they_do_not_fit():
     gpu_or_skip()
     frames, depth = frames_of("natural_576x324_420p8", 1)

@@ -252,8 +252,9 @@ class Context:
     and height: 4:2:0; half width: 4:2:2; full: 4:4:4), or is given. Host arrays (NumPy, any
     strides) are copied. With ``backend="hip"``, tensors already in GPU memory (PyTorch CUDA
     tensors, CuPy arrays: anything with ``__dlpack__``) on the context's device are scored in
-    place, without a host copy; each plane must then be contiguous and of the picture's plane
-    size, and must not be written until the context is flushed or closed.
+    place, without a host copy; each plane must then be of the picture's plane size with
+    adjacent samples in each row (rows may be padded: cropped views, a decoder's pitched
+    surfaces), and must not be written until the context is flushed or closed.
 
     ``to_dict()`` (or ``score()``, ``pooled()``, ``frame_scores()``) flushes and returns what
     ``score_files`` returns for the same frames.

@@ -6,7 +6,7 @@
 //! primary context on NVIDIA, `hipSetDevice` on AMD): both runtimes keep the current device per
 //! thread, and worker threads of a pool may issue work for a state they never initialised.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_uint};
 use std::sync::Arc;
 
 use super::sys::{self, CommonFns, CudaApi, HipApi, RawContext, Status, Vendor};
@@ -485,14 +485,51 @@ impl Device {
             .and_then(|()| self.api.check(f(self.api), call))
     }
 
-    /// Checks that `bytes` bytes from device address `addr` lie inside one allocation the
-    /// runtime knows (device, stream-ordered, managed or page-locked memory, of any context):
-    /// a caller's planes are checked before kernels read them, since a stray address would
-    /// fault every later call of the context, the caller's own work included. `-EINVAL`
-    /// (naming `what`) otherwise.
+    /// Checks that `bytes` bytes from device address `addr` are memory the runtime knows
+    /// (device, stream-ordered, managed or page-locked, of any context; a range mapped from
+    /// several pieces is walked piece by piece) and, on NVIDIA, that device memory among it is
+    /// this device's: a caller's planes are checked before kernels read them, since a stray
+    /// address would fault every later call of the context, the caller's own work included.
+    /// `-EINVAL` (naming `what`) otherwise; a failing runtime's own error passes through.
     pub(crate) fn check_span(&self, what: &str, addr: u64, bytes: usize) -> Result<()> {
+        let bad = |why: String| Error::inval(format!("{what}: {why}"));
+        let end = addr
+            .checked_add(bytes as u64)
+            .ok_or_else(|| bad(format!("{bytes} bytes at {addr:#x} wrap around")))?;
+        // A piece of a mapped range (PyTorch's expandable segments) is a few MiB at least, so
+        // this bounds the walk far beyond any plane.
+        const MAX_PIECES: usize = 4096;
+        let mut cur = addr;
+        for _ in 0..MAX_PIECES {
+            let (base, size) = self.address_range(cur).map_err(|e| match e {
+                // Invalid value, not found: an address the runtime does not know.
+                Error::Gpu {
+                    status: 1 | 500, ..
+                } => bad(format!(
+                    "device address {cur:#x} is not GPU memory this device's runtime knows ({e})"
+                )),
+                other => other,
+            })?;
+            if base > cur || size == 0 {
+                return Err(bad(format!("no allocation holds device address {cur:#x}")));
+            }
+            cur = base.saturating_add(size as u64);
+            if cur >= end {
+                return self.check_owner(addr).map_err(|e| match e {
+                    Error::Invalid(m) => bad(m),
+                    other => other,
+                });
+            }
+        }
+        Err(bad(format!(
+            "{bytes} bytes at {addr:#x} span more than {MAX_PIECES} allocations"
+        )))
+    }
+
+    /// The (base, size) of the allocation (or mapped piece) holding `addr`.
+    fn address_range(&self, addr: u64) -> Result<(u64, usize)> {
         let (mut base, mut size) = (0u64, 0usize);
-        let r = self.try_call("memory address range", |api| match api {
+        self.try_call("memory address range", |api| match api {
             // SAFETY: out-pointers to locals of the types the call writes (a pointer-sized
             // base address and a size); the address is only looked up, never dereferenced.
             Api::Hip(h) => unsafe {
@@ -504,21 +541,40 @@ impl Device {
             },
             // SAFETY: as above.
             Api::Cuda(c) => unsafe { (c.fns.mem_get_address_range)(&mut base, &mut size, addr) },
-        });
-        let end = addr.checked_add(bytes as u64);
-        match (r, end) {
-            (Ok(()), Some(end)) if base <= addr && end <= base.saturating_add(size as u64) => {
-                Ok(())
-            }
-            (Ok(()), _) => Err(Error::inval(format!(
-                "{what}: {bytes} bytes at device address {addr:#x} run past its allocation \
-                 ({size} bytes at {base:#x})"
-            ))),
-            (Err(e), _) => Err(Error::inval(format!(
-                "{what}: device address {addr:#x} is not in GPU memory of this device's \
-                 runtime ({e})"
-            ))),
+        })?;
+        Ok((base, size))
+    }
+
+    /// On NVIDIA: refuses device memory (not managed) of another GPU at `addr`, which this
+    /// device's kernels cannot read. HIP has no such query in every ROCm we load, so AMD
+    /// relies on the caller's contract there.
+    fn check_owner(&self, addr: u64) -> Result<()> {
+        let Api::Cuda(c) = self.api else {
+            return Ok(());
+        };
+        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE, _DEVICE_ORDINAL, _IS_MANAGED.
+        let mut attrs: [c_int; 3] = [2, 9, 8];
+        let (mut kind, mut ordinal, mut managed): (c_uint, c_int, c_int) = (0, -1, 0);
+        let mut out: [*mut std::ffi::c_void; 3] = [
+            std::ptr::from_mut(&mut kind).cast(),
+            std::ptr::from_mut(&mut ordinal).cast(),
+            std::ptr::from_mut(&mut managed).cast(),
+        ];
+        self.try_call("pointer attributes", |_| {
+            // SAFETY: three attribute codes and three out-pointers to locals of the sizes
+            // those attributes write (an unsigned memory type, an int ordinal, a bool as int);
+            // the address is only looked up.
+            unsafe { (c.fns.pointer_get_attributes)(3, attrs.as_mut_ptr(), out.as_mut_ptr(), addr) }
+        })?;
+        const DEVICE_MEMORY: c_uint = 2;
+        if kind == DEVICE_MEMORY && managed == 0 && ordinal != self.info.vendor_ordinal {
+            return Err(Error::inval(format!(
+                "device address {addr:#x} is memory of CUDA device {ordinal}, not of device {} \
+                 ({})",
+                self.info.vendor_ordinal, self.info.name
+            )));
         }
+        Ok(())
     }
 
     /// [`Self::call`] for a call both runtimes shape alike: `f` gets the vendor's

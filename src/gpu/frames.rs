@@ -388,11 +388,17 @@ pub unsafe fn wrap_device_planes(
     let mut strides = dims.map(|d| d.0);
     let mut host_lens = [0usize; 3];
     let mut spans = [0usize; 3];
+    let bps = if bpc == 8 { 1 } else { 2 };
     for i in 0..n {
         let ((pw, ph), s) = (dims[i], planes[i].1);
-        if s < pw {
+        if ph == 0 || pw == 0 {
+            // An empty chroma plane (4:2:0 one row high, 4:2:x one column wide): never read.
+            continue;
+        }
+        // The kernels take pitches as 32-bit ints.
+        if s < pw || s.saturating_mul(bps) > i32::MAX as usize {
             return Err(Error::inval(format!(
-                "plane {i}: pitch of {s} samples is below its width {pw}"
+                "plane {i}: pitch of {s} samples is below its width {pw} or above 2 GiB"
             )));
         }
         strides[i] = s;
@@ -400,10 +406,12 @@ pub unsafe fn wrap_device_planes(
             .checked_mul(ph)
             .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
         // The last row's padding need not exist (a cropped view's storage may end with its
-        // samples); everything before must, in one allocation.
+        // samples); everything before must be GPU memory.
         spans[i] = (ph - 1) * s + pw;
-        let bps = if bpc == 8 { 1 } else { 2 };
-        device.check_span(&format!("device plane {i}"), planes[i].0, spans[i] * bps)?;
+        let bytes = spans[i]
+            .checked_mul(bps)
+            .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
+        device.check_span(&format!("device plane {i}"), planes[i].0, bytes)?;
     }
     let planes = if bpc == 8 {
         DevPlanes::U8(

@@ -193,6 +193,8 @@ fn_table! {
         memset_d8_async = "cuMemsetD8Async": fn(RawDevPtr, u8, usize, RawStream) -> Status;
         mem_get_address_range = "cuMemGetAddressRange_v2":
             fn(*mut RawDevPtr, *mut usize, RawDevPtr) -> Status;
+        pointer_get_attributes = "cuPointerGetAttributes":
+            fn(c_uint, *mut c_int, *mut *mut c_void, RawDevPtr) -> Status;
         stream_create = "cuStreamCreate": fn(*mut RawStream, c_uint) -> Status;
         stream_destroy = "cuStreamDestroy_v2": fn(RawStream) -> Status;
         stream_synchronize = "cuStreamSynchronize": fn(RawStream) -> Status;

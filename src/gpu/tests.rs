@@ -1001,18 +1001,29 @@ fn wrapped_device_memory_scores_like_the_cpu() {
         Arc::new(pic.unwrap())
     };
     let wrap = |p: &crate::picture::Picture| wrap_pitched(p, 0);
-    // Row padding of reference and distorted pictures per frame: dense, pitched alike (read
-    // in place at the pitch), and differing on odd frames (the padded one through the host).
+    // Row padding of reference and distorted pictures per frame, and the features on top of
+    // the model's: dense and pitched alike with extractors that take nothing from the host,
+    // whose luma must then be read in place at the pitch (no host copy of it is made);
+    // padding that differs on odd frames (the padded one through the host), with the SSIMs
+    // and CAMBI (GPU kernels, whose host stages also read host copies) and CIEDE (a CPU
+    // extractor reading every plane's host copy).
     type Pads = fn(usize) -> (usize, usize);
-    let layouts: [(&str, Pads); 3] = [
-        ("dense", |_| (0, 0)),
-        ("pitched", |_| (40, 40)),
-        ("mixed", |i| (40, if i % 2 == 1 { 0 } else { 40 })),
+    let on_gpu: &[&str] = &["psnr"];
+    let with_host: &[&str] = &["psnr", "float_ssim", "float_ms_ssim", "cambi", "ciede"];
+    let layouts: [(&str, Pads, &[&str]); 3] = [
+        ("dense", |_| (0, 0), on_gpu),
+        ("pitched", |_| (40, 40), on_gpu),
+        (
+            "mixed",
+            |i| (40, if i % 2 == 1 { 0 } else { 40 }),
+            with_host,
+        ),
     ];
     for clip in ["natural_576x324_420p8", "natural_640x360_420p10"] {
         let (refs, dists) = crate::testutil::load_parity_clip(clip);
         let (refs, dists) = (&refs[..4], &dists[..4]);
-        let score = |layout: Option<Pads>, threads: u32| {
+        // Scores by feature name, and the wrapped pictures (kept for inspection).
+        let score = |layout: Option<Pads>, features: &[&str], threads: u32| {
             let mut ctx = Context::new(Config {
                 n_threads: threads,
                 ..Config::default()
@@ -1022,9 +1033,10 @@ fn wrapped_device_memory_scores_like_the_cpu() {
                 ctx.import_gpu_state(state.clone()).unwrap();
             }
             ctx.use_features_from_model(&model).unwrap();
-            for f in ["psnr", "ciede"] {
+            for f in features {
                 ctx.use_feature(f, &crate::feature::Dict::new()).unwrap();
             }
+            let mut kept = Vec::new();
             for (i, (r, d)) in refs.iter().zip(dists).enumerate() {
                 let (r, d) = match layout {
                     Some(pads) => {
@@ -1033,6 +1045,8 @@ fn wrapped_device_memory_scores_like_the_cpu() {
                     }
                     None => (r.clone(), d.clone()),
                 };
+                kept.push(r.clone());
+                kept.push(d.clone());
                 ctx.read_pictures(r, d, i).unwrap();
             }
             ctx.flush().unwrap();
@@ -1044,21 +1058,29 @@ fn wrapped_device_memory_scores_like_the_cpu() {
                 .map(|v| (v.name.clone(), v.scores.clone()))
                 .collect();
             all.sort_by(|a, b| a.0.cmp(&b.0));
-            all
+            (all, kept)
         };
-        let cpu = score(None, 0);
-        for (name, pads) in layouts {
+        for (name, pads, features) in layouts {
+            let (cpu, _) = score(None, features, 0);
             for threads in [0, 3] {
                 let before = released.load(Ordering::SeqCst);
-                let gpu = score(Some(pads), threads);
+                let (gpu, kept) = score(Some(pads), features, threads);
                 assert_eq!(cpu.len(), gpu.len(), "{clip}: features");
                 for (c, g) in cpu.iter().zip(&gpu) {
                     assert_eq!(c, g, "{clip}, {name}, {threads} threads");
                 }
+                if features == on_gpu {
+                    let copied = kept
+                        .iter()
+                        .filter(|p| p.device_samples().is_some_and(|d| d.host(0).is_some()))
+                        .count();
+                    assert_eq!(copied, 0, "{clip}, {name}: luma read in place");
+                }
+                drop(kept);
                 assert_eq!(
                     released.load(Ordering::SeqCst) - before,
                     2 * refs.len(),
-                    "{clip}: every owner let go once the context closed"
+                    "{clip}: every owner let go once the context closed and the pictures went"
                 );
             }
         }

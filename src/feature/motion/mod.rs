@@ -154,7 +154,13 @@ impl Motion {
 
 impl Extractor for Motion {
     fn host_planes(&self) -> u8 {
-        crate::feature::LUMA
+        // With a GPU the host computes only the first frame, which reads no samples (the GPU
+        // path fetches what it needs itself): device pictures are not copied back for it.
+        if self.gpu.is_some() {
+            0
+        } else {
+            crate::feature::LUMA
+        }
     }
 
     fn name(&self) -> &'static str {
