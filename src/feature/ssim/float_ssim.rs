@@ -122,7 +122,13 @@ impl FloatSsim {
 
 impl Extractor for FloatSsim {
     fn host_planes(&self) -> u8 {
-        crate::feature::LUMA
+        // The GPU path reads device pictures in place (and fetches host pictures' luma
+        // itself), so device pictures are not copied back for it.
+        if self.gpu.is_some() {
+            0
+        } else {
+            crate::feature::LUMA
+        }
     }
 
     fn name(&self) -> &'static str {
