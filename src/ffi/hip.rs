@@ -327,26 +327,23 @@ unsafe fn wrap_device(
         .first()
         .map(|s| s.device().clone())
         .ok_or_else(|| Error::inval("device pictures need an imported GPU state first"))?;
-    // The callback is armed only once the picture exists, so a refusal releases nothing.
-    let armed = Arc::new(std::sync::OnceLock::new());
     let planes = layout.planes.map(|(p, _, s)| (p.addr() as u64, s));
-    // SAFETY: per the caller's contract each used plane is `h` rows of its stride in device
-    // memory of the state's GPU, valid and unwritten until `release`, which runs when `armed`
-    // drops: after the picture's last reader and the device's work on it.
-    let made = unsafe {
-        crate::gpu::frames::wrap_device_planes(
-            &dev,
-            layout.fmt,
-            bpc,
-            w as usize,
-            h as usize,
-            &planes[..layout.fmt.plane_count()],
-            Box::new(armed.clone()),
-        )
-    }?;
-    let out = crate::ffi::picture::export_picture(made)?;
-    let _ = armed.set(crate::ffi::picture::Release::new(release, opaque));
-    Ok(out)
+    crate::ffi::picture::wrap_with_release(release, opaque, |armed| {
+        // SAFETY: per the caller's contract each used plane is `h` rows of its stride in
+        // device memory of the state's GPU, valid and unwritten until `release`, which runs
+        // when `armed` drops: after the picture's last reader and the device's work on it.
+        unsafe {
+            crate::gpu::frames::wrap_device_planes(
+                &dev,
+                layout.fmt,
+                bpc,
+                w as usize,
+                h as usize,
+                &planes[..layout.fmt.plane_count()],
+                Box::new(armed),
+            )
+        }
+    })
 }
 
 #[cfg(test)]

@@ -306,12 +306,26 @@ impl Drop for Release {
     }
 }
 
+/// The picture `make` builds over a caller's memory, exported, with `release(opaque)` armed
+/// only once that has succeeded: `make` gets the slot to keep alive as long as the memory is
+/// read, and a refusal anywhere releases nothing.
+pub(crate) fn wrap_with_release(
+    release: ReleaseCallback,
+    opaque: *mut c_void,
+    make: impl FnOnce(Arc<std::sync::OnceLock<Release>>) -> Result<PictureData>,
+) -> Result<VmafPicture> {
+    let armed = Arc::new(std::sync::OnceLock::new());
+    let out = export_picture(make(armed.clone())?)?;
+    let _ = armed.set(Release::new(release, opaque));
+    Ok(out)
+}
+
 /// A caller's planes read in place (`vmaf_hip_picture_wrap`): pointer and length in samples
 /// of each, handed back through the callback when the picture goes.
 struct CallerPlanes {
     planes: [(*const c_void, usize); 3],
     deep: bool,
-    _release: Release,
+    _release: Arc<std::sync::OnceLock<Release>>,
 }
 
 // SAFETY: the caller guarantees the planes stay valid and unchanged until `release`, which
@@ -425,28 +439,20 @@ pub(crate) unsafe fn picture_wrap(
     release: ReleaseCallback,
     opaque: *mut c_void,
 ) -> Result<VmafPicture> {
-    let make = |release| CallerPlanes {
-        planes: layout.planes.map(|(p, n, _)| (p, n)),
-        deep: bpc > 8,
-        _release: Release::new(release, opaque),
-    };
-    let strides = layout.planes.map(|p| p.2);
-    // Checked once without the callback, so a refusal never releases the caller's memory.
-    PictureData::external(
-        layout.fmt,
-        bpc,
-        w as usize,
-        h as usize,
-        strides,
-        Box::new(make(None)),
-    )?;
-    let pic = PictureData::external(
-        layout.fmt,
-        bpc,
-        w as usize,
-        h as usize,
-        strides,
-        Box::new(make(release)),
-    )?;
-    export_picture(pic)
+    wrap_with_release(release, opaque, |armed| {
+        let planes = CallerPlanes {
+            planes: layout.planes.map(|(p, n, _)| (p, n)),
+            deep: bpc > 8,
+            _release: armed,
+        };
+        let strides = layout.planes.map(|p| p.2);
+        PictureData::external(
+            layout.fmt,
+            bpc,
+            w as usize,
+            h as usize,
+            strides,
+            Box::new(planes),
+        )
+    })
 }

@@ -491,7 +491,9 @@ impl Device {
     /// this device's: a caller's planes are checked before kernels read them, since a stray
     /// address would fault every later call of the context, the caller's own work included.
     /// `-EINVAL` (naming `what`) otherwise; a failing runtime's own error passes through.
-    pub(crate) fn check_span(&self, what: &str, addr: u64, bytes: usize) -> Result<()> {
+    /// Returns the extent checked, `[start, end)`: the whole allocations the span lies in, so
+    /// other planes inside it need no lookup of their own.
+    pub(crate) fn check_span(&self, what: &str, addr: u64, bytes: usize) -> Result<(u64, u64)> {
         let bad = |why: String| Error::inval(format!("{what}: {why}"));
         let end = addr
             .checked_add(bytes as u64)
@@ -499,7 +501,7 @@ impl Device {
         // A piece of a mapped range (PyTorch's expandable segments) is a few MiB at least, so
         // this bounds the walk far beyond any plane.
         const MAX_PIECES: usize = 4096;
-        let mut cur = addr;
+        let (mut cur, mut start) = (addr, addr);
         for _ in 0..MAX_PIECES {
             let (base, size) = self.address_range(cur).map_err(|e| match e {
                 // Invalid value, not found: an address the runtime does not know.
@@ -513,12 +515,14 @@ impl Device {
             if base > cur || size == 0 {
                 return Err(bad(format!("no allocation holds device address {cur:#x}")));
             }
+            start = start.min(base);
             cur = base.saturating_add(size as u64);
             if cur >= end {
-                return self.check_owner(addr).map_err(|e| match e {
+                self.check_owner(addr).map_err(|e| match e {
                     Error::Invalid(m) => bad(m),
                     other => other,
-                });
+                })?;
+                return Ok((start, cur));
             }
         }
         Err(bad(format!(

@@ -310,8 +310,9 @@ pub fn upload_pitched_planes(
             bytes
                 .try_reserve_exact(pitch * h * bps)
                 .map_err(|_| Error::NoMem("host copy of a plane".into()))?;
+            let plane = pic.plane(i);
             for y in 0..h {
-                match pic.plane(i) {
+                match plane {
                     PlaneRef::U8(v) => bytes.extend_from_slice(&v[y * s..][..w]),
                     PlaneRef::U16(v) => {
                         bytes.extend(v[y * s..][..w].iter().flat_map(|x| x.to_ne_bytes()))
@@ -389,6 +390,8 @@ pub unsafe fn wrap_device_planes(
     let mut host_lens = [0usize; 3];
     let mut spans = [0usize; 3];
     let bps = if bpc == 8 { 1 } else { 2 };
+    // Allocations already checked: planes of one frame usually share one.
+    let mut checked: Vec<(u64, u64)> = Vec::with_capacity(n);
     for i in 0..n {
         let ((pw, ph), s) = (dims[i], planes[i].1);
         if ph == 0 || pw == 0 {
@@ -411,7 +414,10 @@ pub unsafe fn wrap_device_planes(
         let bytes = spans[i]
             .checked_mul(bps)
             .ok_or_else(|| Error::inval(format!("plane {i} is larger than memory")))?;
-        device.check_span(&format!("device plane {i}"), planes[i].0, bytes)?;
+        let (at, end) = (planes[i].0, planes[i].0.saturating_add(bytes as u64));
+        if !checked.iter().any(|&(lo, hi)| lo <= at && end <= hi) {
+            checked.push(device.check_span(&format!("device plane {i}"), at, bytes)?);
+        }
     }
     let planes = if bpc == 8 {
         DevPlanes::U8(

@@ -325,11 +325,11 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
         let mut index = [0usize; N];
         // The kernels read a job's planes at one pitch: device pictures at a shared pitch are
         // read in place; otherwise those with padded rows go through the (dense) cache.
-        let shared_pitch = pics
-            .iter()
-            .all(|p| direct_frame::<T>(p, state).is_some() && p.stride[0] == pics[0].stride[0]);
+        let direct = pics.map(|p| direct_frame::<T>(p, state));
+        let shared_pitch = direct.iter().all(Option::is_some)
+            && pics.iter().all(|p| p.stride[0] == pics[0].stride[0]);
         for (k, pic) in pics.iter().enumerate() {
-            let p = match direct_frame::<T>(pic, state) {
+            let p = match direct[k] {
                 Some(f) if shared_pitch || pic.stride[0] == pic.w[0] => {
                     Held::Direct(f.clone(), pic.stride[0])
                 }
