@@ -369,10 +369,7 @@ impl PictureData {
             Samples::U16(v) => (v.as_ptr().cast::<u8>(), v.len() * 2),
             Samples::External(_) | Samples::Device(_) => return None,
         };
-        // Small pictures upload quickly through staging memory, and their buffers may share
-        // pages, which can be locked only once.
-        const MIN_BYTES: usize = 1 << 20;
-        if bytes < MIN_BYTES {
+        if bytes < PIN_MIN_BYTES {
             return None;
         }
         match lock(ptr, bytes) {
@@ -553,6 +550,10 @@ pub(crate) fn check_geometry(pix_fmt: PixelFormat, bpc: u32, w: usize, h: usize)
     }
     Ok(())
 }
+
+/// Buffers smaller than this are not page-locked for uploads: small pictures upload quickly
+/// through staging memory, and their buffers may share pages, which can be locked only once.
+pub const PIN_MIN_BYTES: usize = 1 << 20;
 
 /// Rows are padded to 32 samples, as libvmaf's allocator does.
 const ROW_ALIGN: usize = 32;

@@ -540,7 +540,8 @@ pub unsafe extern "C" fn vmaf_feature_score_pooled(
 }
 
 /// Allocates `cfg.pic_cnt` pictures for `vmaf_fetch_preallocated_picture()` (replacing an
-/// earlier pool). Returns 0, -EINVAL for a zero count or size, a count above 1024, a side above
+/// earlier pool); on a context with an imported GPU state, pictures of 1 MiB and more are
+/// page-locked now, so their uploads need no staging copy. Returns 0, -EINVAL for a zero count or size, a count above 1024, a side above
 /// 65536, an unknown format or a depth outside 8..16, or -ENOMEM when the pictures cannot be
 /// allocated (those already allocated are freed and an earlier pool stays in place).
 ///
@@ -557,9 +558,19 @@ pub unsafe extern "C" fn vmaf_preallocate_pictures(
             return Err(Error::inval("pic_cnt is 0"));
         }
         let p = cfg.pic_params;
-        pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, move || {
-            new_picture_data(p.pix_fmt, p.bpc, p.w, p.h)
-        })
+        // SAFETY: live (caller's contract); the guard makes its use exclusive.
+        let dev = unsafe { context(vmaf) }?
+            .gpu_set()
+            .map(|g| g.states()[0].device().clone());
+        let make = move || new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
+        match dev {
+            // With a GPU, the pictures are page-locked now, not at their first uploads on the
+            // feeding thread (pictures that cannot be locked are uploaded through staging).
+            Some(dev) => pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, move || {
+                Ok(crate::gpu::pin_picture_if_worth(&dev, make()?))
+            }),
+            None => pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, make),
+        }
     })
 }
 
@@ -838,5 +849,60 @@ mod tests {
             let _ = vmaf_picture_unref(&mut r);
             assert_eq!(vmaf_close(ctx), 0);
         }
+    }
+
+    /// Whether a picture fetched from the context's upstream-style pool is page-locked.
+    fn pooled_is_locked(ctx: *mut VmafContext, w: u32, h: u32) -> bool {
+        let cfg = VmafPictureConfiguration {
+            pic_params: VmafPictureParams {
+                w,
+                h,
+                bpc: 8,
+                pix_fmt: 1,
+            },
+            pic_cnt: 2,
+        };
+        // SAFETY: live context; all-zero is the empty VmafPicture, written by the fetch.
+        unsafe {
+            assert_eq!(vmaf_preallocate_pictures(ctx, cfg), 0);
+            let mut pic: VmafPicture = std::mem::zeroed();
+            assert_eq!(vmaf_fetch_preallocated_picture(ctx, &mut pic), 0);
+            let locked = crate::ffi::picture::shared_picture(&pic, "pooled")
+                .unwrap()
+                .pinned()
+                .is_some();
+            assert_eq!(vmaf_picture_unref(&mut pic), 0);
+            locked
+        }
+    }
+
+    /// On a context with a GPU, an upstream-style pool's pictures are page-locked when the pool
+    /// is made (not at their first uploads, on the feeding thread); small ones, and any on a
+    /// CPU context, are not.
+    #[test]
+    fn pools_of_gpu_contexts_are_locked_up_front() {
+        let ctx = psnr_context();
+        assert!(!pooled_is_locked(ctx, 1920, 1080), "no GPU, no locking");
+        // SAFETY: live context.
+        assert_eq!(unsafe { vmaf_close(ctx) }, 0);
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let ctx = psnr_context();
+        // SAFETY: live context, no other call on it.
+        unsafe { context(ctx) }
+            .unwrap()
+            .import_gpu_state(state)
+            .unwrap();
+        assert!(
+            pooled_is_locked(ctx, 1920, 1080),
+            "locked before any upload"
+        );
+        assert!(
+            !pooled_is_locked(ctx, 64, 48),
+            "below the size worth locking"
+        );
+        // SAFETY: live context.
+        assert_eq!(unsafe { vmaf_close(ctx) }, 0);
     }
 }

@@ -346,13 +346,34 @@ pub fn pin_picture(
     dev: &Arc<Device>,
     mut pic: crate::picture::PictureData,
 ) -> Result<crate::picture::PictureData> {
+    lock_buffer(dev, &mut pic)?;
+    Ok(pic)
+}
+
+/// Page-locks `pic`'s buffer as [`pin_picture`] does when it is large enough to be worth it
+/// (see [`crate::picture::PIN_MIN_BYTES`]), and keeps it as it is when locking fails: for
+/// pictures that will be uploaded again and again (an upstream-style pool on a context with a
+/// GPU), where locking up front keeps the page-locking off the feeding thread's first reads.
+pub fn pin_picture_if_worth(
+    dev: &Arc<Device>,
+    mut pic: crate::picture::PictureData,
+) -> crate::picture::PictureData {
+    if pic.sample_buffer().1 >= crate::picture::PIN_MIN_BYTES {
+        if let Err(e) = lock_buffer(dev, &mut pic) {
+            crate::log_debug!("pool picture not page-locked, uploads stage it: {e}");
+        }
+    }
+    pic
+}
+
+fn lock_buffer(dev: &Arc<Device>, pic: &mut crate::picture::PictureData) -> Result<()> {
     // A recycled buffer may be locked already (see `PictureData::pin_shared`): locking it
     // again would fail.
     if pic
         .pinned()
         .is_some_and(|p| p.as_any().is::<HostRegistration>())
     {
-        return Ok(pic);
+        return Ok(());
     }
     let (ptr, bytes) = pic.sample_buffer();
     // SAFETY: the buffer belongs to `pic` and is never reallocated; the registration is stored
@@ -360,7 +381,7 @@ pub fn pin_picture(
     // buffer is freed, and it moves with the buffer when a pool recycles the picture.
     let reg = unsafe { HostRegistration::new(dev, ptr, bytes) }?;
     pic.set_pinned(Box::new(reg));
-    Ok(pic)
+    Ok(())
 }
 
 /// Ends the process at once with `code`, without exit handlers: the GPU driver's take about
