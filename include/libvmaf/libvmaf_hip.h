@@ -95,7 +95,10 @@ enum VmafHipPicturePreallocationMethod {
      * on a non-blocking stream of its own synchronises it before
      * vmaf_read_pictures(). The data[] pointers cannot be moved. */
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE = 1,
-    /* Ordinary host memory, as vmaf_preallocate_pictures(). */
+    /* Host memory, as vmaf_preallocate_pictures(): after
+     * vmaf_hip_import_state(), pictures of 1 MiB or more are page-locked when
+     * the pool is made where the system allows it (else their uploads go
+     * through staging copies). */
     VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST = 2,
     /* Page-locked host memory: the GPU reads each luma plane in place, with
      * no staging copy (when its rows are back to back: luma widths that are

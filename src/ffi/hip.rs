@@ -118,7 +118,9 @@ pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_NONE: c_int = 0;
 /// Device memory of the imported state's device, which the caller fills (device addresses in
 /// `data[]`, every plane dense: `stride[i]` = width times bytes per sample).
 pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_DEVICE: c_int = 1;
-/// Ordinary host memory (as `vmaf_preallocate_pictures`).
+/// Host memory, as `vmaf_preallocate_pictures`: with an imported GPU state, pictures of 1 MiB
+/// and more are page-locked when the pool is made where the system allows it (else their uploads
+/// go through staging copies).
 pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST: c_int = 2;
 /// Page-locked host memory: uploads read the luma plane in place, without a staging copy.
 pub const VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED: c_int = 3;
@@ -191,9 +193,13 @@ pub(crate) unsafe fn preallocate(
                 crate::gpu::frames::device_picture(&dev, fmt, p.bpc, w, h)
             })
         }
-        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => {
-            super::pool::preallocate(ctx as usize, cnt, make)
-        }
+        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => match first_device("HOST") {
+            // As `vmaf_preallocate_pictures`: locked up front where it can be.
+            Ok(dev) => super::pool::preallocate(ctx as usize, cnt, move || {
+                Ok(crate::gpu::pin_picture_if_worth(&dev, make()?))
+            }),
+            Err(_) => super::pool::preallocate(ctx as usize, cnt, make),
+        },
         VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED => {
             let dev = first_device("HOST_PINNED")?;
             super::pool::preallocate(ctx as usize, cnt, move || {

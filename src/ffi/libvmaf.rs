@@ -541,9 +541,11 @@ pub unsafe extern "C" fn vmaf_feature_score_pooled(
 
 /// Allocates `cfg.pic_cnt` pictures for `vmaf_fetch_preallocated_picture()` (replacing an
 /// earlier pool); on a context with an imported GPU state, pictures of 1 MiB and more are
-/// page-locked now, so their uploads need no staging copy. Returns 0, -EINVAL for a zero count or size, a count above 1024, a side above
-/// 65536, an unknown format or a depth outside 8..16, or -ENOMEM when the pictures cannot be
-/// allocated (those already allocated are freed and an earlier pool stays in place).
+/// page-locked now where the system allows it, so their uploads need no staging copy. Returns 0,
+/// -EINVAL for a zero count or size, a count above 1024, a side above 65536, an unknown format
+/// or a depth outside 8..16, -EBUSY while another call runs on the context, or -ENOMEM when the
+/// pictures cannot be allocated (those already allocated are freed and an earlier pool stays in
+/// place).
 ///
 /// # Safety
 /// `vmaf` is NULL or live.
