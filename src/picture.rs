@@ -745,6 +745,12 @@ impl PictureData {
         }
     }
 
+    /// Bytes of the picture's own host sample buffer (one the library allocated and recycles);
+    /// 0 for external memory read in place and for device memory.
+    pub fn owned_host_bytes(&self) -> usize {
+        self.samples.bytes()
+    }
+
     /// Whether the samples are external memory read in place.
     pub fn is_external(&self) -> bool {
         matches!(self.samples, Samples::External(_))

@@ -147,6 +147,12 @@ pub(crate) trait Extractor: Send + Sync {
         ALL_PLANES
     }
 
+    /// Whether this extractor's per-frame work runs on a GPU (the host queues it and waits):
+    /// such frames need no worker of their own to overlap, only a few frames in flight.
+    fn on_gpu(&self) -> bool {
+        false
+    }
+
     /// Computes this frame's scores.
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()>;
 

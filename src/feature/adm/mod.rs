@@ -371,6 +371,10 @@ impl Adm {
 }
 
 impl Extractor for Adm {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
     fn host_planes(&self) -> u8 {
         crate::feature::LUMA
     }

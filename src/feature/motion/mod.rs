@@ -153,6 +153,10 @@ impl Motion {
 }
 
 impl Extractor for Motion {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
     fn host_planes(&self) -> u8 {
         // With a GPU the host computes only the first frame, which reads no samples (the GPU
         // path fetches what it needs itself): device pictures are not copied back for it.

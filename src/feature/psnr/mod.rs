@@ -208,6 +208,10 @@ impl Psnr {
 }
 
 impl Extractor for Psnr {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
     fn host_planes(&self) -> u8 {
         // The GPU path reads device pictures in place (and fetches what it needs otherwise).
         if self.gpu.is_some() {

@@ -160,6 +160,10 @@ impl FloatMsSsim {
 }
 
 impl Extractor for FloatMsSsim {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
     fn host_planes(&self) -> u8 {
         // The GPU path reads device pictures in place (and fetches host pictures' luma
         // itself), so device pictures are not copied back for it.

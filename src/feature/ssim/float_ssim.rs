@@ -121,6 +121,10 @@ impl FloatSsim {
 }
 
 impl Extractor for FloatSsim {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
     fn host_planes(&self) -> u8 {
         // The GPU path reads device pictures in place (and fetches host pictures' luma
         // itself), so device pictures are not copied back for it.

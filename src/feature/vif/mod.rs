@@ -95,6 +95,10 @@ impl Vif {
 }
 
 impl Extractor for Vif {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
     fn host_planes(&self) -> u8 {
         crate::feature::LUMA
     }
