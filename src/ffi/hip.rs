@@ -193,13 +193,10 @@ pub(crate) unsafe fn preallocate(
                 crate::gpu::frames::device_picture(&dev, fmt, p.bpc, w, h)
             })
         }
-        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => match first_device("HOST") {
-            // As `vmaf_preallocate_pictures`: locked up front where it can be.
-            Ok(dev) => super::pool::preallocate(ctx as usize, cnt, move || {
-                Ok(crate::gpu::pin_picture_if_worth(&dev, make()?))
-            }),
-            Err(_) => super::pool::preallocate(ctx as usize, cnt, make),
-        },
+        // As `vmaf_preallocate_pictures`.
+        VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST => {
+            super::pool::preallocate_host(ctx as usize, cnt, first_device("HOST").ok(), make)
+        }
         VMAF_HIP_PICTURE_PREALLOCATION_METHOD_HOST_PINNED => {
             let dev = first_device("HOST_PINNED")?;
             super::pool::preallocate(ctx as usize, cnt, move || {

@@ -564,15 +564,9 @@ pub unsafe extern "C" fn vmaf_preallocate_pictures(
         let dev = unsafe { context(vmaf) }?
             .gpu_set()
             .map(|g| g.states()[0].device().clone());
-        let make = move || new_picture_data(p.pix_fmt, p.bpc, p.w, p.h);
-        match dev {
-            // With a GPU, the pictures are page-locked now, not at their first uploads on the
-            // feeding thread (pictures that cannot be locked are uploaded through staging).
-            Some(dev) => pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, move || {
-                Ok(crate::gpu::pin_picture_if_worth(&dev, make()?))
-            }),
-            None => pool::preallocate(vmaf as usize, cfg.pic_cnt as usize, make),
-        }
+        pool::preallocate_host(vmaf as usize, cfg.pic_cnt as usize, dev, move || {
+            new_picture_data(p.pix_fmt, p.bpc, p.w, p.h)
+        })
     })
 }
 

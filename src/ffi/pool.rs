@@ -46,6 +46,23 @@ pub(crate) fn preallocate(
     Ok(())
 }
 
+/// An upstream-style pool of host pictures `make` makes for context `ctx`: with `dev` (the
+/// context's first GPU), pictures are page-locked now, not at their first uploads on the
+/// feeding thread (pictures that cannot be locked are uploaded through staging).
+pub(crate) fn preallocate_host(
+    ctx: usize,
+    cnt: usize,
+    dev: Option<Arc<crate::gpu::Device>>,
+    make: impl Fn() -> Result<PictureData> + Send + Sync + 'static,
+) -> Result<()> {
+    match dev {
+        Some(dev) => preallocate(ctx, cnt, move || {
+            Ok(crate::gpu::pin_picture_if_worth(&dev, make()?))
+        }),
+        None => preallocate(ctx, cnt, make),
+    }
+}
+
 /// The pool of context `ctx`.
 pub(crate) fn get(ctx: usize) -> Result<Arc<PicturePool>> {
     registry()
