@@ -42,6 +42,14 @@ pub const MAX_POOL_PICTURES: usize = 1024;
 /// and up to 2048 frames in flight.
 pub const MAX_THREADS: usize = 1024;
 
+/// Largest model file read (`vmaf_model_load_from_path`, `vmaf_model_collection_load_from_path`,
+/// `vmaf -m path=`).
+///
+/// Upstream's largest model (a bootstrapped collection, `vmaf_b_v0.6.3.json`) is 400 KiB; 64 MiB
+/// leaves room for any real model while a device (`/dev/zero`) or a mistaken multi-gigabyte
+/// file is refused after reading at most that much.
+pub const MAX_MODEL_FILE_BYTES: usize = 64 << 20;
+
 /// A vector of `n` copies of `value`, or [`Error::NoMem`] naming `what` when the memory cannot
 /// be had (instead of aborting the process as `vec![value; n]` does).
 pub(crate) fn try_filled<T: Clone>(n: usize, value: T, what: &str) -> Result<Vec<T>> {

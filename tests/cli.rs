@@ -487,6 +487,41 @@ fn unknown_model() {
     let mut args = clip_args(G8);
     args.extend(["-m", "path=/nonexistent/model.json"].map(String::from));
     assert_one_line_error(&args, "/nonexistent/model.json");
+    // A device or a huge file is refused after at most 64 MiB, not read to its end.
+    let dir = work_dir("huge_model");
+    let sparse = arg(&dir, "sparse.json");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    for path in ["/dev/zero", sparse.as_str()] {
+        let mut args = clip_args(G8);
+        args.extend(["-m".to_string(), format!("path={path}")]);
+        assert_one_line_error(&args, "larger than 64 MiB");
+    }
+}
+
+/// Non-finite option values are refused with one line, in a model's overrides and in
+/// `--feature` alike (libvmaf takes a NaN and scores with it).
+#[test]
+fn non_finite_options_are_refused() {
+    for (flag, value) in [
+        ("-m", "version=vmaf_v0.6.1:vif.vif_enhn_gain_limit=nan"),
+        ("-m", "version=vmaf_v0.6.1:adm.adm_enhn_gain_limit=-nan"),
+        ("-m", "version=vmaf_v0.6.1:motion.motion_fps_weight=inf"),
+        ("--feature", "psnr=min_sse=nan"),
+        ("--feature", "float_ssim=scale=nan"),
+    ] {
+        let mut args = clip_args(G8);
+        args.extend(["-q", "--frame_cnt", "1", flag, value].map(String::from));
+        let out = vmaf(&args);
+        let line = one_error_line(&out);
+        assert_eq!(out.status.code(), Some(1), "{value}: {line}");
+        assert!(
+            line.contains("nan") || line.contains("inf"),
+            "{value}: {line}"
+        );
+    }
 }
 
 #[test]
@@ -701,9 +736,6 @@ fn stdout_write_errors_fail() {
         &out,
         &["cannot write the scores to stdout", "No space left"],
     );
-    // A closed stdout: refused before scoring.
-    let out = vmaf_sh("exec >&-", &args);
-    assert_failed_with(&out, &["stdout is closed", "-o FILE"]);
     // A pipe whose reader has gone.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
         .args(&args)
@@ -716,6 +748,42 @@ fn stdout_write_errors_fail() {
     assert_failed_with(&out, &["cannot write the scores to stdout", "Broken pipe"]);
     // /dev/null is a fine place to discard scores.
     let out = run(std::process::Stdio::null());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // /dev/null opened read-write (Python's subprocess.DEVNULL, process supervisors) is a
+    // stdout like any other, for the scores, the help and a real error alike.
+    let out = vmaf_sh("exec 1<>/dev/null", &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = vmaf_sh("exec 1<>/dev/null", &["--help".to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = work_dir("devnull_read_write");
+    let short = arg(&dir, "short.y4m");
+    let whole = std::fs::read(&args[1]).unwrap();
+    let header = whole.iter().position(|&b| b == b'\n').unwrap() + 1;
+    std::fs::write(&short, &whole[..header + 6 + 576 * 324 * 3 / 2 + 1000]).unwrap();
+    let mut bad = args.clone();
+    bad[1] = short;
+    let out = vmaf_sh("exec 1<>/dev/null", &bad);
+    let line = one_error_line(&out);
+    assert_eq!(out.status.code(), Some(1), "{line}");
+    assert!(
+        line.contains("truncated") && !line.contains("stdout"),
+        "{line}"
+    );
+    // A closed stdout is what the Rust runtime makes of it, /dev/null, as upstream's printf
+    // to a closed descriptor loses the scores without failing.
+    let out = vmaf_sh("exec >&-", &args);
     assert!(
         out.status.success(),
         "{}",
@@ -745,6 +813,91 @@ fn stdout_write_errors_fail() {
         .output()
         .unwrap();
     assert_failed_with(&out, &["cannot write the help to stdout"]);
+}
+
+/// `-o` names where the output goes, not a file to replace: a descriptor link writes into
+/// what stdout is (a pipe, a file, even an unlinked one), a symlink to a file not made yet is
+/// written through, and neither the link nor `/dev/stdout` becomes a file of its own.
+#[test]
+fn output_goes_where_the_path_points() {
+    use std::io::{Read, Seek};
+    use std::os::unix::fs::FileTypeExt;
+    let mut args = clip_args(G8);
+    args.extend(["-q", "--frame_cnt", "3", "--json"].map(String::from));
+    let frames_of = |text: &str, what: &str| {
+        let v = parse_json(text, what);
+        v["frames"].as_array().map(|a| a.len())
+    };
+    for target in ["/dev/stdout", "/proc/self/fd/1", "/dev/fd/1"] {
+        let mut a = args.clone();
+        a.extend(["-o".to_string(), target.to_string()]);
+        // A pipe.
+        let out = vmaf_ok(&a);
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(frames_of(&text, target), Some(3), "{target}");
+        // A file, unlinked as Python's tempfile.TemporaryFile is.
+        let dir = work_dir("output_to_stdout_file");
+        let path = dir.join("stdout.json");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+            .args(&a)
+            .stdout(file.try_clone().unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut text = String::new();
+        file.seek(std::io::SeekFrom::Start(0)).unwrap();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(frames_of(&text, target), Some(3), "{target}");
+        assert!(dir_entries(&dir).is_empty(), "{:?}", dir_entries(&dir));
+        assert!(std::fs::symlink_metadata("/dev/stdout")
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    // A FIFO: the reader gets the whole log.
+    let dir = work_dir("output_links");
+    let fifo = dir.join("fifo.json");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let mut a = args.clone();
+    a.extend(["-o".to_string(), fifo.display().to_string()]);
+    vmaf_ok(&a);
+    assert_eq!(frames_of(&reader.join().unwrap(), "fifo"), Some(3));
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // A symlink to a file that does not exist yet: created through the link, which stays.
+    std::os::unix::fs::symlink("made.json", dir.join("link.json")).unwrap();
+    let mut a = args.clone();
+    a.extend(["-o".to_string(), arg(&dir, "link.json")]);
+    vmaf_ok(&a);
+    assert!(std::fs::symlink_metadata(dir.join("link.json"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = std::fs::read_to_string(dir.join("made.json")).unwrap();
+    assert_eq!(frames_of(&text, "made.json"), Some(3));
+    assert_eq!(dir_entries(&dir), ["fifo.json", "link.json", "made.json"]);
 }
 
 /// A minimal XML well-formedness check for the writer's output: nested elements, attribute

@@ -234,29 +234,14 @@ macro_rules! say {
 
 /// The process's stdout as a plain file (a duplicate of descriptor 1), or why there is none.
 /// Writes through it report every error: Rust's `std::io::stdout()` silently drops writes to
-/// a closed descriptor.
+/// a closed descriptor. Whatever descriptor 1 is (`/dev/null` opened read-write by a
+/// supervisor, or by the Rust runtime in place of a closed one) is used as it is, as libvmaf's
+/// tool does.
 fn stdout_file() -> std::io::Result<File> {
-    if stdout_was_closed() {
-        return Err(std::io::Error::other("stdout is closed"));
-    }
     std::io::stdout()
         .as_fd()
         .try_clone_to_owned()
         .map(File::from)
-}
-
-/// Whether the process started with descriptor 1 closed (`>&-`). Before `main` the Rust
-/// runtime puts `/dev/null`, opened read-write, in place of a closed standard descriptor, so
-/// writes would vanish without an error; a shell's `> /dev/null` opens it write-only.
-fn stdout_was_closed() -> bool {
-    let is_null = std::fs::read_link("/proc/self/fd/1").is_ok_and(|l| l == Path::new("/dev/null"));
-    is_null
-        && std::fs::read_to_string("/proc/self/fdinfo/1").is_ok_and(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
-                .is_some_and(|f| f & libc::O_ACCMODE == libc::O_RDWR)
-        })
 }
 
 /// Writes `text` to stdout, failing on a closed stdout, a full device or a broken pipe.
@@ -692,7 +677,7 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     let ms = move || t0.elapsed().as_secs_f64() * 1e3;
     // The context sets it again; this lets the GPU set-up log at debug level too.
     vmaf_hip::log::set_level(LogLevel::Info);
-    // Scores printed to a closed stdout would be lost: say so before doing the work.
+    // Scores with no stdout to go to would be lost: say so before doing the work.
     if let (None, false, Err(e)) = (&cli.output, cli.no_prediction, stdout) {
         return Err(CliError(format!(
             "cannot write the scores to stdout ({e}); redirect it or use -o FILE"
@@ -954,7 +939,7 @@ fn main() -> ExitCode {
             .unwrap_or_else(|| "unknown panic".into());
         say!("error: internal error: {}", msg.replace('\n', " "));
     }));
-    // Taken before any file is opened: a closed descriptor 1 would be reused by the next open.
+    // Taken once, before any file is opened.
     let stdout = stdout_file();
     let parsed = Cli::command().try_get_matches().and_then(|m| {
         let mut cli = Cli::from_arg_matches(&m)?;

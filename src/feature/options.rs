@@ -278,7 +278,7 @@ pub struct Opts {
 impl Opts {
     /// Parses `dict` against `specs` as libvmaf does: bools are exactly `true`/`false`, ints via
     /// `atoi`, doubles via `atof`, a zero result from text not starting with `0` is an error, and
-    /// numbers are range-checked. Unknown keys are ignored.
+    /// numbers are range-checked; unlike libvmaf, a NaN is refused too. Unknown keys are ignored.
     pub fn parse(specs: &'static [OptSpec], dict: &Dict) -> Result<Self> {
         let mut values = Vec::with_capacity(specs.len());
         for spec in specs {
@@ -369,6 +369,14 @@ fn parse_one(spec: &OptSpec, s: &str) -> Result<OptValue> {
         }
         OptValue::Double(_) => {
             let n = atof(s);
+            // NaN passes libvmaf's range check and then computes scores no finite setting
+            // gives; infinities are refused there already (every table's bounds are finite).
+            if !n.is_finite() {
+                return Err(Error::inval(format!(
+                    "bad value {s:?} for option {}: not a finite number",
+                    spec.name
+                )));
+            }
             if (n == 0.0 && !s.starts_with('0')) || n < spec.min || n > spec.max {
                 return Err(bad());
             }
@@ -426,5 +434,30 @@ mod tests {
         let mut d = Dict::new();
         d.set("debug", "yes");
         assert!(Opts::parse(&SPECS, &d).is_err());
+    }
+
+    /// libvmaf takes a NaN (it passes the range check); here every non-finite value is refused,
+    /// in any spelling `strtod` reads.
+    #[test]
+    fn non_finite_values_are_refused() {
+        for v in [
+            "nan", "NaN", "-nan", "nan(0x1)", " nan", "inf", "-inf", "Infinity", "1e999",
+        ] {
+            let mut d = Dict::new();
+            d.set("vif_enhn_gain_limit", v);
+            let e = Opts::parse(&SPECS, &d).unwrap_err().to_string();
+            assert!(
+                e.contains("vif_enhn_gain_limit: not a finite number"),
+                "{v}: {e}"
+            );
+        }
+        let mut d = Dict::new();
+        d.set("vif_enhn_gain_limit", "1e2");
+        assert_eq!(
+            Opts::parse(&SPECS, &d)
+                .unwrap()
+                .double("vif_enhn_gain_limit"),
+            100.0
+        );
     }
 }

@@ -10,6 +10,7 @@ use bitflags::bitflags;
 
 use crate::error::{Error, Result};
 use crate::feature::Dict;
+use crate::limits::MAX_MODEL_FILE_BYTES;
 
 mod builtin;
 mod parse;
@@ -64,11 +65,42 @@ fn model_name(cfg: &ModelConfig) -> String {
     cfg.name.clone().unwrap_or_else(|| "vmaf".to_string())
 }
 
+/// A model file's text, refused past [`MAX_MODEL_FILE_BYTES`] before more than that is read
+/// (a device such as `/dev/zero`, a sparse or mistaken file).
+fn read_bounded(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let limit = MAX_MODEL_FILE_BYTES;
+    let too_big = || {
+        Error::inval(format!(
+            "larger than {} MiB, more than any model file",
+            limit >> 20
+        ))
+    };
+    let file = std::fs::File::open(path).map_err(|e| Error::inval(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| Error::inval(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(Error::inval("is a directory"));
+    }
+    if meta.len() > limit as u64 {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    // Sized by the file (at most the limit): fallible, as every allocation a file sizes.
+    bytes
+        .try_reserve_exact(meta.len() as usize + 1)
+        .map_err(|_| Error::NoMem(format!("cannot allocate {} bytes", meta.len())))?;
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::inval(e.to_string()))?;
+    if bytes.len() > limit {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|_| Error::inval("not UTF-8 text"))
+}
+
 /// Reads a model file, turning failures into libvmaf's `-EINVAL` with its `.pkl` hint.
 fn read_model_file<T>(path: &Path, what: &str, parse: impl FnOnce(&str) -> Result<T>) -> Result<T> {
-    let res = std::fs::read_to_string(path)
-        .map_err(|e| Error::inval(e.to_string()))
-        .and_then(|text| parse(&text));
+    let res = read_bounded(path).and_then(|text| parse(&text));
     res.map_err(|e| {
         let shown = path.display();
         let p = path.to_string_lossy();

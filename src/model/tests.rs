@@ -239,6 +239,62 @@ fn load_errors() {
     }
 }
 
+/// Model files are read to at most 64 MiB: a device that never ends, a sparse file far past
+/// that and a directory fail at once (a model or a collection alike), as does text that is not
+/// UTF-8; a real model file is unaffected.
+#[test]
+fn model_files_are_read_within_a_bound() {
+    let cfg = ModelConfig::default();
+    let t = std::time::Instant::now();
+    for path in ["/dev/zero", "/dev/urandom"] {
+        let e = Model::load_from_path(Path::new(path), &cfg).unwrap_err();
+        assert!(
+            matches!(&e, Error::Invalid(m) if m.contains("larger than 64 MiB")),
+            "{e}"
+        );
+    }
+    let e = ModelCollection::load_from_path(Path::new("/dev/zero"), &cfg).unwrap_err();
+    assert!(
+        matches!(&e, Error::Invalid(m) if m.contains("larger than 64 MiB")),
+        "{e}"
+    );
+    // Bounded reads, not a wait for the end of the device.
+    assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    let dir = std::env::temp_dir().join(format!("vmaf-model-bound-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sparse = dir.join("sparse.json");
+    let f = std::fs::File::create(&sparse).unwrap();
+    f.set_len(2 << 30).unwrap();
+    let e = Model::load_from_path(&sparse, &cfg).unwrap_err();
+    assert!(
+        matches!(&e, Error::Invalid(m) if m.contains("larger than 64 MiB")),
+        "{e}"
+    );
+    // Just under the bound is read (and then found not to be a model).
+    f.set_len(MAX_MODEL_FILE_BYTES as u64).unwrap();
+    let e = Model::load_from_path(&sparse, &cfg).unwrap_err();
+    assert!(
+        matches!(&e, Error::Invalid(m) if !m.contains("larger than")),
+        "{e}"
+    );
+    let e = Model::load_from_path(&dir, &cfg).unwrap_err();
+    assert!(
+        matches!(&e, Error::Invalid(m) if m.contains("directory")),
+        "{e}"
+    );
+    let latin1 = dir.join("latin1.json");
+    std::fs::write(&latin1, b"{\"model_dict\": \"\xe9\"}").unwrap();
+    let e = Model::load_from_path(&latin1, &cfg).unwrap_err();
+    assert!(
+        matches!(&e, Error::Invalid(m) if m.contains("UTF-8")),
+        "{e}"
+    );
+    let real = dir.join("vmaf_v0.6.1.json");
+    std::fs::write(&real, builtin::json("vmaf_v0.6.1").unwrap()).unwrap();
+    assert!(Model::load_from_path(&real, &cfg).is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// libvmaf's test_predict: every feature at 60.0 gives 100 after the clip.
 #[test]
 fn predict_all_sixty_clips_to_100() {
