@@ -256,6 +256,12 @@ static void test_context(VmafModel *model)
     EXPECT(vmaf_write_output(vmaf, "/dev/null", VMAF_OUTPUT_FORMAT_XML), 0);
 
     EXPECT(vmaf_close(vmaf), 0);
+    /* A closed context is refused without reading its freed memory (valgrind checks that). */
+    EXPECT(vmaf_close(vmaf), -EINVAL);
+    EXPECT(vmaf_write_output(vmaf, "/dev/null", VMAF_OUTPUT_FORMAT_XML), -EINVAL);
+    EXPECT(vmaf_score_pooled(vmaf, model, VMAF_POOL_METHOD_MEAN, &s, 0, 4), -EINVAL);
+    /* Nor is a pointer vmaf_init never gave out. */
+    EXPECT(vmaf_close((VmafContext *)&s), -EINVAL);
 }
 
 static void test_pool_misuse(void)

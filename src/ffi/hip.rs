@@ -394,21 +394,18 @@ mod tests {
         }
         assert_eq!(rc, 0);
         assert!(!s.is_null());
-        let mut ctx = VmafContext::new(crate::context::Context::new(Default::default()).unwrap());
+        let ctx =
+            VmafContext::into_handle(crate::context::Context::new(Default::default()).unwrap());
         // SAFETY: both live.
-        assert_eq!(unsafe { vmaf_hip_import_state(&mut ctx, s) }, 0);
+        assert_eq!(unsafe { vmaf_hip_import_state(ctx, s) }, 0);
         // SAFETY: live, and no other call is running on it.
-        assert!(!unsafe { context(&mut ctx) }
-            .unwrap()
-            .gpu_states()
-            .is_empty());
+        assert!(!unsafe { context(ctx) }.unwrap().gpu_states().is_empty());
         // SAFETY: `s` is live and freed once; the context keeps its own reference.
         unsafe { vmaf_hip_state_free(&mut s) };
         assert!(s.is_null());
         // SAFETY: as above.
-        assert!(!unsafe { context(&mut ctx) }
-            .unwrap()
-            .gpu_states()
-            .is_empty());
+        assert!(!unsafe { context(ctx) }.unwrap().gpu_states().is_empty());
+        // SAFETY: live, closed once.
+        assert_eq!(unsafe { crate::ffi::libvmaf::vmaf_close(ctx) }, 0);
     }
 }

@@ -1,8 +1,10 @@
 //! `libvmaf.h`: the scoring context.
 
 use std::cell::UnsafeCell;
+use std::collections::HashSet;
 use std::ffi::{c_char, c_int, c_uint};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
 
 use crate::context::{Config, Context};
 use crate::error::{Error, Result};
@@ -87,12 +89,51 @@ pub struct VmafContext {
 }
 
 impl VmafContext {
-    pub(crate) fn new(ctx: Context) -> Self {
-        VmafContext {
+    /// A live handle for `ctx`: boxed and registered, so calls accept it until
+    /// [`release_handle`] (in `vmaf_close`) unregisters and frees it.
+    pub(crate) fn into_handle(ctx: Context) -> *mut VmafContext {
+        let raw = Box::into_raw(Box::new(VmafContext {
             busy: AtomicBool::new(false),
             ctx: UnsafeCell::new(ctx),
-        }
+        }));
+        live_handles().insert(raw as usize);
+        raw
     }
+}
+
+/// The addresses of the handles `vmaf_init` gave out and `vmaf_close` has not freed. A call
+/// with any other pointer (a second `vmaf_close`, a stale copy) gets -EINVAL without a read of
+/// the memory it points at. A freed address that a later `vmaf_init` hands out again is live
+/// again: the guard catches the common mistakes, not every use of a dangling pointer.
+static LIVE_HANDLES: RwLock<Option<HashSet<usize>>> = RwLock::new(None);
+
+fn live_handles() -> LiveSetMut {
+    LiveSetMut(LIVE_HANDLES.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Write access to the live set (created on first use).
+struct LiveSetMut(std::sync::RwLockWriteGuard<'static, Option<HashSet<usize>>>);
+
+impl LiveSetMut {
+    fn insert(&mut self, handle: usize) {
+        self.0.get_or_insert_with(HashSet::new).insert(handle);
+    }
+
+    fn remove(&mut self, handle: usize) -> bool {
+        self.0.as_mut().is_some_and(|set| set.remove(&handle))
+    }
+}
+
+/// Unregisters and frees a handle whose context the caller holds (its busy flag set).
+///
+/// # Safety
+/// `vmaf` is a live handle from [`VmafContext::into_handle`], borrowed by no other call.
+unsafe fn release_handle(vmaf: *mut VmafContext) {
+    // Waits for calls still checking the handle; none can find it afterwards.
+    live_handles().remove(vmaf as usize);
+    // SAFETY: live and from `Box::into_raw` (caller's contract); unregistered above, so no
+    // other call can reach it any more.
+    drop(unsafe { Box::from_raw(vmaf) });
 }
 
 /// Exclusive use of a context for one C call; ends (and frees the context for the next call)
@@ -154,14 +195,24 @@ pub struct VmafPictureConfiguration {
 /// `vmaf` is NULL or a live handle from `vmaf_init()`.
 pub(crate) unsafe fn context<'a>(vmaf: *mut VmafContext) -> Result<ContextGuard<'a>> {
     non_null(vmaf, "context")?;
-    // SAFETY: a live handle (caller's contract); only the atomic flag is touched before the
-    // guard is made.
-    let handle = unsafe { &*vmaf };
-    if handle
-        .busy
-        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
+    // Held while the busy flag is taken, so `vmaf_close` cannot free the handle in between.
+    let live = LIVE_HANDLES.read().unwrap_or_else(|e| e.into_inner());
+    if !live
+        .as_ref()
+        .is_some_and(|set| set.contains(&(vmaf as usize)))
     {
+        return Err(Error::inval(
+            "not a live context (closed already, or not from vmaf_init)",
+        ));
+    }
+    // SAFETY: registered, so live until `release_handle`, which waits for `live`; only the
+    // atomic flag is touched before the guard is made.
+    let handle = unsafe { &*vmaf };
+    let taken = handle
+        .busy
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed);
+    drop(live);
+    if taken.is_err() {
         return Err(Error::Busy(
             "the context is in use by another thread (calls on one context must not overlap)"
                 .into(),
@@ -221,13 +272,7 @@ pub unsafe extern "C" fn vmaf_init(vmaf: *mut *mut VmafContext, cfg: VmafConfigu
             gpumask: cfg.gpumask,
         })?;
         // SAFETY: non-NULL and writable (caller's contract).
-        unsafe {
-            put(
-                vmaf,
-                "context pointer",
-                Box::into_raw(Box::new(VmafContext::new(ctx))),
-            )
-        }
+        unsafe { put(vmaf, "context pointer", VmafContext::into_handle(ctx)) }
     })
 }
 
@@ -609,7 +654,9 @@ pub(crate) unsafe fn fetch_pooled(vmaf: *mut VmafContext, pic: *mut VmafPicture)
 /// Waits for queued extraction, then frees the context (models are freed separately).
 /// Unlike libvmaf, it does not wait for preallocated pictures the caller still holds: those
 /// stay valid and are freed when released, and threads blocked in
-/// `vmaf_fetch_preallocated_picture()` get -EINVAL. Returns 0, or -EINVAL when `vmaf` is NULL.
+/// `vmaf_fetch_preallocated_picture()` get -EINVAL. Returns 0, or -EINVAL when `vmaf` is NULL
+/// or not a live context (a second `vmaf_close` on the same pointer is refused, not a read of
+/// freed memory).
 ///
 /// # Safety
 /// `vmaf` is NULL or a live handle not used afterwards (nor concurrently, except by fetches).
@@ -626,8 +673,8 @@ pub unsafe extern "C" fn vmaf_close(vmaf: *mut VmafContext) -> c_int {
                 "vmaf_close: {out} preallocated picture(s) not released yet; freed on release"
             );
         }
-        // SAFETY: a live handle from vmaf_init, given up by the caller.
-        drop(unsafe { Box::from_raw(vmaf) });
+        // SAFETY: live (checked by `context`) and held by this call (the forgotten guard).
+        unsafe { release_handle(vmaf) };
         Ok(())
     })
 }
