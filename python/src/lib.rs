@@ -10,10 +10,13 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyInterruptedError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 
 use vmaf_hip::context::{Config, Context};
@@ -300,18 +303,42 @@ fn finish_json(ctx: &mut Context, models: &[Loaded], frames: usize) -> Result<St
 
 /// Options of `score_files` besides the context's.
 #[derive(Debug, Clone, Copy)]
-struct FileOptions {
+struct FileOptions<'a> {
     raw: Option<VideoInfo>,
     frame_cnt: u32,
     frame_skip_ref: u32,
     frame_skip_dist: u32,
+    /// Checked before each frame: once set, the scoring stops.
+    cancel: Option<&'a AtomicBool>,
+}
+
+/// A flag that stops the `score_files` calls given it at their next frame (the catalog sets it
+/// on Ctrl-C, so pairs being scored on other threads end within a frame).
+#[pyclass(module = "vmaf_hip._native", name = "CancelFlag", frozen)]
+struct CancelFlag(Arc<AtomicBool>);
+
+#[pymethods]
+impl CancelFlag {
+    #[new]
+    fn new() -> Self {
+        CancelFlag(Arc::new(AtomicBool::new(false)))
+    }
+
+    /// Stops every call given this flag.
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 fn score_files_impl(
     setup: &Setup,
     ref_path: &Path,
     dist_path: &Path,
-    opts: FileOptions,
+    opts: FileOptions<'_>,
 ) -> Result<String, Error> {
     let mut vref = io::open(ref_path, opts.raw)?;
     let mut vdist = io::open(dist_path, opts.raw)?;
@@ -330,6 +357,12 @@ fn score_files_impl(
     }
     let mut n = 0usize;
     while opts.frame_cnt == 0 || n < opts.frame_cnt as usize {
+        if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Error::io(
+                format!("scoring cancelled at frame {n}"),
+                std::io::ErrorKind::Interrupted.into(),
+            ));
+        }
         let (r, d) = match (vref.read_frame()?, vdist.read_frame()?) {
             (Some(r), Some(d)) => (r, d),
             // As the CLI does, one input ending first ends the scoring there.
@@ -357,7 +390,7 @@ fn score_files_impl(
 #[pyfunction]
 #[pyo3(signature = (reference, distorted, models, features, backend, device, threads,
     subsample, width, height, pixel_format, bitdepth, frame_cnt, frame_skip_ref,
-    frame_skip_dist, cpumask, gpumask))]
+    frame_skip_dist, cpumask, gpumask, cancel=None))]
 #[allow(clippy::too_many_arguments)]
 fn score_files_json(
     py: Python<'_>,
@@ -378,7 +411,9 @@ fn score_files_json(
     frame_skip_dist: u32,
     cpumask: u64,
     gpumask: u64,
+    cancel: Option<Bound<'_, CancelFlag>>,
 ) -> PyResult<String> {
+    let cancel = cancel.map(|c| Arc::clone(&c.get().0));
     let backend = parse_backend(backend, device.as_ref())?;
     let raw = match (width, height, pixel_format, bitdepth) {
         (None, None, None, None) => None,
@@ -410,10 +445,17 @@ fn score_files_json(
         frame_cnt,
         frame_skip_ref,
         frame_skip_dist,
+        cancel: cancel.as_deref(),
     };
-    detached(py, || {
+    let res = detached(py, || {
         score_files_impl(&setup, Path::new(&reference), Path::new(&distorted), opts)
-    })
+    });
+    match (res, &cancel) {
+        (Err(_), Some(c)) if c.load(Ordering::Relaxed) => {
+            Err(PyInterruptedError::new_err("scoring cancelled"))
+        }
+        (res, _) => res,
+    }
 }
 
 /// The scoring state of a [`PyContext`].
@@ -912,6 +954,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_class::<PyContext>()?;
+    m.add_class::<CancelFlag>()?;
+    m.add("MAX_THREADS", vmaf_hip::limits::MAX_THREADS)?;
     m.add_class::<ffi::DeviceArray>()?;
     m.add_function(wrap_pyfunction!(ffi::_test_arrays_freed, m)?)?;
     m.add_function(wrap_pyfunction!(_test_panic, m)?)?;

@@ -16,12 +16,14 @@ import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
-from ._native import NoDeviceError, libvmaf_version
+from ._native import MAX_THREADS, CancelFlag, NoDeviceError, libvmaf_version
 
 __version__: str = _native.__version__
 
 __all__ = [
+    "CancelFlag",
     "Context",
+    "MAX_THREADS",
     "NoDeviceError",
     "__version__",
     "devices",
@@ -148,6 +150,7 @@ def score_files(
     frame_skip_dist: int = 0,
     cpumask: int = 0,
     gpumask: int = 0,
+    cancel: Optional[CancelFlag] = None,
 ) -> dict:
     """Scores ``dist`` against ``ref`` like ``vmaf -r ref -d dist --json``.
 
@@ -160,6 +163,9 @@ def score_files(
     ``backend="hip"`` extracts on a GPU: ``device`` picks one by index, or ``"all"``.
     ``threads``, ``subsample``, ``frame_cnt``, ``frame_skip_ref``/``_dist``, ``cpumask`` and
     ``gpumask`` are the CLI's options of those names.
+
+    ``cancel``: a ``CancelFlag``; once it is set (from any thread), the call stops at the
+    next frame with ``InterruptedError``.
 
     Returns the parsed JSON the ``vmaf`` command writes. Raises ValueError for bad arguments
     or input data, OSError when a file cannot be read, ``NoDeviceError`` (a RuntimeError)
@@ -183,6 +189,7 @@ def score_files(
         _u32("frame_skip_dist", frame_skip_dist),
         _count("cpumask", cpumask),
         _count("gpumask", gpumask),
+        cancel,
     )
     return json.loads(text)
 
