@@ -286,3 +286,51 @@ pub fn private_cdylib(dir: &Path) -> PathBuf {
     std::fs::rename(&tmp, dir.join("libvmaf_hip.so")).expect("install cdylib copy");
     dir.to_path_buf()
 }
+
+// Float extractors and models: upstream's `-Denable_float=true` logs in
+// `tests/data/expected_float`.
+
+/// Every clip of the parity corpus.
+pub const FLOAT_CLIPS: &[&str] = &[
+    "life_320x240_420p8",
+    "mandel_352x288_422p8",
+    "natural_1920x1080_420p8",
+    "natural_320x180_420p12",
+    "natural_576x324_420p8",
+    "natural_640x360_420p10",
+    "testsrc_321x241_420p8",
+    "testsrc_480x270_444p8",
+];
+
+/// Expected log `name` of `tests/data/expected_float`.
+pub fn expected_float(name: &str) -> serde_json::Value {
+    let p = repo_root().join("tests/data/expected_float").join(name);
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    parse_json(&text, name)
+}
+
+/// Runs `vmaf --json` on `clip` with `extra` flags; returns the parsed log.
+pub fn run_json(test: &str, clip: &str, extra: &[&str]) -> serde_json::Value {
+    let dir = work_dir(test);
+    let out = arg(&dir, "out.json");
+    let mut args = clip_args(clip);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.extend(["--json", "-q", "--threads", "2", "-o", &out].map(String::from));
+    vmaf_ok(&args);
+    parse_json(&std::fs::read_to_string(&out).expect("read output"), "output")
+}
+
+/// Compares the metrics of expected log `name` that `keep` selects (per frame and pooled) with
+/// `got`; the others are skipped.
+pub fn check_float_metrics(name: &str, got: &serde_json::Value, keep: &dyn Fn(&str) -> bool) {
+    let want = expected_float(name);
+    let skip: Vec<String> = want["pooled_metrics"]
+        .as_object()
+        .expect("pooled metrics")
+        .keys()
+        .filter(|k| !keep(k))
+        .cloned()
+        .collect();
+    let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
+    assert_json_matches(&want, got, &skip, name);
+}
