@@ -1,8 +1,8 @@
 //! VMAF v1.0.16 models through the `vmaf` binary: cambi, speed_chroma, adm3 (csf_mode 2) and
 //! motion3 with the models' feature options must reproduce upstream's logs exactly.
 //!
-//! The model files are upstream test data kept outside the repository (`../shared/models`);
-//! without them the tests print a note and pass.
+//! The model files are the repository's copies of upstream's (`models/`, also built in under
+//! their version names; `tests/float.rs` scores every built-in by name).
 
 mod common;
 
@@ -12,14 +12,9 @@ use common::*;
 
 const CLIP: &str = "natural_1920x1080_420p8";
 
-/// Path of model `file` under `../shared/models`, or `None` when that folder is absent.
+/// Path of model `file` under the repository's `models/`.
 fn shared_model(file: &str) -> Option<PathBuf> {
-    let dir = repo_root().join("../shared/models");
-    if !dir.is_dir() {
-        println!("skipped: ../shared/models not found");
-        return None;
-    }
-    Some(dir.join(file))
+    Some(repo_root().join("models").join(file))
 }
 
 /// Scores the clip with model `model` (loaded by path, named `vmaf` as upstream's built-in

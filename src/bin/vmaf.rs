@@ -929,6 +929,16 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The help's closing lines: every built-in model and feature extractor by name.
+fn lists() -> String {
+    let models: Vec<&str> = vmaf_hip::model::builtin_versions().collect();
+    format!(
+        "Built-in models (-m version=NAME): {}\nFeature extractors (--feature NAME): {}",
+        models.join(", "),
+        vmaf_hip::feature::EXTRACTOR_NAMES.join(", ")
+    )
+}
+
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         let msg = info
@@ -941,11 +951,14 @@ fn main() -> ExitCode {
     }));
     // Taken once, before any file is opened.
     let stdout = stdout_file();
-    let parsed = Cli::command().try_get_matches().and_then(|m| {
-        let mut cli = Cli::from_arg_matches(&m)?;
-        ctc::expand(&mut cli, &m);
-        Ok(cli)
-    });
+    let parsed = Cli::command()
+        .after_help(lists())
+        .try_get_matches()
+        .and_then(|m| {
+            let mut cli = Cli::from_arg_matches(&m)?;
+            ctc::expand(&mut cli, &m);
+            Ok(cli)
+        });
     let cli = match parsed {
         Ok(c) => c,
         Err(e) => {

@@ -23,6 +23,7 @@ pub(crate) mod alias;
 pub(crate) mod cambi;
 pub(crate) mod ciede;
 pub(crate) mod motion;
+pub(crate) mod null;
 pub(crate) mod options;
 pub(crate) mod psnr;
 pub(crate) mod psnr_hvs;
@@ -188,6 +189,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "speed_temporal",
     "psnr_hvs",
     "ciede",
+    "null",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -215,7 +217,13 @@ pub(crate) fn create_on(
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
         "ciede" => Box::new(ciede::Ciede::new(opts)?),
-        _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
+        "null" => Box::new(null::Null::new(opts)?),
+        _ => {
+            return Err(Error::inval(format!(
+                "no such feature extractor: {name} (known: {})",
+                EXTRACTOR_NAMES.join(", ")
+            )))
+        }
     })
 }
 
@@ -234,6 +242,7 @@ pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> 
         ("speed_temporal", speed::TEMPORAL_FEATURES),
         ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
         ("ciede", ciede::PROVIDED_FEATURES),
+        ("null", null::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()

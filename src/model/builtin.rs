@@ -17,8 +17,29 @@ enum Source {
 
 static K4_NEG: OnceLock<String> = OnceLock::new();
 
-/// Version and source of every built-in model, in upstream's table order.
+/// Embeds `models/<file>` as a built-in model's text.
+macro_rules! model_file {
+    ($file:literal) => {
+        Source::File(include_str!(concat!("../../models/", $file)))
+    };
+}
+
+/// Version and source of every built-in model, in upstream's table order (the float models
+/// first, as upstream lists them when built with its float extractors).
 const BUILTIN: &[(&str, Source)] = &[
+    ("vmaf_float_v0.6.1", model_file!("vmaf_float_v0.6.1.json")),
+    (
+        "vmaf_float_b_v0.6.3",
+        model_file!("vmaf_float_b_v0.6.3.json"),
+    ),
+    (
+        "vmaf_float_v0.6.1neg",
+        model_file!("vmaf_float_v0.6.1neg.json"),
+    ),
+    (
+        "vmaf_float_4k_v0.6.1",
+        model_file!("vmaf_float_4k_v0.6.1.json"),
+    ),
     (
         "vmaf_v0.6.1",
         Source::File(include_str!("../../models/vmaf_v0.6.1.json")),
@@ -36,6 +57,38 @@ const BUILTIN: &[(&str, Source)] = &[
         Source::File(include_str!("../../models/vmaf_4k_v0.6.1.json")),
     ),
     ("vmaf_4k_v0.6.1neg", Source::Neg("vmaf_4k_v0.6.1", &K4_NEG)),
+    (
+        "vmaf_v1.0.16_3d0h",
+        model_file!("vmaf_v1.0.16/vmaf_v1.0.16_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_3d0h_2160",
+        model_file!("vmaf_v1.0.16/vmaf_v1.0.16_3d0h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_5d0h",
+        model_file!("vmaf_v1.0.16/vmaf_v1.0.16_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_1d5h_2160",
+        model_file!("vmaf_v1.0.16/vmaf_v1.0.16_1d5h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h",
+        model_file!("vmaf_v1.0.16_hfr/vmaf_v1.0.16_hfr_3d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_3d0h_2160",
+        model_file!("vmaf_v1.0.16_hfr/vmaf_v1.0.16_hfr_3d0h_2160.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_5d0h",
+        model_file!("vmaf_v1.0.16_hfr/vmaf_v1.0.16_hfr_5d0h.json"),
+    ),
+    (
+        "vmaf_v1.0.16_hfr_1d5h_2160",
+        model_file!("vmaf_v1.0.16_hfr/vmaf_v1.0.16_hfr_1d5h_2160.json"),
+    ),
 ];
 
 /// The JSON text of built-in model `version`.

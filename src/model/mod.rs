@@ -185,8 +185,12 @@ impl Model {
 
     /// Loads built-in model `version`.
     pub fn load(version: &str, cfg: &ModelConfig) -> Result<Model> {
-        let text = builtin::json(version)
-            .ok_or_else(|| Error::inval(format!("no such built-in model: \"{version}\"")))?;
+        let text = builtin::json(version).ok_or_else(|| {
+            Error::inval(format!(
+                "no such built-in model: \"{version}\" (built in: {})",
+                builtin::versions().collect::<Vec<_>>().join(", ")
+            ))
+        })?;
         Model::from_text(text, cfg)
     }
 
@@ -411,7 +415,10 @@ impl ModelCollection {
     /// Loads built-in collection `version` (e.g. `vmaf_b_v0.6.3`).
     pub fn load(version: &str, cfg: &ModelConfig) -> Result<(Model, ModelCollection)> {
         let text = builtin::json(version).ok_or_else(|| {
-            Error::inval(format!("no such built-in model collection: \"{version}\""))
+            Error::inval(format!(
+                "no such built-in model collection: \"{version}\" (built in: {})",
+                builtin::versions().collect::<Vec<_>>().join(", ")
+            ))
         })?;
         ModelCollection::from_text(text, cfg)
     }

@@ -184,13 +184,36 @@ fn parses_builtin_models() {
     assert_eq!(
         builtin_versions().collect::<Vec<_>>(),
         [
+            "vmaf_float_v0.6.1",
+            "vmaf_float_b_v0.6.3",
+            "vmaf_float_v0.6.1neg",
+            "vmaf_float_4k_v0.6.1",
             "vmaf_v0.6.1",
             "vmaf_b_v0.6.3",
             "vmaf_v0.6.1neg",
             "vmaf_4k_v0.6.1",
-            "vmaf_4k_v0.6.1neg"
+            "vmaf_4k_v0.6.1neg",
+            "vmaf_v1.0.16_3d0h",
+            "vmaf_v1.0.16_3d0h_2160",
+            "vmaf_v1.0.16_5d0h",
+            "vmaf_v1.0.16_1d5h_2160",
+            "vmaf_v1.0.16_hfr_3d0h",
+            "vmaf_v1.0.16_hfr_3d0h_2160",
+            "vmaf_v1.0.16_hfr_5d0h",
+            "vmaf_v1.0.16_hfr_1d5h_2160",
         ]
     );
+    // Every built-in parses: the collections as collections, the others as models.
+    for v in builtin_versions() {
+        let c = ModelConfig::default();
+        if v.contains("_b_") {
+            assert!(ModelCollection::load(v, &c).is_ok(), "{v}");
+        } else {
+            assert!(Model::load(v, &c).is_ok(), "{v}");
+        }
+    }
+    let e = Model::load("vmaf_v1.0.16", &ModelConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("vmaf_v1.0.16_3d0h,"), "{e}");
 }
 
 #[test]
@@ -600,7 +623,7 @@ fn loads_shared_model_files() {
     let row = features(&G8[3]);
     for f in &files {
         let stem = f.file_stem().unwrap().to_str().unwrap();
-        if stem.starts_with("vmaf_b_") {
+        if stem.contains("_b_v") {
             let (m0, mc) = ModelCollection::load_from_path(f, &ModelConfig::default()).unwrap();
             let (b0, bmc) = ModelCollection::load(stem, &ModelConfig::default()).unwrap();
             let vals = vec![row.clone(); mc.models.len()];
