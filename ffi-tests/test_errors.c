@@ -97,6 +97,28 @@ static void test_models(VmafModel **model)
     EXPECT(vmaf_model_collection_load(&m, NULL, &cfg, "vmaf_b_v0.6.3"), -EINVAL);
     EXPECT(vmaf_model_collection_load_from_path(&m, &mc, &cfg, "/nonexistent.json"), -EINVAL);
     CHECK(m == NULL && mc == NULL);
+    /* A device, or anything past any real model's size, is refused after a bounded read. */
+    EXPECT(vmaf_model_load_from_path(&m, &cfg, "/dev/zero"), -EINVAL);
+    EXPECT(vmaf_model_collection_load_from_path(&m, &mc, &cfg, "/dev/zero"), -EINVAL);
+    CHECK(m == NULL && mc == NULL);
+    /* Every built-in upstream v3.2.0 knows loads by name. */
+    static const char *const builtins[] = {
+        "vmaf_v0.6.1", "vmaf_v0.6.1neg", "vmaf_4k_v0.6.1", "vmaf_4k_v0.6.1neg",
+        "vmaf_float_v0.6.1", "vmaf_float_v0.6.1neg", "vmaf_float_4k_v0.6.1",
+        "vmaf_v1.0.16_3d0h", "vmaf_v1.0.16_3d0h_2160", "vmaf_v1.0.16_5d0h",
+        "vmaf_v1.0.16_1d5h_2160", "vmaf_v1.0.16_hfr_3d0h", "vmaf_v1.0.16_hfr_3d0h_2160",
+        "vmaf_v1.0.16_hfr_5d0h", "vmaf_v1.0.16_hfr_1d5h_2160",
+    };
+    for (size_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+        EXPECT(vmaf_model_load(&m, &cfg, builtins[i]), 0);
+        vmaf_model_destroy(m);
+        m = NULL;
+    }
+    EXPECT(vmaf_model_collection_load(&m, &mc, &cfg, "vmaf_float_b_v0.6.3"), 0);
+    vmaf_model_collection_destroy(mc);
+    vmaf_model_destroy(m);
+    m = NULL;
+    mc = NULL;
     vmaf_model_destroy(NULL);
     vmaf_model_collection_destroy(NULL);
 
@@ -141,6 +163,14 @@ static void test_context(VmafModel *model)
     EXPECT(vmaf_use_features_from_model(NULL, model), -EINVAL);
     EXPECT(vmaf_use_features_from_model(vmaf, NULL), -EINVAL);
     EXPECT(vmaf_use_features_from_model_collection(vmaf, NULL), -EINVAL);
+    /* Option values that are not finite numbers; the known name takes the dictionary. */
+    d = NULL;
+    EXPECT(vmaf_feature_dictionary_set(&d, "min_sse", "nan"), 0);
+    EXPECT(vmaf_use_feature(vmaf, "psnr", d), -EINVAL);
+    d = NULL;
+    EXPECT(vmaf_feature_dictionary_set(&d, "vif_enhn_gain_limit", "inf"), 0);
+    EXPECT(vmaf_use_feature(vmaf, "vif", d), -EINVAL);
+    EXPECT(vmaf_use_feature(vmaf, "null", NULL), 0);
     EXPECT(vmaf_use_features_from_model(vmaf, model), 0);
     EXPECT(vmaf_use_feature(vmaf, "psnr", NULL), 0);
     EXPECT(vmaf_import_feature_score(vmaf, NULL, 1.0, 0), -EINVAL);
@@ -254,6 +284,9 @@ static void test_context(VmafModel *model)
     EXPECT(vmaf_write_output(vmaf, "/dev/null", (enum VmafOutputFormat)9), -EINVAL);
     EXPECT(vmaf_write_output(NULL, "/dev/null", VMAF_OUTPUT_FORMAT_XML), -EINVAL);
     EXPECT(vmaf_write_output(vmaf, "/dev/null", VMAF_OUTPUT_FORMAT_XML), 0);
+    /* Written into whatever stdout is (the harness's pipe reads it), never replaced. */
+    fflush(stdout);
+    EXPECT(vmaf_write_output(vmaf, "/dev/stdout", VMAF_OUTPUT_FORMAT_JSON), 0);
 
     EXPECT(vmaf_close(vmaf), 0);
     /* A closed context is refused without reading its freed memory (valgrind checks that). */

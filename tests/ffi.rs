@@ -298,7 +298,13 @@ fn c_abi() {
 
 #[test]
 fn c_errors() {
-    run_c_test("test_errors", &[]);
+    let out = run_c_test("test_errors", &[]);
+    // vmaf_write_output(ctx, "/dev/stdout", JSON) wrote the log into the pipe.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("\"pooled_metrics\"") && stdout.contains("\"frames\""),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -332,7 +332,10 @@ pub unsafe extern "C" fn vmaf_use_feature(
         // SAFETY: NULL or a C string (caller's contract).
         let name = unsafe { c_str(feature_name, "feature name") }?;
         if !crate::feature::EXTRACTOR_NAMES.contains(&name) {
-            return Err(Error::inval(format!("no such feature extractor: {name}")));
+            return Err(Error::inval(format!(
+                "no such feature extractor: {name} (known: {})",
+                crate::feature::EXTRACTOR_NAMES.join(", ")
+            )));
         }
         // SAFETY: NULL or a live handle handed over by the caller.
         let opts = unsafe { take_dict(opts_dict) };
