@@ -812,6 +812,7 @@ for clip in $CLIPS; do
 done
 
 E="$ROOT/tests/data/expected"
+EF="$ROOT/tests/data/expected_float"
 for mode in $MODES; do
     pfx=
     CUR_DEV=
@@ -824,6 +825,9 @@ for mode in $MODES; do
     done
     check_parity "${pfx}natural_576x324_420p8.neg" natural_576x324_420p8 \
         "$E/natural_576x324_420p8.neg.json" "model=version=vmaf_v0.6.1neg"
+    # Netflix's recommended model by its built-in name.
+    check_parity "${pfx}natural_576x324_420p8.v1_3d0h" natural_576x324_420p8 \
+        "$EF/natural_576x324_420p8.vmaf_v1.0.16_3d0h.json" "model=version=vmaf_v1.0.16_3d0h"
 done
 CUR_DEV=
 

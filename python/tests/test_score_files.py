@@ -68,3 +68,12 @@ def test_model_from_path(cli_cache):
 def test_version():
     assert vmaf_hip.libvmaf_version == "3.2.0"
     assert vmaf_hip.__version__.count(".") == 2
+
+
+@pytest.mark.parametrize("model", ["vmaf_v1.0.16_3d0h", "vmaf_v1.0.16_hfr_5d0h"])
+def test_v1_models_by_name_equal_upstream_log(model):
+    """Netflix's v1.0.16 models by their built-in names give upstream's own JSON."""
+    name = "natural_576x324_420p8"
+    got = vmaf_hip.score_files(clip(name, "ref"), clip(name, "dist"), model=model, threads=2)
+    with open(REPO / f"tests/data/expected_float/{name}.{model}.json") as f:
+        same_scores(got, json.load(f))
