@@ -296,7 +296,9 @@ int vmaf_fetch_preallocated_picture(VmafContext *vmaf, VmafPicture *pic);
  * Waits for queued extraction, then frees the context (models are freed separately).
  * Unlike libvmaf, it does not wait for preallocated pictures the caller still holds: those
  * stay valid and are freed when released, and threads blocked in
- * `vmaf_fetch_preallocated_picture()` get -EINVAL. Returns 0, or -EINVAL when `vmaf` is NULL.
+ * `vmaf_fetch_preallocated_picture()` get -EINVAL. Returns 0, or -EINVAL when `vmaf` is NULL
+ * or not a live context (a second `vmaf_close` on the same pointer is refused, not a read of
+ * freed memory).
  *
  * # Safety
  * `vmaf` is NULL or a live handle not used afterwards (nor concurrently, except by fetches).
