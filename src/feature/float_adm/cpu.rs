@@ -298,14 +298,8 @@ fn decouple(
             let t_mag = t[0] * t[0] + t[1] * t[1];
             let aligned = dot >= 0.0 && dot * dot >= COS_1DEG_SQ * o_mag * t_mag;
             for b in 0..3 {
-                let ratio = div(t[b], o[b] + DIV_EPS);
-                let ratio = if ratio < 0.0 {
-                    0.0
-                } else if ratio > 1.0 {
-                    1.0
-                } else {
-                    ratio
-                };
+                // NaN (from a zero divisor) passes through, as upstream's comparisons let it.
+                let ratio = div(t[b], o[b] + DIV_EPS).clamp(0.0, 1.0);
                 let mut rst = ratio * o[b];
                 if aligned {
                     rst = limit_gain(rst, t[b], egl);
@@ -359,14 +353,11 @@ fn denominator(rf: &Bands, rfactor: &[f32; 3], w: usize, h: usize, p: &Params) -
     let bands = rf.details();
     let mut acc = [0f32; 3];
     for i in top..bottom {
-        let mut row = [0f32; 3];
-        for k in i * w + left..i * w + right {
-            for b in 0..3 {
-                row[b] += pow_p((rfactor[b] * bands[b][k]).abs(), p.p_norm);
-            }
-        }
         for b in 0..3 {
-            acc[b] += row[b];
+            let row = &bands[b][i * w + left..i * w + right];
+            acc[b] += row
+                .iter()
+                .fold(0f32, |s, &x| s + pow_p((rfactor[b] * x).abs(), p.p_norm));
         }
     }
     let nf = noise_floor(right - left, bottom - top, p.noise_weight, p.p_norm);

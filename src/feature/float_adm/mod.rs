@@ -293,3 +293,256 @@ impl Extractor for FloatAdm {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::picture::{Picture, PixelFormat};
+    use crate::testutil::{load_parity_clip, noise_picture, repo_root};
+    use std::sync::Arc;
+
+    fn with(opts: &[(&str, &str)]) -> Result<FloatAdm> {
+        let mut d = Dict::new();
+        for (k, v) in opts {
+            d.set(k, v);
+        }
+        FloatAdm::new(&d)
+    }
+
+    fn run(x: &FloatAdm, r: &Picture, d: &Picture) -> Result<Scores> {
+        let mut out = Scores::new();
+        x.extract(&FrameInput::pair(0, r, d), &mut out)?;
+        Ok(out)
+    }
+
+    /// Values as upstream prints them (6 decimals).
+    fn printed(v: f64) -> f64 {
+        format!("{v:.6}").parse().unwrap()
+    }
+
+    /// Upstream's log `name` of `tests/data/expected_float`.
+    fn expected_float(name: &str) -> serde_json::Value {
+        let p = repo_root().join("tests/data/expected_float").join(name);
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    }
+
+    /// Every frame of `clip` against upstream's `float_features` log, all seven scores.
+    fn check_clip(clip: &str) {
+        let x = with(&[]).unwrap();
+        let log = expected_float(&format!("{clip}.float_features.json"));
+        let (refs, dists) = load_parity_clip(clip);
+        for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+            let out = run(&x, r, d).unwrap();
+            assert_eq!(out.len(), 7);
+            for (name, v) in out {
+                let key = crate::feature::alias::alias(&name);
+                let want = log["frames"][i]["metrics"][key].as_f64().unwrap();
+                assert_eq!(printed(v), want, "{clip} frame {i} {key}");
+            }
+        }
+    }
+
+    #[test]
+    fn parity_12_bit() {
+        check_clip("natural_320x180_420p12");
+    }
+
+    #[test]
+    fn parity_444_and_odd_chroma() {
+        check_clip("testsrc_480x270_444p8");
+        check_clip("testsrc_321x241_420p8");
+    }
+
+    /// Noise pictures of the smallest accepted size and an odd 10-bit one, against values
+    /// upstream printed for the same luma (written out as raw 4:4:4 files, padding dropped).
+    #[test]
+    fn smallest_and_odd_sizes_match_upstream() {
+        let pair = |w, h, bpc| {
+            (
+                noise_picture(PixelFormat::Yuv444p, bpc, w, h, 1),
+                noise_picture(PixelFormat::Yuv444p, bpc, w, h, 2),
+            )
+        };
+        let (r, d) = pair(17, 17, 8);
+        let out = run(&with(&[("debug", "true")]).unwrap(), &r, &d).unwrap();
+        let want = [
+            ("adm2", 0.294236),
+            ("aim", 0.408968),
+            ("adm3", 0.442634),
+            ("adm_scale0", 0.427065),
+            ("adm_scale1", 0.346771),
+            ("adm_scale2", 0.19236),
+            ("adm_scale3", 0.270404),
+            ("adm", 0.294236),
+            ("adm_num", 28.971146),
+            ("adm_den", 98.462219),
+            ("adm_num_scale0", 8.288151),
+            ("adm_den_scale0", 19.407255),
+            ("adm_num_scale1", 7.164541),
+            ("adm_den_scale1", 20.660715),
+            ("adm_num_scale2", 5.598946),
+            ("adm_den_scale2", 29.106529),
+            ("adm_num_scale3", 7.919508),
+            ("adm_den_scale3", 29.28772),
+        ];
+        assert_eq!(out.len(), want.len());
+        for ((name, v), (key, w)) in out.iter().zip(want) {
+            assert_eq!(crate::feature::alias::alias(name), key);
+            assert_eq!(printed(*v), w, "{key}");
+        }
+
+        let (r, d) = pair(19, 31, 10);
+        let x = with(&[
+            ("adm_p_norm", "2.5"),
+            ("adm_csf_mode", "2"),
+            ("adm_enhn_gain_limit", "1.2"),
+        ])
+        .unwrap();
+        let out = run(&x, &r, &d).unwrap();
+        let want = [
+            ("adm2", 0.116044),
+            ("aim", 0.804636),
+            ("adm3", 0.155704),
+            ("adm_scale0", 0.663694),
+            ("adm_scale1", 0.263467),
+            ("adm_scale2", 0.13658),
+            ("adm_scale3", 0.004775),
+        ];
+        for ((name, v), (key, w)) in out.iter().zip(want) {
+            assert_eq!(*name, format!("{key}_csf_2_egl_1.2_apn_2.5"));
+            assert_eq!(printed(*v), w, "{key}");
+        }
+    }
+
+    #[test]
+    fn names_follow_upstream() {
+        let x = with(&[]).unwrap();
+        assert_eq!(x.dedup_key(), "float_adm");
+        assert_eq!(
+            x.feature_name("VMAF_feature_adm2_score"),
+            "VMAF_feature_adm2_score"
+        );
+        // Sorted by option name, not by alias; the display height's alias is `rdf`.
+        let x = with(&[
+            ("adm_noise_weight", "0.02"),
+            ("adm_min_val", "0.5"),
+            ("adm_dlm_weight", "0.7"),
+            ("adm_p_norm", "2.0"),
+            ("adm_csf_scale", "1.5"),
+            ("adm_csf_diag_scale", "0.8"),
+        ])
+        .unwrap();
+        assert_eq!(
+            x.feature_name("VMAF_feature_adm2_score"),
+            "adm2_scfd_0.8_scf_1.5_dlmw_0.7_min_0.5_nw_0.02_apn_2"
+        );
+        let x = with(&[
+            ("adm_skip_scale0", "true"),
+            ("adm_skip_aim_scale", "1"),
+            ("adm_ref_display_height", "2160"),
+            ("adm_adm3_apply_hm", "true"),
+            ("adm_bypass_cm", "1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            x.feature_name("VMAF_feature_adm_scale3_score"),
+            "adm_scale3_aah_bcm_1_rdf_2160_sasc_1_ssz"
+        );
+        assert_eq!(x.dedup_key(), "float_adm_aah_bcm_1_rdf_2160_sasc_1_ssz");
+        assert_eq!(
+            crate::feature::extractor_for_feature("VMAF_feature_adm3_score"),
+            Some("float_adm")
+        );
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        for (k, v) in [
+            ("adm_csf_mode", "10"),
+            ("adm_skip_aim_scale", "4"),
+            ("adm_skip_aim_scale", "-1"),
+            ("adm_p_norm", "0.5"),
+            ("adm_f1s0", "-2"),
+            ("adm_enhn_gain_limit", "0.5"),
+            ("adm_bypass_cm", "2"),
+            ("adm_ref_display_height", "0"),
+            ("debug", "1"),
+        ] {
+            assert!(with(&[(k, v)]).is_err(), "{k}={v}");
+        }
+        // Modes 3-9 are accepted and weigh like Watson's model (mode 0).
+        let w0 = with(&[]).unwrap().params.rfactor;
+        assert_eq!(with(&[("adm_csf_mode", "7")]).unwrap().params.rfactor, w0);
+        let p = with(&[("adm_f1s0", "0.5"), ("adm_f2s3", "0")])
+            .unwrap()
+            .params;
+        assert_eq!(p.rfactor[0], [0.5, 0.5, w0[0][2]]);
+        assert_eq!(p.rfactor[3], [w0[3][0], w0[3][1], 0.0]);
+        assert_eq!(p.rfactor[1..3], w0[1..3]);
+    }
+
+    #[test]
+    fn debug_names_and_skipped_scale() {
+        let x = with(&[("debug", "true"), ("adm_skip_scale0", "true")]).unwrap();
+        let (refs, dists) = load_parity_clip("natural_320x180_420p12");
+        let out = run(&x, &refs[0], &dists[0]).unwrap();
+        let names: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+        let mut want: Vec<String> = PROVIDED_FEATURES[..7]
+            .iter()
+            .map(|f| x.feature_name(f))
+            .collect();
+        // `adm` is not a provided feature: it keeps its plain name.
+        want.push("adm".into());
+        want.extend(
+            PROVIDED_FEATURES[7..]
+                .iter()
+                .filter(|f| **f != "adm_scale0")
+                .map(|f| x.feature_name(f)),
+        );
+        assert_eq!(names, want);
+        assert_eq!(names[8], "adm_num_ssz");
+        let v = |n: &str| out.iter().find(|(k, _)| k == n).unwrap().1;
+        assert_eq!(v("adm_num_scale0_ssz"), 0.0);
+        assert_eq!(v("adm_den_scale0_ssz"), f64::from(1e-10f32));
+        assert_eq!(v("adm_scale0_ssz"), 0.0);
+        assert_eq!(v("adm"), v("adm2_ssz"));
+        let sum: f64 = (0..4).map(|i| v(&format!("adm_num_scale{i}_ssz"))).sum();
+        assert_eq!(v("adm_num_ssz"), sum);
+    }
+
+    #[test]
+    fn flat_pictures_without_noise_floor_score_one() {
+        // Zero detail and no noise floor: the denominator is 0, adm2 is 1 and aim 0 (so adm3 1).
+        let flat = |v| {
+            let mut p = PictureData::new(PixelFormat::Yuv420p, 8, 40, 24).unwrap();
+            p.plane_u8_mut(0).fill(v);
+            Arc::new(p)
+        };
+        let x = with(&[("adm_noise_weight", "0")]).unwrap();
+        let out = run(&x, &flat(90), &flat(90)).unwrap();
+        assert_eq!(out[0].1, 1.0);
+        assert_eq!(out[1].1, 0.0);
+        assert_eq!(out[2].1, 1.0);
+        // With the default noise floor almost only the floor remains (the high-pass taps do
+        // not sum to exactly 0 in float).
+        let out = run(&with(&[]).unwrap(), &flat(10), &flat(200)).unwrap();
+        assert!((out[0].1 - 1.0).abs() < 1e-6, "{out:?}");
+    }
+
+    #[test]
+    fn rejects_small_mismatched_and_unfetched_pictures() {
+        let x = with(&[]).unwrap();
+        let pic = |w, h, bpc| Arc::new(PictureData::new(PixelFormat::Yuv420p, bpc, w, h).unwrap());
+        for (r, d) in [
+            (pic(16, 40, 8), pic(16, 40, 8)),
+            (pic(40, 16, 8), pic(40, 16, 8)),
+            (pic(40, 40, 8), pic(40, 40, 10)),
+            (pic(40, 40, 8), pic(42, 40, 8)),
+            (pic(40, 40, 9), pic(40, 40, 9)),
+        ] {
+            assert!(run(&x, &r, &d).is_err());
+        }
+        let out = run(&x, &pic(17, 17, 16), &pic(17, 17, 16)).unwrap();
+        assert_eq!(out.len(), 7);
+    }
+}
