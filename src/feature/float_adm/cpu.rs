@@ -158,11 +158,7 @@ impl Scratch {
         fit(&mut self.row_lo, w)?;
         fit(&mut self.row_hi, w)?;
         if self.col_taps.len() < w.div_ceil(2) {
-            self.col_taps = Vec::new();
-            self.col_taps
-                .try_reserve_exact(w.div_ceil(2))
-                .map_err(|_| Error::NoMem("float_adm: column taps".into()))?;
-            self.col_taps.resize(w.div_ceil(2), [0; 4]);
+            self.col_taps = try_filled(w.div_ceil(2), [0; 4], "float_adm: column taps")?;
         }
         Ok(())
     }

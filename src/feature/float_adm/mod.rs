@@ -4,8 +4,9 @@
 //! [`cpu::compute`] does the per-pixel work and pools it per scale; this module derives the
 //! CSF weights from the options and turns the pooled sums into scores.
 //!
-//! Deliberate deviation: when the denominator is 0 upstream leaves the AIM score
-//! uninitialised; here it is 0 (as for the integer extractor).
+//! Deliberate deviations: when the denominator is 0 upstream leaves the AIM score
+//! uninitialised, here it is 0 (as for the integer extractor); frames with a side below 17
+//! are refused, where upstream's masking filter reads past the coarsest band.
 
 pub mod cpu;
 #[cfg(target_arch = "x86_64")]
@@ -228,6 +229,9 @@ impl FloatAdm {
 fn luma_centred(pic: &PictureData, dst: &mut [f32]) -> Result<()> {
     let (w, h, stride) = (pic.w[0], pic.h[0], pic.stride[0]);
     let short = || Error::inval("float_adm: picture plane shorter than its size");
+    if stride < w {
+        return Err(short());
+    }
     let need = (h - 1) * stride + w;
     match pic.plane(0) {
         PlaneRef::U8(p) => {
