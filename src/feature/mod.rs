@@ -22,6 +22,7 @@ pub(crate) mod adm;
 pub(crate) mod alias;
 pub(crate) mod cambi;
 pub(crate) mod ciede;
+pub(crate) mod float_adm;
 pub(crate) mod float_ansnr;
 pub(crate) mod float_moment;
 pub(crate) mod float_psnr;
@@ -192,6 +193,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "speed_temporal",
     "psnr_hvs",
     "ciede",
+    "float_adm",
     "float_psnr",
     "float_ansnr",
     "float_moment",
@@ -223,6 +225,7 @@ pub(crate) fn create_on(
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
         "ciede" => Box::new(ciede::Ciede::new(opts)?),
+        "float_adm" => Box::new(float_adm::FloatAdm::new(opts)?),
         // CPU only: no GPU version.
         "float_psnr" => Box::new(float_psnr::FloatPsnr::new(opts)?),
         "float_ansnr" => Box::new(float_ansnr::FloatAnsnr::new(opts)?),
@@ -252,6 +255,7 @@ pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> 
         ("speed_temporal", speed::TEMPORAL_FEATURES),
         ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
         ("ciede", ciede::PROVIDED_FEATURES),
+        ("float_adm", float_adm::PROVIDED_FEATURES),
         ("float_psnr", float_psnr::PROVIDED_FEATURES),
         ("float_ansnr", float_ansnr::PROVIDED_FEATURES),
         ("float_moment", float_moment::PROVIDED_FEATURES),
