@@ -828,6 +828,12 @@ for mode in $MODES; do
     # Netflix's recommended model by its built-in name.
     check_parity "${pfx}natural_576x324_420p8.v1_3d0h" natural_576x324_420p8 \
         "$EF/natural_576x324_420p8.vmaf_v1.0.16_3d0h.json" "model=version=vmaf_v1.0.16_3d0h"
+    # Upstream's float model and float extractors.
+    check_parity "${pfx}natural_576x324_420p8.float_model" natural_576x324_420p8 \
+        "$EF/natural_576x324_420p8.vmaf_float_v0.6.1.json" "model=version=vmaf_float_v0.6.1"
+    check_parity "${pfx}natural_576x324_420p8.float_features" natural_576x324_420p8 \
+        "$EF/natural_576x324_420p8.float_features.json" \
+        "feature=name=float_psnr|name=float_ansnr|name=float_moment|name=float_vif|name=float_adm|name=float_motion"
 done
 CUR_DEV=
 

@@ -36,3 +36,111 @@ fn null_extractor() {
     let got = run_json("null", G8, &["--feature", "null"]);
     check_float_metrics(&format!("{G8}.null.json"), &got, &|_| true);
 }
+
+/// The six float extractors flags upstream's float-feature logs were made with.
+const FLOAT_FEATURES: &[&str] = &[
+    "--feature",
+    "float_psnr",
+    "--feature",
+    "float_ansnr",
+    "--feature",
+    "float_moment",
+    "--feature",
+    "float_vif",
+    "--feature",
+    "float_adm",
+    "--feature",
+    "float_motion",
+];
+
+/// Every float extractor together with the default model, on every clip: every value of
+/// upstream's log (the integer features and VMAF included).
+#[test]
+fn all_float_features_with_the_default_model() {
+    for clip in FLOAT_CLIPS {
+        let got = run_json(&format!("float_all_{clip}"), clip, FLOAT_FEATURES);
+        check_float_metrics(&format!("{clip}.float_features.json"), &got, &|_| true);
+    }
+}
+
+/// `vmaf_float_v0.6.1` by name on every clip.
+#[test]
+fn float_model_on_every_clip() {
+    for clip in FLOAT_CLIPS {
+        let got = run_json(
+            &format!("float_model_{clip}"),
+            clip,
+            &["-m", "version=vmaf_float_v0.6.1"],
+        );
+        check_float_metrics(&format!("{clip}.vmaf_float_v0.6.1.json"), &got, &|_| true);
+    }
+}
+
+/// The other float built-ins (a collection among them), and a float model loaded by path.
+#[test]
+fn other_float_models() {
+    for model in [
+        "vmaf_float_b_v0.6.3",
+        "vmaf_float_v0.6.1neg",
+        "vmaf_float_4k_v0.6.1",
+    ] {
+        let got = run_json(
+            &format!("float_{model}"),
+            G8,
+            &["-m", &format!("version={model}")],
+        );
+        check_float_metrics(&format!("{G8}.{model}.json"), &got, &|_| true);
+    }
+    let path = repo_root().join("models/vmaf_float_v0.6.1.json");
+    let got = run_json(
+        "float_model_by_path",
+        G8,
+        &["-m", &format!("path={}:name=vmaf", path.display())],
+    );
+    check_float_metrics(&format!("{G8}.vmaf_float_v0.6.1.json"), &got, &|_| true);
+}
+
+/// The float extractors' logs in XML, CSV and SUB: byte for byte upstream's (but `fps`).
+#[test]
+fn float_features_in_every_format() {
+    for (flag, ext) in [("--xml", "xml"), ("--csv", "csv"), ("--sub", "sub")] {
+        let dir = work_dir(&format!("float_format_{ext}"));
+        let out = arg(&dir, &format!("out.{ext}"));
+        let mut args = clip_args(G8);
+        args.extend(FLOAT_FEATURES.iter().map(|s| s.to_string()));
+        args.extend([flag, "-q", "--threads", "2", "-o", &out].map(String::from));
+        vmaf_ok(&args);
+        let got = mask_fps(&std::fs::read_to_string(&out).unwrap());
+        let p = repo_root().join(format!(
+            "tests/data/expected_float/{G8}.float_features.{ext}"
+        ));
+        let want = mask_fps(&std::fs::read_to_string(&p).unwrap());
+        if got != want {
+            let line = got
+                .lines()
+                .zip(want.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            panic!(
+                "{ext} differs from upstream at line {}:\n  got:  {}\n  want: {}",
+                line + 1,
+                got.lines().nth(line).unwrap_or("<end>"),
+                want.lines().nth(line).unwrap_or("<end>")
+            );
+        }
+    }
+}
+
+/// The float model's scores do not depend on the CPU level (`--cpumask`) or the thread count.
+#[test]
+fn float_model_at_every_cpu_level() {
+    let want = run_json("float_levels_base", G8, &["-m", "version=vmaf_float_v0.6.1"]);
+    for mask in ["255", "16", "8"] {
+        let got = run_json(
+            &format!("float_levels_{mask}"),
+            G8,
+            &["-m", "version=vmaf_float_v0.6.1", "--cpumask", mask],
+        );
+        assert_json_matches(&want, &got, &[], &format!("cpumask {mask}"));
+    }
+}

@@ -77,3 +77,16 @@ def test_v1_models_by_name_equal_upstream_log(model):
     got = vmaf_hip.score_files(clip(name, "ref"), clip(name, "dist"), model=model, threads=2)
     with open(REPO / f"tests/data/expected_float/{name}.{model}.json") as f:
         same_scores(got, json.load(f))
+
+
+def test_float_model_and_extractors_equal_upstream_log():
+    """Upstream's float model and float extractors by name give upstream's own JSON."""
+    name = "natural_576x324_420p8"
+    r, d = clip(name, "ref"), clip(name, "dist")
+    with open(REPO / f"tests/data/expected_float/{name}.vmaf_float_v0.6.1.json") as f:
+        same_scores(vmaf_hip.score_files(r, d, model="vmaf_float_v0.6.1", threads=2),
+                    json.load(f))
+    feats = ["float_psnr", "float_ansnr", "float_moment", "float_vif", "float_adm",
+             "float_motion"]
+    with open(REPO / f"tests/data/expected_float/{name}.float_features.json") as f:
+        same_scores(vmaf_hip.score_files(r, d, features=feats, threads=2), json.load(f))
