@@ -1,4 +1,5 @@
-/* cambi on the GPU: the per-pixel stages of src/feature/cambi/mod.rs, each out of place.
+/* cambi on the GPU: the per-pixel stages of src/feature/cambi/cpu.rs (preprocess, spatial_mask,
+ * decimate, filter_mode, the c-values of CValueCtx), each out of place.
  *
  *   preprocess   luma -> 10 bits at the processing size (host-computed nearest-neighbour taps),
  *                plus the 2x2 anti-dithering average for encodes below 10 bits

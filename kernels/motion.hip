@@ -1,5 +1,5 @@
 /* Integer motion on the GPU: SAD of the blurred difference of two consecutive
- * reference luma planes, as in src/feature/motion/mod.rs.
+ * reference luma planes, as in src/feature/motion/cpu.rs (blurred_diff_sad).
  *
  * The CPU sums each row's absolute values in a wrapping 32-bit counter and the
  * rows in 64 bits. To keep that exactly, blocks add their part of a row into a

@@ -2,9 +2,10 @@
  *
  * Produces, per scale, the four exact integer sums the host turns into scores
  * (num_log, den_log, num_non_log, den_non_log), with the same integer steps as
- * the CPU reference in src/feature/vif/mod.rs. Summation order does not matter for
- * integers, so any block layout gives the CPU's result bit for bit. The double
- * steps of the gain term use explicitly rounded operations: no FMA contraction. */
+ * the CPU reference in src/feature/vif/cpu.rs (scale_stats, downsample). Summation
+ * order does not matter for integers, so any block layout gives the CPU's result bit
+ * for bit. The double steps of the gain term use explicitly rounded operations: no FMA
+ * contraction. */
 #include "vmaf_prelude.h"
 
 /* Q16 Gaussian filters of the four scales, centred (tap k at offset k - F/2); also as

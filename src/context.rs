@@ -46,7 +46,7 @@ impl Default for Config {
 /// At most this many worker threads for a GPU context with `n_threads = 0`, which it starts so
 /// the caller's thread only queues frames (several in flight) instead of waiting for each on
 /// the GPU. FFmpeg's filter on an H100 host (16 cores) ran closer to decoding alone with 16
-/// than with 4 (docs/benchmarks.md, session 15).
+/// than with 4 (docs/benchmarks.md, "Pipeline threads").
 const GPU_PIPELINE_THREADS: usize = 16;
 
 /// GPU memory set aside per pipeline thread when choosing their number: each frame in flight

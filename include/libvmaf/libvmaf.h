@@ -71,7 +71,8 @@ typedef struct VmafConfiguration {
    */
   unsigned int n_subsample;
   /**
-   * CPU features to disable (accepted; the computation is the same on every CPU).
+   * CPU features to disable, upstream's bits: they lower the SIMD level (8 = no AVX2,
+   * 16 = no AVX-512, 1 = no NEON, 255 = scalar). Scores are the same at every level.
    */
   uint64_t cpumask;
   /**

@@ -76,7 +76,8 @@ pub struct VmafConfiguration {
     pub n_threads: c_uint,
     /// Score only every n-th frame (0 and 1 score every frame).
     pub n_subsample: c_uint,
-    /// CPU features to disable (accepted; the computation is the same on every CPU).
+    /// CPU features to disable, upstream's bits: they lower the SIMD level (8 = no AVX2,
+    /// 16 = no AVX-512, 1 = no NEON, 255 = scalar). Scores are the same at every level.
     pub cpumask: u64,
     /// Non-zero disables GPU extraction.
     pub gpumask: u64,

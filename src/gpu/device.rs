@@ -244,8 +244,8 @@ pub struct Device {
 /// device: a device-wide wait during a capture fails and spoils the capture. One lock for the
 /// process, not one per [`Device`]: every state opens its own `Device` over the same primary
 /// context (and callers may share theirs), and one state's release wait meeting another's
-/// capture crashed the CUDA driver (SIGSEGV in `cuCtxSynchronize`, found in session 12 with
-/// the GPU tests' fault injection running beside other tests' captures).
+/// capture crashed the CUDA driver (SIGSEGV in `cuCtxSynchronize`, found with the GPU tests'
+/// fault injection running beside other tests' captures).
 static CAPTURING: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 thread_local! {

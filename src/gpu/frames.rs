@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
-use crate::gpu::kernels::Sample;
+use crate::gpu::launch::Sample;
 use crate::gpu::{Device, DeviceBuffer, Event, Stream};
 use crate::picture::{plane_dims, DeviceSamples, PictureData, PixelFormat, PlaneRef};
 

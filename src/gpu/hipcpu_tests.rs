@@ -686,7 +686,7 @@ fn adm_on_model(
         [vec![0i32; plane], vec![0i32; plane]],
         [vec![0i32; plane], vec![0i32; plane]],
     ];
-    let mut bands = vec![0i32; crate::gpu::kernels::adm_bands_len(w, h)];
+    let mut bands = vec![0i32; crate::gpu::launch::adm_bands_len(w, h)];
     let mut maps = vec![0i32; 4 * plane];
     let lut = &div_lookup()[..];
     let mut out = [0u64; 36];
@@ -1008,7 +1008,7 @@ fn cambi_on_model(
             )
         }
         .unwrap_or_else(fail);
-        let mut st = vec![0u64; crate::gpu::kernels::CAMBI_STATS_LEN];
+        let mut st = vec![0u64; crate::gpu::launch::CAMBI_STATS_LEN];
         // SAFETY: reads cv[0..sw * sh], adds to st[0..257].
         unsafe {
             launch(
@@ -1184,7 +1184,7 @@ fn ssim_on_model(
     let [c1, c2, c3] = ssim_constants();
     for (&l, &(offset, _, _)) in plan.ssim_levels.iter().zip(&layout) {
         let (lw, lh) = plan.dims[l];
-        let plane = crate::gpu::kernels::ssim_hconv_plane(lw, lh);
+        let plane = crate::gpu::launch::ssim_hconv_plane(lw, lh);
         let mut hbuf = vec![0f32; 5 * plane];
         let (lwi, lhi) = (lw as i32, lh as i32);
         // SAFETY: lw x lh inputs; 11 Gaussian taps; five (lw - 10) x lh planes in hbuf.

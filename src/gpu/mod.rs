@@ -7,12 +7,11 @@
 //! faults), [`stream`] (streams, events), [`memory`] (device, pinned and registered host memory)
 //! and [`module`] (loaded code, kernels, launches). [`code`] finds device code for a kernel
 //! source (ahead-of-time object, else a cached hiprtc/nvrtc compile, else on NVIDIA the embedded
-//! clang PTX the driver JITs); `launch` (crate-private,
-//! also reachable as `gpu::kernels`) has the typed, bounds-checked launchers, one module per
-//! kernels/*.hip file, each declaring its kernels' argument tuples, which a test checks against
-//! the `VMAF_KERNEL` signatures; `planes` caches uploaded luma planes. [`GpuState`] is what
-//! `vmaf_hip_state_init` creates: one device, one compute stream, the loaded kernels, pooled
-//! per-feature scratch buffers and the plane caches.
+//! clang PTX the driver JITs); `launch` (crate-private) has the typed, bounds-checked
+//! launchers, one module per kernels/*.hip file, each declaring its kernels' argument tuples,
+//! which a test checks against the `VMAF_KERNEL` signatures; `planes` caches uploaded luma
+//! planes. [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one compute stream,
+//! the loaded kernels, pooled per-feature scratch buffers and the plane caches.
 //!
 //! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
 //! reasons; nothing here panics or aborts on a missing library or symbol.
@@ -41,8 +40,6 @@ pub(crate) mod sys;
 mod tests;
 
 pub use device::{enumerate, Device, DeviceInfo, Fault};
-/// The launchers' old path (`crate::gpu::kernels::psnr_sse`, ...).
-pub(crate) use launch as kernels;
 pub use memory::{DeviceBuffer, DeviceCopy, DevicePtr, HostRegistration, PinnedHostBuffer};
 pub use module::{Kernel, KernelArg, LaunchConfig, Module};
 pub use stream::{Event, Stream};

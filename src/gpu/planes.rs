@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{Error, Result};
 use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs};
-use crate::gpu::kernels::{DevicePlane, Sample};
+use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::{DeviceBuffer, Event, GpuState, HostRegistration, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData, PlaneRef};
 

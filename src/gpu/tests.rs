@@ -1265,7 +1265,7 @@ fn replayed_work_reads_current_contents() {
             .run(
                 &key,
                 &stream,
-                |s| kernels::motion_reduce(&state, s, src, h, out),
+                |s| launch::motion_reduce(&state, s, src, h, out),
                 |s| out.queue_download(s, dst, 1),
             )
             .unwrap();
@@ -1303,7 +1303,7 @@ fn heads_launch_exactly_one_kernel() {
         return;
     };
     let mut replay = graph::Replay::<()>::default();
-    let one = |s: &Stream| kernels::motion_reduce(&state, s, &rows, 4, &out);
+    let one = |s: &Stream| launch::motion_reduce(&state, s, &rows, 4, &out);
     let two = |s: &Stream| one(s).and_then(|()| one(s));
     for _ in 0..3 {
         let none = replay.run(&(), &stream, |_| Ok(()), |s| out.zero(s));
@@ -1349,7 +1349,7 @@ fn failed_capture_falls_back_to_direct_calls() {
         }
         buf.zero(s)
     };
-    let head = |s: &Stream| kernels::motion_reduce(&state, s, &rows, 1, &buf);
+    let head = |s: &Stream| launch::motion_reduce(&state, s, &rows, 1, &buf);
     for run in 1..=3 {
         let r = replay.run(&(), &stream, head, work);
         if graphs || run != 2 {
@@ -1373,8 +1373,8 @@ fn failed_capture_falls_back_to_direct_calls() {
 /// Two states on one GPU are two `Device`s over the same primary context: one's releases (a
 /// device-wide synchronize, and the frees, which synchronise implicitly) must wait while the
 /// other records a graph. Per-device locks let the two meet, and the CUDA driver crashed in
-/// `cuCtxSynchronize` (session 12). Each release is held off for as long as the capture lock
-/// is: 200 ms here, against microseconds on an idle device.
+/// `cuCtxSynchronize` under the fault-injection test. Each release is held off for as long as
+/// the capture lock is: 200 ms here, against microseconds on an idle device.
 #[test]
 fn releases_of_one_state_wait_for_captures_of_another() {
     let Some(a) = test_state() else { return };

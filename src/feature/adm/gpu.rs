@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::kernels::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
+use crate::gpu::launch::{self as kernels, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;

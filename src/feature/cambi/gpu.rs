@@ -14,8 +14,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::kernels::{
-    self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
+use crate::gpu::launch::{
+    self as kernels, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
 };
 use crate::gpu::planes::{dense, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};

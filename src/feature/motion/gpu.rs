@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::kernels::{self, Sample};
+use crate::gpu::launch::{self as kernels, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;

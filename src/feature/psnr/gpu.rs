@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs, FrameReads};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::kernels::{self, DevicePlane, Sample};
+use crate::gpu::launch::{self as kernels, DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::{Picture, PictureData};

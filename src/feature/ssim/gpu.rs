@@ -16,7 +16,7 @@ use super::tools::{
 };
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::kernels::{self, DeviceImage, SsimSample};
+use crate::gpu::launch::{self as kernels, DeviceImage, SsimSample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;

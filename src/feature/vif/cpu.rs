@@ -153,7 +153,7 @@ impl Scratch {
 }
 
 /// A CPU luma sample type (`u8` or `u16`) with its vertical statistics kernel. (The GPU side
-/// has its own, unrelated `crate::gpu::kernels::Sample`: a device-copyable sample.)
+/// has its own, unrelated `crate::gpu::launch::Sample`: a device-copyable sample.)
 pub(super) trait LumaSample: Copy + Into<u32> {
     /// Whether the kernel needs 64-bit vertical squared sums.
     const WIDE: bool;
