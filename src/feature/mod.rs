@@ -22,6 +22,7 @@ pub(crate) mod adm;
 pub(crate) mod alias;
 pub(crate) mod cambi;
 pub(crate) mod ciede;
+pub(crate) mod float_motion;
 pub(crate) mod motion;
 pub(crate) mod options;
 pub(crate) mod psnr;
@@ -188,6 +189,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "speed_temporal",
     "psnr_hvs",
     "ciede",
+    "float_motion",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -215,6 +217,7 @@ pub(crate) fn create_on(
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
         "ciede" => Box::new(ciede::Ciede::new(opts)?),
+        "float_motion" => Box::new(float_motion::FloatMotion::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -234,6 +237,7 @@ pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> 
         ("speed_temporal", speed::TEMPORAL_FEATURES),
         ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
         ("ciede", ciede::PROVIDED_FEATURES),
+        ("float_motion", float_motion::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()

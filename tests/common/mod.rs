@@ -317,7 +317,10 @@ pub fn run_json(test: &str, clip: &str, extra: &[&str]) -> serde_json::Value {
     args.extend(extra.iter().map(|s| s.to_string()));
     args.extend(["--json", "-q", "--threads", "2", "-o", &out].map(String::from));
     vmaf_ok(&args);
-    parse_json(&std::fs::read_to_string(&out).expect("read output"), "output")
+    parse_json(
+        &std::fs::read_to_string(&out).expect("read output"),
+        "output",
+    )
 }
 
 /// Compares the metrics of expected log `name` that `keep` selects (per frame and pooled) with
