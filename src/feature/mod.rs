@@ -23,6 +23,7 @@ pub(crate) mod alias;
 pub(crate) mod cambi;
 pub(crate) mod ciede;
 pub(crate) mod float_motion;
+pub(crate) mod float_vif;
 pub(crate) mod motion;
 pub(crate) mod options;
 pub(crate) mod psnr;
@@ -190,6 +191,7 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "psnr_hvs",
     "ciede",
     "float_motion",
+    "float_vif",
 ];
 
 /// Creates extractor `name` with `opts`, on the CPU.
@@ -218,6 +220,7 @@ pub(crate) fn create_on(
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
         "ciede" => Box::new(ciede::Ciede::new(opts)?),
         "float_motion" => Box::new(float_motion::FloatMotion::new(opts)?),
+        "float_vif" => Box::new(float_vif::FloatVif::new(opts)?),
         _ => return Err(Error::inval(format!("no such feature extractor: {name}"))),
     })
 }
@@ -238,6 +241,7 @@ pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> 
         ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
         ("ciede", ciede::PROVIDED_FEATURES),
         ("float_motion", float_motion::PROVIDED_FEATURES),
+        ("float_vif", float_vif::PROVIDED_FEATURES),
     ];
     TABLE
         .iter()
