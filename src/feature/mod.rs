@@ -25,7 +25,9 @@ pub(crate) mod ciede;
 pub(crate) mod float_adm;
 pub(crate) mod float_ansnr;
 pub(crate) mod float_moment;
+pub(crate) mod float_motion;
 pub(crate) mod float_psnr;
+pub(crate) mod float_vif;
 pub(crate) mod motion;
 pub(crate) mod null;
 pub(crate) mod options;
@@ -193,6 +195,8 @@ pub const EXTRACTOR_NAMES: &[&str] = &[
     "speed_temporal",
     "psnr_hvs",
     "ciede",
+    "float_motion",
+    "float_vif",
     "float_adm",
     "float_psnr",
     "float_ansnr",
@@ -225,6 +229,8 @@ pub(crate) fn create_on(
         "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
         "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
         "ciede" => Box::new(ciede::Ciede::new(opts)?),
+        "float_motion" => Box::new(float_motion::FloatMotion::new(opts)?),
+        "float_vif" => Box::new(float_vif::FloatVif::new(opts)?),
         "float_adm" => Box::new(float_adm::FloatAdm::new(opts)?),
         // CPU only: no GPU version.
         "float_psnr" => Box::new(float_psnr::FloatPsnr::new(opts)?),
@@ -255,6 +261,8 @@ pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> 
         ("speed_temporal", speed::TEMPORAL_FEATURES),
         ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
         ("ciede", ciede::PROVIDED_FEATURES),
+        ("float_motion", float_motion::PROVIDED_FEATURES),
+        ("float_vif", float_vif::PROVIDED_FEATURES),
         ("float_adm", float_adm::PROVIDED_FEATURES),
         ("float_psnr", float_psnr::PROVIDED_FEATURES),
         ("float_ansnr", float_ansnr::PROVIDED_FEATURES),

@@ -329,24 +329,40 @@ impl Opts {
     /// feature parameter sorted by option name, `_key` (bools) or `_key_value` (value `%d` for
     /// ints, `%g` for doubles), key being the option's alias or name.
     pub fn feature_name(&self, full_name: &str) -> String {
-        let mut params: Vec<(&OptSpec, &OptValue)> = self
+        self.feature_name_with(full_name, &[])
+    }
+
+    /// [`Opts::feature_name`] for an extractor that also has string options (kept out of the
+    /// typed table): `strings` lists `(option name, key, value)` for each one whose value is
+    /// not its default; they sort among the others by option name and add `_key_value`.
+    pub fn feature_name_with(&self, full_name: &str, strings: &[(&str, &str, &str)]) -> String {
+        let mut params: Vec<(&str, String)> = self
             .specs
             .iter()
             .zip(&self.values)
             .filter(|(s, v)| s.feature_param && **v != s.default)
+            .map(|(spec, v)| {
+                let key = spec.alias.unwrap_or(spec.name);
+                let part = match v {
+                    OptValue::Bool(_) => format!("_{key}"),
+                    OptValue::Int(i) => format!("_{key}_{i}"),
+                    OptValue::Double(d) => format!("_{key}_{}", fmt_g(*d)),
+                };
+                (spec.name, part)
+            })
             .collect();
+        params.extend(
+            strings
+                .iter()
+                .map(|&(name, key, val)| (name, format!("_{key}_{val}"))),
+        );
         if params.is_empty() {
             return full_name.to_string();
         }
-        params.sort_by(|a, b| a.0.name.cmp(b.0.name));
+        params.sort_by(|a, b| a.0.cmp(b.0));
         let mut out = alias(full_name).to_string();
-        for (spec, v) in params {
-            let key = spec.alias.unwrap_or(spec.name);
-            match v {
-                OptValue::Bool(_) => out.push_str(&format!("_{key}")),
-                OptValue::Int(i) => out.push_str(&format!("_{key}_{i}")),
-                OptValue::Double(d) => out.push_str(&format!("_{key}_{}", fmt_g(*d))),
-            }
+        for (_, part) in params {
+            out.push_str(&part);
         }
         out
     }

@@ -240,7 +240,7 @@ fn dispatch<T: Sample>(
 }
 
 /// `x·f + (1−f)·min(offset, x)`: blends a motion score above `offset` towards it.
-pub(super) fn blend(x: f64, factor: f64, offset: f64) -> f64 {
+pub(crate) fn blend(x: f64, factor: f64, offset: f64) -> f64 {
     x * factor + (1.0 - factor) * c_min(offset, x)
 }
 

@@ -25,7 +25,7 @@ use crate::gpu::GpuSet;
 use crate::picture::Picture;
 
 use super::c_min;
-use cpu::blend;
+pub(crate) use cpu::blend;
 pub use cpu::motion_sad;
 
 /// Full feature names this extractor provides.

@@ -23,7 +23,7 @@
 mod chroma;
 mod gsm;
 mod linalg;
-mod scale;
+pub(crate) mod scale;
 mod temporal;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -84,6 +84,13 @@ const VALID_KERNELSCALES: [f32; 21] = [
     1.111111,
 ];
 
+/// Upstream's `vif_validate_kernelscale`: whether `k` is within 1e-3 of a supported scale.
+pub(crate) fn valid_kernelscale(k: f32) -> bool {
+    VALID_KERNELSCALES
+        .iter()
+        .any(|&v| f64::from((k - v).abs()) < 1e-3)
+}
+
 /// Option name of the prescaling method (a string option, kept out of the typed tables).
 const OPT_PRESCALE_METHOD: &str = "speed_prescale_method";
 const DEFAULT_PRESCALE_METHOD: &str = "nearest";
@@ -136,10 +143,7 @@ impl SpeedOpts {
             .unwrap_or(DEFAULT_PRESCALE_METHOD)
             .to_string();
         let kernelscale = opts.double("speed_kernelscale") as f32;
-        if !VALID_KERNELSCALES
-            .iter()
-            .any(|&k| f64::from((kernelscale - k).abs()) < 1e-3)
-        {
+        if !valid_kernelscale(kernelscale) {
             return Err(Error::inval(format!(
                 "speed: invalid speed_kernelscale {kernelscale}"
             )));
@@ -147,7 +151,7 @@ impl SpeedOpts {
         let params = Params {
             kernelscale,
             prescale: opts.double("speed_prescale"),
-            method: ScaleMethod::parse(&method)?,
+            method: ScaleMethod::parse("speed", &method)?,
             sigma_nn: opts.double("speed_sigma_nn") as f32,
             nn_floor: opts.double("speed_nn_floor") as f32,
             weight_var_mode: if weight_var_mode {

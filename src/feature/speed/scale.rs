@@ -1,5 +1,8 @@
 //! Plane preparation of SpEED: float conversion, prescaling (nearest, bilinear, bicubic,
 //! lanczos4), Gaussian anti-aliasing and decimation by 16, local mean removal.
+//!
+//! The filter, kernel and resampling helpers are upstream's `vif_tools` float code, which
+//! `float_vif` and `float_motion` use too (hence `pub(crate)`).
 
 use std::f64::consts::PI;
 
@@ -10,7 +13,7 @@ use crate::simd::CpuLevel;
 
 /// Prescaling interpolation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum ScaleMethod {
+pub(crate) enum ScaleMethod {
     Nearest,
     Bilinear,
     Bicubic,
@@ -18,7 +21,8 @@ pub(super) enum ScaleMethod {
 }
 
 impl ScaleMethod {
-    pub(super) fn parse(s: &str) -> Result<Self> {
+    /// The method named `s`, or an error naming extractor `who`.
+    pub(crate) fn parse(who: &str, s: &str) -> Result<Self> {
         Ok(match s {
             "nearest" => ScaleMethod::Nearest,
             "bilinear" => ScaleMethod::Bilinear,
@@ -26,7 +30,7 @@ impl ScaleMethod {
             "lanczos4" => ScaleMethod::Lanczos4,
             _ => {
                 return Err(Error::inval(format!(
-                    "speed: invalid scale method {s:?}, expected nearest, bilinear, bicubic or lanczos4"
+                    "{who}: invalid scale method {s:?}, expected nearest, bilinear, bicubic or lanczos4"
                 )))
             }
         })
@@ -36,15 +40,41 @@ impl ScaleMethod {
 /// Copies plane `c` of `pic` (its top-left `d.w`x`d.h`) into a fresh buffer as floats on the
 /// 8-bit scale, minus 128 (upstream's `picture_copy` with offset -128).
 pub(super) fn plane_to_float(pic: &PictureData, c: usize, d: &Dims) -> Result<Vec<f32>> {
-    if d.w > pic.w[c] || d.h > pic.h[c] {
-        return Err(Error::inval("speed: plane smaller than expected"));
+    plane_to_float_sized(pic, c, d.w, d.h, d.stride, d.rows, "speed")
+}
+
+/// Upstream's `picture_copy` with offset -128: the top-left `w`x`h` of plane `c` of `pic` as
+/// floats on the 8-bit scale (deeper samples divided by 2^(bpc-8), exact), minus 128, in a
+/// fresh zeroed buffer of `rows` rows `stride` apart. `who` names the caller in errors.
+pub(crate) fn plane_to_float_sized(
+    pic: &PictureData,
+    c: usize,
+    w: usize,
+    h: usize,
+    stride: usize,
+    rows: usize,
+    who: &str,
+) -> Result<Vec<f32>> {
+    if c >= pic.pix_fmt.plane_count() || w > pic.w[c] || h > pic.h[c] || w > stride || h > rows {
+        return Err(Error::inval(format!("{who}: plane smaller than expected")));
     }
-    let stride = pic.stride[c];
-    let mut buf = crate::limits::try_filled(d.stride * d.rows, 0.0, "speed: float plane")?;
+    let len = stride
+        .checked_mul(rows)
+        .ok_or_else(|| Error::inval(format!("{who}: plane too large")))?;
+    let mut buf = crate::limits::try_filled(len, 0.0, &format!("{who}: float plane"))?;
+    if w == 0 || h == 0 {
+        return Ok(buf);
+    }
+    let src_stride = pic.stride[c];
+    let need = (h - 1) * src_stride + w;
+    let short = || Error::inval(format!("{who}: picture plane shorter than its size"));
     match pic.plane(c) {
         PlaneRef::U8(p) => {
-            for (dst, src) in buf.chunks_mut(d.stride).zip(p.chunks(stride)).take(d.h) {
-                for (o, &v) in dst[..d.w].iter_mut().zip(&src[..d.w]) {
+            if p.len() < need {
+                return Err(short());
+            }
+            for (dst, src) in buf.chunks_mut(stride).zip(p.chunks(src_stride)).take(h) {
+                for (o, &v) in dst[..w].iter_mut().zip(&src[..w]) {
                     *o = f32::from(v) + -128.0;
                 }
             }
@@ -55,11 +85,14 @@ pub(super) fn plane_to_float(pic: &PictureData, c: usize, d: &Dims) -> Result<Ve
                 12 => 16.0,
                 16 => 256.0,
                 b => {
-                    return Err(Error::inval(format!("speed: unsupported bit depth {b}")));
+                    return Err(Error::inval(format!("{who}: unsupported bit depth {b}")));
                 }
             };
-            for (dst, src) in buf.chunks_mut(d.stride).zip(p.chunks(stride)).take(d.h) {
-                for (o, &v) in dst[..d.w].iter_mut().zip(&src[..d.w]) {
+            if p.len() < need {
+                return Err(short());
+            }
+            for (dst, src) in buf.chunks_mut(stride).zip(p.chunks(src_stride)).take(h) {
+                for (o, &v) in dst[..w].iter_mut().zip(&src[..w]) {
                     *o = f32::from(v) / scaler + -128.0;
                 }
             }
@@ -82,7 +115,7 @@ fn round_up_to_odd(f: f32) -> i32 {
 
 /// Gaussian window length for `scale` (0..=4) and `kernelscale`: `2^(4-scale)+1` scaled and
 /// rounded up to odd, at least 3.
-fn filter_size(scale: u32, kernelscale: f32) -> usize {
+pub(crate) fn filter_size(scale: u32, kernelscale: f32) -> usize {
     let n = (1i32 << (4 - scale)) + 1;
     round_up_to_odd(n as f32 * kernelscale).max(3) as usize
 }
@@ -112,10 +145,16 @@ fn gaussian_kernel(size: usize, stdev: f32) -> Vec<f32> {
     out
 }
 
+/// Upstream's `vif_get_filter`: the Gaussian window of `scale`, its deviation a fifth of its
+/// length.
+pub(crate) fn vif_filter(scale: u32, kernelscale: f32) -> Vec<f32> {
+    let size = filter_size(scale, kernelscale);
+    gaussian_kernel(size, size as f32 / 5.0f32)
+}
+
 /// The local-mean filter at the analysis scale.
 fn mean_filter(kernelscale: f32) -> Vec<f32> {
-    let size = filter_size(NUM_SCALES, kernelscale);
-    gaussian_kernel(size, size as f32 / 5.0f32)
+    vif_filter(NUM_SCALES, kernelscale)
 }
 
 /// The anti-aliasing filter applied before decimation: the scale-1 length with the standard
@@ -167,7 +206,8 @@ fn filter1d_ref(f: &[f32], src: &[f32], dst: &mut [f32], w: usize, h: usize, str
 }
 
 /// [`filter1d_ref`] at the level `cpu`: the same value for every sample, bit for bit.
-pub(super) fn filter1d(
+/// Both sides must exceed half the filter length (the mirror reflects once).
+pub(crate) fn filter1d(
     cpu: CpuLevel,
     f: &[f32],
     src: &[f32],
@@ -271,9 +311,13 @@ struct Src<'a> {
 }
 
 impl Src<'_> {
+    /// The sample at (x, y). Callers keep the sides at least [`min_resample_side`], so the
+    /// clamp never moves a coordinate; it only keeps a bad size from indexing out of bounds.
     #[inline]
     fn at(&self, x: i32, y: i32) -> f32 {
-        self.data[y as usize * self.stride + x as usize]
+        let x = x.min(self.w as i32 - 1).max(0) as usize;
+        let y = y.min(self.h as i32 - 1).max(0) as usize;
+        self.data[y * self.stride + x]
     }
 
     /// Mirrored integer coordinate, through float as upstream does.
@@ -351,29 +395,76 @@ impl Src<'_> {
 
 /// Resamples `src` (`d.w`x`d.h`) to `dst` (`d.sw`x`d.sh`), both with pitch `d.stride`.
 fn rescale(method: ScaleMethod, src: &[f32], dst: &mut [f32], d: &Dims) {
-    if d.w == d.sw && d.h == d.sh {
-        dst.copy_from_slice(src);
+    let from = Plane::new(src, d.w, d.h, d.stride);
+    resample(method, &from, dst, d.sw, d.sh, d.stride);
+}
+
+/// A read-only float plane: `w`x`h` samples, rows `stride` apart.
+#[derive(Clone, Copy)]
+pub(crate) struct Plane<'a> {
+    pub data: &'a [f32],
+    pub w: usize,
+    pub h: usize,
+    pub stride: usize,
+}
+
+impl<'a> Plane<'a> {
+    pub(crate) fn new(data: &'a [f32], w: usize, h: usize, stride: usize) -> Self {
+        Plane { data, w, h, stride }
+    }
+}
+
+/// The smallest source side `method` can resample from: its taps reach up to this far past
+/// an edge, and upstream mirrors only once (smaller planes read outside the image there).
+pub(crate) fn min_resample_side(method: ScaleMethod) -> usize {
+    match method {
+        ScaleMethod::Nearest => 1,
+        ScaleMethod::Bilinear => 2,
+        ScaleMethod::Bicubic => 3,
+        ScaleMethod::Lanczos4 => 6,
+    }
+}
+
+/// Upstream's `vif_scale_frame_s`: resamples `src` to `dw`x`dh` into `dst` (pitch
+/// `dst_stride`), sampling at pixel centres; equal sizes copy. The source sides must be at least
+/// [`min_resample_side`].
+pub(crate) fn resample(
+    method: ScaleMethod,
+    src: &Plane<'_>,
+    dst: &mut [f32],
+    dw: usize,
+    dh: usize,
+    dst_stride: usize,
+) {
+    if src.w == dw && src.h == dh {
+        for (o, i) in dst
+            .chunks_mut(dst_stride)
+            .zip(src.data.chunks(src.stride))
+            .take(dh)
+        {
+            o[..dw].copy_from_slice(&i[..dw]);
+        }
         return;
     }
     let s = Src {
-        data: src,
-        w: d.w,
-        h: d.h,
-        stride: d.stride,
+        data: src.data,
+        w: src.w,
+        h: src.h,
+        stride: src.stride,
     };
-    let ratio_x = d.w as f32 / d.sw as f32;
-    let ratio_y = d.h as f32 / d.sh as f32;
-    for y in 0..d.sh {
+    let ratio_x = src.w as f32 / dw as f32;
+    let ratio_y = src.h as f32 / dh as f32;
+    for y in 0..dh {
         // Sample centres, computed in double then stored as float.
         let yy = ((y as f64 + 0.5) * f64::from(ratio_y) - 0.5) as f32;
-        let row = &mut dst[y * d.stride..y * d.stride + d.sw];
+        let row = &mut dst[y * dst_stride..y * dst_stride + dw];
         for (x, o) in row.iter_mut().enumerate() {
             let xx = ((x as f64 + 0.5) * f64::from(ratio_x) - 0.5) as f32;
             *o = match method {
                 ScaleMethod::Nearest => {
                     let ry = (y as f32 * ratio_y) as usize;
                     let rx = (x as f32 * ratio_x) as usize;
-                    src[ry * d.stride + rx]
+                    s.at(rx as i32, ry as i32)
                 }
                 ScaleMethod::Bilinear => s.bilinear(xx, yy),
                 ScaleMethod::Bicubic => s.bicubic(xx, yy),
