@@ -101,18 +101,20 @@ fn other_float_models() {
 }
 
 /// The float extractors' logs in XML, CSV and SUB: byte for byte upstream's (but `fps`).
+/// Without `float_motion`: upstream appends its frame-0 `motion3` while scoring frame 1, so
+/// where that column lands depends on thread timing there (its values are compared above).
 #[test]
 fn float_features_in_every_format() {
     for (flag, ext) in [("--xml", "xml"), ("--csv", "csv"), ("--sub", "sub")] {
         let dir = work_dir(&format!("float_format_{ext}"));
         let out = arg(&dir, &format!("out.{ext}"));
         let mut args = clip_args(G8);
-        args.extend(FLOAT_FEATURES.iter().map(|s| s.to_string()));
+        args.extend(FLOAT_FEATURES[..10].iter().map(|s| s.to_string()));
         args.extend([flag, "-q", "--threads", "2", "-o", &out].map(String::from));
         vmaf_ok(&args);
         let got = mask_fps(&std::fs::read_to_string(&out).unwrap());
         let p = repo_root().join(format!(
-            "tests/data/expected_float/{G8}.float_features.{ext}"
+            "tests/data/expected_float/{G8}.float_nomotion.{ext}"
         ));
         let want = mask_fps(&std::fs::read_to_string(&p).unwrap());
         if got != want {
