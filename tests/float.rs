@@ -136,7 +136,11 @@ fn float_features_in_every_format() {
 /// The float model's scores do not depend on the CPU level (`--cpumask`) or the thread count.
 #[test]
 fn float_model_at_every_cpu_level() {
-    let want = run_json("float_levels_base", G8, &["-m", "version=vmaf_float_v0.6.1"]);
+    let want = run_json(
+        "float_levels_base",
+        G8,
+        &["-m", "version=vmaf_float_v0.6.1"],
+    );
     for mask in ["255", "16", "8"] {
         let got = run_json(
             &format!("float_levels_{mask}"),
