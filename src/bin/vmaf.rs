@@ -935,7 +935,9 @@ fn lists() -> String {
     format!(
         "Built-in models (-m version=NAME): {}\nFeature extractors (--feature NAME): {}",
         models.join(", "),
-        vmaf_hip::feature::EXTRACTOR_NAMES.join(", ")
+        vmaf_hip::feature::extractor_names()
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 

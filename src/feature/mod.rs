@@ -182,27 +182,127 @@ pub(crate) trait Extractor: Send + Sync {
     }
 }
 
-/// Extractor names `vmaf_use_feature` accepts, in lookup order.
-pub const EXTRACTOR_NAMES: &[&str] = &[
-    "vif",
-    "adm",
-    "motion",
-    "psnr",
-    "cambi",
-    "float_ssim",
-    "float_ms_ssim",
-    "speed_chroma",
-    "speed_temporal",
-    "psnr_hvs",
-    "ciede",
-    "float_motion",
-    "float_vif",
-    "float_adm",
-    "float_psnr",
-    "float_ansnr",
-    "float_moment",
-    "null",
+/// One extractor of the registry: its name, the model features it provides (libvmaf's
+/// `provided_features`, which maps a model's feature names to extractors) and how to make it.
+pub(crate) struct Descriptor {
+    /// The name `vmaf_use_feature` and `--feature` take.
+    pub name: &'static str,
+    /// Full feature names a model may ask for.
+    pub provides: &'static [&'static str],
+    /// Makes it with its options; extractors with a GPU version use `gpu` when given.
+    pub create: fn(&Dict, Option<GpuSet>) -> Result<Box<dyn Extractor>>,
+}
+
+/// Every extractor, in lookup order (the first that provides a model feature makes it). The
+/// name list, creation and the feature lookup all come from here.
+pub(crate) const REGISTRY: &[Descriptor] = &[
+    Descriptor {
+        name: "vif",
+        provides: vif::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(vif::Vif::new(o)?.with_gpu(gpu))),
+    },
+    Descriptor {
+        name: "adm",
+        provides: adm::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(adm::Adm::new(o)?.with_gpu(gpu))),
+    },
+    Descriptor {
+        name: "motion",
+        provides: motion::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(motion::Motion::new(o)?.with_gpu(gpu))),
+    },
+    Descriptor {
+        name: "psnr",
+        provides: psnr::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(psnr::Psnr::new(o)?.with_gpu(gpu))),
+    },
+    Descriptor {
+        name: "cambi",
+        provides: cambi::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(cambi::Cambi::new(o)?.with_gpu(gpu))),
+    },
+    Descriptor {
+        name: "float_ssim",
+        provides: float_ssim::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(float_ssim::FloatSsim::new(o)?.with_gpu(gpu))),
+    },
+    Descriptor {
+        name: "float_ms_ssim",
+        provides: float_ms_ssim::PROVIDED_FEATURES,
+        create: |o, gpu| Ok(Box::new(float_ms_ssim::FloatMsSsim::new(o)?.with_gpu(gpu))),
+    },
+    // CPU only from here on: no GPU version (the GPU state is not used).
+    Descriptor {
+        name: "speed_chroma",
+        provides: speed::CHROMA_FEATURES,
+        create: |o, _| Ok(Box::new(speed::SpeedChroma::new(o)?)),
+    },
+    Descriptor {
+        name: "speed_temporal",
+        provides: speed::TEMPORAL_FEATURES,
+        create: |o, _| Ok(Box::new(speed::SpeedTemporal::new(o)?)),
+    },
+    Descriptor {
+        name: "psnr_hvs",
+        provides: psnr_hvs::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(psnr_hvs::PsnrHvs::new(o)?)),
+    },
+    Descriptor {
+        name: "ciede",
+        provides: ciede::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(ciede::Ciede::new(o)?)),
+    },
+    Descriptor {
+        name: "float_motion",
+        provides: float_motion::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(float_motion::FloatMotion::new(o)?)),
+    },
+    Descriptor {
+        name: "float_vif",
+        provides: float_vif::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(float_vif::FloatVif::new(o)?)),
+    },
+    Descriptor {
+        name: "float_adm",
+        provides: float_adm::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(float_adm::FloatAdm::new(o)?)),
+    },
+    Descriptor {
+        name: "float_psnr",
+        provides: float_psnr::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(float_psnr::FloatPsnr::new(o)?)),
+    },
+    Descriptor {
+        name: "float_ansnr",
+        provides: float_ansnr::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(float_ansnr::FloatAnsnr::new(o)?)),
+    },
+    Descriptor {
+        name: "float_moment",
+        provides: float_moment::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(float_moment::FloatMoment::new(o)?)),
+    },
+    Descriptor {
+        name: "null",
+        provides: null::PROVIDED_FEATURES,
+        create: |o, _| Ok(Box::new(null::Null::new(o)?)),
+    },
 ];
+
+/// Names of every extractor `vmaf_use_feature` and `--feature` accept, in lookup order.
+pub fn extractor_names() -> impl Iterator<Item = &'static str> {
+    REGISTRY.iter().map(|d| d.name)
+}
+
+/// The registry entry of extractor `name`, or an error listing the known names.
+pub(crate) fn descriptor(name: &str) -> Result<&'static Descriptor> {
+    REGISTRY.iter().find(|d| d.name == name).ok_or_else(|| {
+        Error::inval(format!(
+            "no such feature extractor: {name} (known: {})",
+            extractor_names().collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
 
 /// Creates extractor `name` with `opts`, on the CPU.
 pub(crate) fn create(name: &str, opts: &Dict) -> Result<Box<dyn Extractor>> {
@@ -216,61 +316,14 @@ pub(crate) fn create_on(
     opts: &Dict,
     gpu: Option<&GpuSet>,
 ) -> Result<Box<dyn Extractor>> {
-    let gpu = gpu.cloned();
-    Ok(match name {
-        "vif" => Box::new(vif::Vif::new(opts)?.with_gpu(gpu)),
-        "adm" => Box::new(adm::Adm::new(opts)?.with_gpu(gpu)),
-        "motion" => Box::new(motion::Motion::new(opts)?.with_gpu(gpu)),
-        "psnr" => Box::new(psnr::Psnr::new(opts)?.with_gpu(gpu)),
-        "float_ssim" => Box::new(float_ssim::FloatSsim::new(opts)?.with_gpu(gpu)),
-        "float_ms_ssim" => Box::new(float_ms_ssim::FloatMsSsim::new(opts)?.with_gpu(gpu)),
-        "cambi" => Box::new(cambi::Cambi::new(opts)?.with_gpu(gpu)),
-        "speed_chroma" => Box::new(speed::SpeedChroma::new(opts)?),
-        "speed_temporal" => Box::new(speed::SpeedTemporal::new(opts)?),
-        "psnr_hvs" => Box::new(psnr_hvs::PsnrHvs::new(opts)?),
-        "ciede" => Box::new(ciede::Ciede::new(opts)?),
-        "float_motion" => Box::new(float_motion::FloatMotion::new(opts)?),
-        "float_vif" => Box::new(float_vif::FloatVif::new(opts)?),
-        "float_adm" => Box::new(float_adm::FloatAdm::new(opts)?),
-        // CPU only: no GPU version.
-        "float_psnr" => Box::new(float_psnr::FloatPsnr::new(opts)?),
-        "float_ansnr" => Box::new(float_ansnr::FloatAnsnr::new(opts)?),
-        "float_moment" => Box::new(float_moment::FloatMoment::new(opts)?),
-        "null" => Box::new(null::Null::new(opts)?),
-        _ => {
-            return Err(Error::inval(format!(
-                "no such feature extractor: {name} (known: {})",
-                EXTRACTOR_NAMES.join(", ")
-            )))
-        }
-    })
+    (descriptor(name)?.create)(opts, gpu.cloned())
 }
 
 /// Which extractor provides the model feature `feature_name` (a full name such as
 /// `VMAF_integer_feature_adm2_score`), as libvmaf's provided-features lookup does.
 pub(crate) fn extractor_for_feature(feature_name: &str) -> Option<&'static str> {
-    const TABLE: &[(&str, &[&str])] = &[
-        ("vif", vif::PROVIDED_FEATURES),
-        ("adm", adm::PROVIDED_FEATURES),
-        ("motion", motion::PROVIDED_FEATURES),
-        ("psnr", psnr::PROVIDED_FEATURES),
-        ("float_ssim", float_ssim::PROVIDED_FEATURES),
-        ("float_ms_ssim", float_ms_ssim::PROVIDED_FEATURES),
-        ("cambi", cambi::PROVIDED_FEATURES),
-        ("speed_chroma", speed::CHROMA_FEATURES),
-        ("speed_temporal", speed::TEMPORAL_FEATURES),
-        ("psnr_hvs", psnr_hvs::PROVIDED_FEATURES),
-        ("ciede", ciede::PROVIDED_FEATURES),
-        ("float_motion", float_motion::PROVIDED_FEATURES),
-        ("float_vif", float_vif::PROVIDED_FEATURES),
-        ("float_adm", float_adm::PROVIDED_FEATURES),
-        ("float_psnr", float_psnr::PROVIDED_FEATURES),
-        ("float_ansnr", float_ansnr::PROVIDED_FEATURES),
-        ("float_moment", float_moment::PROVIDED_FEATURES),
-        ("null", null::PROVIDED_FEATURES),
-    ];
-    TABLE
+    REGISTRY
         .iter()
-        .find(|(_, feats)| feats.contains(&feature_name))
-        .map(|(n, _)| *n)
+        .find(|d| d.provides.contains(&feature_name))
+        .map(|d| d.name)
 }

@@ -332,12 +332,8 @@ pub unsafe extern "C" fn vmaf_use_feature(
         let mut ctx = unsafe { context(vmaf) }?;
         // SAFETY: NULL or a C string (caller's contract).
         let name = unsafe { c_str(feature_name, "feature name") }?;
-        if !crate::feature::EXTRACTOR_NAMES.contains(&name) {
-            return Err(Error::inval(format!(
-                "no such feature extractor: {name} (known: {})",
-                crate::feature::EXTRACTOR_NAMES.join(", ")
-            )));
-        }
+        // An unknown name leaves the dictionary with the caller, as in libvmaf.
+        crate::feature::descriptor(name)?;
         // SAFETY: NULL or a live handle handed over by the caller.
         let opts = unsafe { take_dict(opts_dict) };
         ctx.use_feature(name, &opts)
