@@ -182,6 +182,9 @@ pub(crate) trait Extractor: Send + Sync {
     }
 }
 
+/// Makes an extractor from its options, on a GPU where it has a GPU version and one is given.
+pub(crate) type Constructor = fn(&Dict, Option<GpuSet>) -> Result<Box<dyn Extractor>>;
+
 /// One extractor of the registry: its name, the model features it provides (libvmaf's
 /// `provided_features`, which maps a model's feature names to extractors) and how to make it.
 pub(crate) struct Descriptor {
@@ -190,7 +193,7 @@ pub(crate) struct Descriptor {
     /// Full feature names a model may ask for.
     pub provides: &'static [&'static str],
     /// Makes it with its options; extractors with a GPU version use `gpu` when given.
-    pub create: fn(&Dict, Option<GpuSet>) -> Result<Box<dyn Extractor>>,
+    pub create: Constructor,
 }
 
 /// Every extractor, in lookup order (the first that provides a model feature makes it). The

@@ -116,21 +116,9 @@ fn read_model_file<T>(path: &Path, what: &str, parse: impl FnOnce(&str) -> Resul
     })
 }
 
-/// The extractor providing `feature`: the registry's answer, else a fallback by name prefix for
-/// the integer features while the registry is incomplete.
+/// The extractor providing `feature`, by the registry's provided features (libvmaf's lookup).
 fn extractor_of(feature: &str) -> Option<&'static str> {
-    crate::feature::extractor_for_feature(feature).or_else(|| {
-        let rest = feature.strip_prefix("VMAF_integer_feature_")?;
-        if rest.starts_with("adm") || rest.starts_with("aim") {
-            Some("adm")
-        } else if rest.starts_with("vif") {
-            Some("vif")
-        } else if rest.starts_with("motion") {
-            Some("motion")
-        } else {
-            None
-        }
-    })
+    crate::feature::extractor_for_feature(feature)
 }
 
 /// `y` through the optional piecewise-linear map, with libvmaf's handling of degenerate knot
