@@ -587,7 +587,7 @@ fn tracing() -> bool {
 
 fn name_known(name: &CStr) -> bool {
     name.to_str()
-        .is_ok_and(|n| vmaf_hip::feature::EXTRACTOR_NAMES.contains(&n))
+        .is_ok_and(|n| vmaf_hip::feature::extractor_names().any(|k| k == n))
 }
 
 fn capture(pic: &VmafPicture, pool_gen: u64) -> Layout {
