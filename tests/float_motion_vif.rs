@@ -153,10 +153,8 @@ fn motion_options() {
                 "float_motion=motion_blend_factor=0.5:motion_blend_offset=10",
             ],
         );
-        check_float_metrics(
-            &format!("{clip}.float_options_motion.json"),
-            &got,
-            &|_| true,
-        );
+        check_float_metrics(&format!("{clip}.float_options_motion.json"), &got, &|_| {
+            true
+        });
     }
 }
