@@ -6,7 +6,9 @@
 //! [`filter1d`] (vectorised, bit-identical at every [`CpuLevel`]) computes it.
 
 use crate::error::{Error, Result};
-use crate::feature::speed::scale::{filter1d, min_resample_side, resample, Plane, ScaleMethod};
+use crate::feature::speed::scale::{
+    filter1d, min_resample_side, plane_to_float_sized, resample, Plane, ScaleMethod,
+};
 use crate::picture::PictureData;
 use crate::simd::CpuLevel;
 
@@ -87,15 +89,7 @@ pub fn blur_plane(
             taps.len()
         )));
     }
-    let src = crate::feature::speed::scale::plane_to_float_sized(
-        pic,
-        c,
-        w,
-        h,
-        stride,
-        h,
-        "float_motion",
-    )?;
+    let src = plane_to_float_sized(pic, c, w, h, stride, h, "float_motion")?;
     let mut data = crate::limits::try_filled(src.len(), 0.0f32, "float_motion: blurred plane")?;
     filter1d(cpu, taps, &src, &mut data, w, h, stride);
     Ok(BlurredPlane { data, w, h, stride })
