@@ -150,3 +150,36 @@ fn float_model_at_every_cpu_level() {
         assert_json_matches(&want, &got, &[], &format!("cpumask {mask}"));
     }
 }
+
+/// Upstream's float option logs whole: every extractor of each command line together.
+#[test]
+fn float_option_logs() {
+    for (file, flags) in [
+        (
+            "float_options",
+            &[
+                "--feature",
+                "float_vif=vif_enhn_gain_limit=1.0",
+                "--feature",
+                "float_adm=adm_enhn_gain_limit=1.0",
+                "--feature",
+                "float_motion=motion_force_zero=true",
+            ][..],
+        ),
+        (
+            "float_options_debug",
+            &[
+                "-n",
+                "--feature",
+                "float_vif=debug=true",
+                "--feature",
+                "float_adm=debug=true",
+                "--feature",
+                "float_motion=debug=false",
+            ][..],
+        ),
+    ] {
+        let got = run_json(file, G8, flags);
+        check_float_metrics(&format!("{G8}.{file}.json"), &got, &|_| true);
+    }
+}
