@@ -38,6 +38,9 @@ pub(crate) mod ssim;
 use ssim::{float_ms_ssim, float_ssim};
 pub(crate) mod vif;
 
+/// See `float_adm`'s division: tests compare it with the reference host's.
+#[doc(hidden)]
+pub use float_adm::cpu::reciprocal_fingerprint as float_adm_reciprocal_fingerprint;
 pub use options::Dict;
 
 /// C's `MIN(a, b)`, `a < b ? a : b` (so `b` when either is NaN), as libvmaf clamps scores.

@@ -327,13 +327,99 @@ pub fn run_json(test: &str, clip: &str, extra: &[&str]) -> serde_json::Value {
 /// `got`; the others are skipped.
 pub fn check_float_metrics(name: &str, got: &serde_json::Value, keep: &dyn Fn(&str) -> bool) {
     let want = expected_float(name);
-    let skip: Vec<String> = want["pooled_metrics"]
+    let exact_here = divides_as_reference_host();
+    let keys: Vec<String> = want["pooled_metrics"]
         .as_object()
         .expect("pooled metrics")
         .keys()
-        .filter(|k| !keep(k))
         .cloned()
         .collect();
-    let skip: Vec<&str> = skip.iter().map(String::as_str).collect();
+    let skip: Vec<&str> = keys
+        .iter()
+        .filter(|k| !keep(k) || (!exact_here && reciprocal_dependent(k, got)))
+        .map(String::as_str)
+        .collect();
     assert_json_matches(&want, got, &skip, name);
+    if !exact_here {
+        let near: Vec<&str> = keys
+            .iter()
+            .filter(|k| keep(k) && reciprocal_dependent(k, got))
+            .map(String::as_str)
+            .collect();
+        assert_near(&want, got, &near, name);
+    }
+}
+
+/// `float_adm` divides through the CPU's reciprocal estimate (RCPSS) plus one Newton step, as
+/// upstream's x86 build does, and Intel's and AMD's estimates differ in their last bits: the
+/// float logs come from an AMD EPYC host, whose reciprocals hash to this
+/// (`vmaf_hip::feature::float_adm_reciprocal_fingerprint`).
+pub const REFERENCE_RECIPROCALS: u64 = 0x7e3f_eb9b_27d2_f531;
+
+/// Whether this CPU's float ADM divides bit for bit as the reference host's did; elsewhere
+/// upstream's own scores differ from its logs too, in the last digits of `float_adm`'s values.
+pub fn divides_as_reference_host() -> bool {
+    let here = vmaf_hip::feature::float_adm_reciprocal_fingerprint();
+    let same = here == REFERENCE_RECIPROCALS;
+    if !same {
+        static NOTE: std::sync::Once = std::sync::Once::new();
+        NOTE.call_once(|| {
+            println!(
+                "note: this CPU's reciprocal estimates ({here:#x}) differ from the reference \
+                 host's: float_adm-derived values are compared within 1e-5 (VMAF 1e-3), the \
+                 rest exactly"
+            )
+        });
+    }
+    same
+}
+
+/// Whether metric `name` of log `got` depends on `float_adm`'s division: its own scores, and a
+/// model score where no integer ADM ran (so the model reads the float one).
+fn reciprocal_dependent(name: &str, got: &Value) -> bool {
+    if name.starts_with("adm") || name.starts_with("aim") {
+        return true;
+    }
+    let integer_adm = got["frames"][0]["metrics"]
+        .as_object()
+        .is_some_and(|m| m.keys().any(|k| k.starts_with("integer_adm")));
+    name.starts_with("vmaf") && !integer_adm
+}
+
+/// Every per-frame and pooled value of the `names` metrics within 1e-5 (VMAF: 1e-3) of
+/// `expected`'s.
+fn assert_near(expected: &Value, got: &Value, names: &[&str], what: &str) {
+    let tol = |k: &str| if k.starts_with("vmaf") { 1e-3 } else { 1e-5 };
+    let mut bad = Vec::new();
+    for (i, m) in frames(expected) {
+        for k in names {
+            let (Some(e), g) = (m.get(*k).and_then(Value::as_f64), got_frame(got, i, k)) else {
+                continue;
+            };
+            match g {
+                Some(g) if (g - e).abs() <= tol(k) => {}
+                g => bad.push(format!("frame {i} {k}: expected {e}, got {g:?}")),
+            }
+        }
+    }
+    for k in names {
+        for (meth, v) in expected["pooled_metrics"][*k]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            let (e, g) = (v.as_f64(), got["pooled_metrics"][*k][meth].as_f64());
+            if !matches!((e, g), (Some(e), Some(g)) if (g - e).abs() <= tol(k)) {
+                bad.push(format!("pooled {k}.{meth}: expected {e:?}, got {g:?}"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{what}: {}", bad.join("\n"));
+}
+
+fn got_frame(got: &Value, i: i64, k: &str) -> Option<f64> {
+    frames(got)
+        .get(&i)
+        .and_then(|m| m.get(k))
+        .and_then(Value::as_f64)
 }

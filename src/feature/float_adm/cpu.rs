@@ -172,6 +172,16 @@ fn div(n: f32, d: f32) -> f32 {
     n * (e + e * (1.0 - d * e))
 }
 
+/// A hash of the reciprocals [`div`] computes for 4096 divisors spanning every mantissa step
+/// of RCPSS's table, so tests can tell whether this CPU divides as the CPU that made a set of
+/// upstream logs did (Intel's and AMD's RCPSS tables differ in their last bits).
+pub fn reciprocal_fingerprint() -> u64 {
+    (0..4096u32).fold(0xcbf2_9ce4_8422_2325, |h, i| {
+        let d = 1.0 + i as f32 / 4096.0;
+        (h ^ u64::from(div(1.0, d).to_bits())).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// `n / d`: without SSE upstream divides plainly.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]

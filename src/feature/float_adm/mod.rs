@@ -390,9 +390,19 @@ mod tests {
             ("adm_den_scale3", 29.28772),
         ];
         assert_eq!(out.len(), want.len());
+        // Upstream printed these on an AMD host; another CPU's reciprocal estimates move the
+        // last digits (see `cpu::reciprocal_fingerprint`), as they move upstream's own.
+        let same_cpu = cpu::reciprocal_fingerprint() == 0x7e3f_eb9b_27d2_f531;
+        let close = |got: f64, want: f64| {
+            if same_cpu {
+                got == want
+            } else {
+                (got - want).abs() <= 1e-5 * want.abs().max(1.0)
+            }
+        };
         for ((name, v), (key, w)) in out.iter().zip(want) {
             assert_eq!(crate::feature::alias::alias(name), key);
-            assert_eq!(printed(*v), w, "{key}");
+            assert!(close(printed(*v), w), "{key}: {} against {w}", printed(*v));
         }
 
         let (r, d) = pair(19, 31, 10);
@@ -414,7 +424,7 @@ mod tests {
         ];
         for ((name, v), (key, w)) in out.iter().zip(want) {
             assert_eq!(*name, format!("{key}_csf_2_egl_1.2_apn_2.5"));
-            assert_eq!(printed(*v), w, "{key}");
+            assert!(close(printed(*v), w), "{key}: {} against {w}", printed(*v));
         }
     }
 
