@@ -340,7 +340,7 @@ pub fn check_float_metrics(name: &str, got: &serde_json::Value, keep: &dyn Fn(&s
         .map(String::as_str)
         .collect();
     // Unless every kept metric is compared approximately below.
-    if keys.iter().any(|k| !skip.contains(&k.as_str())) {
+    if exact_here || keys.iter().any(|k| !skip.contains(&k.as_str())) {
         assert_json_matches(&want, got, &skip, name);
     }
     if !exact_here {
@@ -400,11 +400,13 @@ fn assert_near(expected: &Value, got: &Value, names: &[&str], what: &str) {
         }
     };
     let mut bad = Vec::new();
+    let mut compared = 0;
     for (i, m) in frames(expected) {
         for k in names {
             let (Some(e), g) = (m.get(*k).and_then(Value::as_f64), got_frame(got, i, k)) else {
                 continue;
             };
+            compared += 1;
             match g {
                 Some(g) if (g - e).abs() <= tol(k, e) => {}
                 g => bad.push(format!("frame {i} {k}: expected {e}, got {g:?}")),
@@ -424,6 +426,7 @@ fn assert_near(expected: &Value, got: &Value, names: &[&str], what: &str) {
         }
     }
     assert!(bad.is_empty(), "{what}: {}", bad.join("\n"));
+    assert!(compared > 0 || names.is_empty(), "{what}: nothing compared");
 }
 
 fn got_frame(got: &Value, i: i64, k: &str) -> Option<f64> {
