@@ -70,21 +70,7 @@ const G8: &str = "natural_576x324_420p8";
 /// Default model in each format: byte-identical to upstream's file except `fps`.
 fn check_default_format(flag: &str, ext: &str) {
     let got = run_clip(&format!("default_{ext}"), G8, &[flag], ext);
-    let want = expected_text(&format!("{G8}.default.{ext}"));
-    let (got, want) = (mask_fps(&got), mask_fps(&want));
-    if got != want {
-        let line = got
-            .lines()
-            .zip(want.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.lines().count().min(want.lines().count()));
-        panic!(
-            "{ext} differs from upstream at line {}:\n  got:  {}\n  want: {}",
-            line + 1,
-            got.lines().nth(line).unwrap_or("<end>"),
-            want.lines().nth(line).unwrap_or("<end>")
-        );
-    }
+    assert_same_log(&got, &expected_text(&format!("{G8}.default.{ext}")), ext);
 }
 
 #[test]

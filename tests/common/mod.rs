@@ -217,6 +217,25 @@ pub fn mask_fps(text: &str) -> String {
         + if text.ends_with('\n') { "\n" } else { "" }
 }
 
+/// Asserts two logs are the same text but for `fps` (see [`mask_fps`]), naming the first line
+/// that differs.
+pub fn assert_same_log(got: &str, want: &str, what: &str) {
+    let (got, want) = (mask_fps(got), mask_fps(want));
+    if got != want {
+        let line = got
+            .lines()
+            .zip(want.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.lines().count().min(want.lines().count()));
+        panic!(
+            "{what} differs from upstream at line {}:\n  got:  {}\n  want: {}",
+            line + 1,
+            got.lines().nth(line).unwrap_or("<end>"),
+            want.lines().nth(line).unwrap_or("<end>")
+        );
+    }
+}
+
 /// Path of a file in `dir` as a `String` argument.
 pub fn arg(dir: &Path, file: &str) -> String {
     dir.join(file).display().to_string()
