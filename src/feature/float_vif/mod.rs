@@ -14,6 +14,8 @@
 //! no GPU version.
 
 mod cpu;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use crate::error::{Error, Result};
 use crate::feature::speed::scale::{
