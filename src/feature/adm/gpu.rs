@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::launch::{self as kernels, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
+use crate::gpu::launch::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
@@ -58,7 +58,7 @@ impl<T: Sample> Scratch<T> {
             h,
             _sample: std::marker::PhantomData,
             approx: [[buf()?, buf()?], [buf()?, buf()?]],
-            bands: DeviceBuffer::new(dev, kernels::adm_bands_len(w, h))?,
+            bands: DeviceBuffer::new(dev, launch::adm_bands_len(w, h))?,
             maps: DeviceBuffer::new(dev, 4 * plane)?,
             lut,
             out_dev,
@@ -141,7 +141,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         let (rd, dd) = (ref_dev.plane(w, h), dis_dev.plane(w, h));
         let sp0 = scale_params(w, h, 0, p);
         let head = |stream: &Stream| {
-            kernels::adm_dwt0(state, stream, rd, dd, bpc, &ar[0], &ad[0], &b, &sp0)
+            launch::adm_dwt0(state, stream, rd, dd, bpc, &ar[0], &ad[0], &b, &sp0)
         };
         let out_dev = &s.out_dev;
         let rb = ReadBack {
@@ -157,7 +157,7 @@ fn queue_typed<T: Sample + PlaneAs>(
                 let sp = scale_params(w, h, scale, p);
                 let (cur, prev) = (scale % 2, (scale + 1) % 2);
                 if scale > 0 {
-                    kernels::adm_dwt123(
+                    launch::adm_dwt123(
                         state,
                         stream,
                         band_plane(&ar[prev], pw, ph),
@@ -168,7 +168,7 @@ fn queue_typed<T: Sample + PlaneAs>(
                         &sp,
                     )?;
                 }
-                kernels::adm_cm(state, stream, &b, bw, bh, &sp, out_dev, SLOTS * scale)?;
+                launch::adm_cm(state, stream, &b, bw, bh, &sp, out_dev, SLOTS * scale)?;
                 (pw, ph) = (bw, bh);
             }
             Ok(())

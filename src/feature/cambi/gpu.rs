@@ -15,7 +15,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts};
 use crate::gpu::launch::{
-    self as kernels, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
+    self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
 };
 use crate::gpu::planes::{dense, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
@@ -32,7 +32,7 @@ struct Scratch {
     /// pinned memory.
     cv: Vec<DeviceBuffer<f32>>,
     cv_host: Vec<PinnedHostBuffer<f32>>,
-    /// Per scale: [`kernels::cambi_stats`] of the map.
+    /// Per scale: [`launch::cambi_stats`] of the map.
     stats: DeviceBuffer<u64>,
     stats_host: PinnedHostBuffer<u64>,
     lut: DeviceBuffer<f32>,
@@ -100,7 +100,7 @@ impl Scratch {
 
 /// What the host gets of one scale.
 enum ScaleData<'a> {
-    /// The map's statistics ([`kernels::cambi_stats`]).
+    /// The map's statistics ([`launch::cambi_stats`]).
     Stats(&'a [u64]),
     /// The c-value map itself (dense, the scale's width wide).
     Map(&'a mut [f32]),
@@ -168,7 +168,7 @@ fn with_c_values<T: Sample + PlaneAs>(
         sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
         sc.params
             .upload_async(stream, &mut sc.params_host, 2 * nd)?;
-        kernels::cambi_preprocess(
+        launch::cambi_preprocess(
             state,
             stream,
             luma.plane(in_w, in_h),
@@ -178,7 +178,7 @@ fn with_c_values<T: Sample + PlaneAs>(
             dense(&sc.img[0], w, h),
         )?;
         drop(luma);
-        kernels::cambi_mask(
+        launch::cambi_mask(
             state,
             stream,
             dense(&sc.img[0], w, h),
@@ -201,19 +201,19 @@ fn with_c_values<T: Sample + PlaneAs>(
             if (sw, sh) != (cw, ch) {
                 let [a, b] = &sc.img;
                 let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-                kernels::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                launch::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
                 let [a, b] = &sc.mask;
                 let (src, dst) = if mk == 0 { (a, b) } else { (b, a) };
-                kernels::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                launch::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
                 im ^= 1;
                 mk ^= 1;
                 (cw, ch) = (sw, sh);
             }
             let [a, b] = &sc.img;
             let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-            kernels::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
+            launch::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
             im ^= 1;
-            kernels::cambi_cvalues(
+            launch::cambi_cvalues(
                 state,
                 stream,
                 dense(&sc.img[im], sw, sh),
@@ -224,7 +224,7 @@ fn with_c_values<T: Sample + PlaneAs>(
                 &sc.cv[scale],
                 0,
             )?;
-            kernels::cambi_stats(
+            launch::cambi_stats(
                 state,
                 stream,
                 &sc.cv[scale],

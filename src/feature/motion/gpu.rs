@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::launch::{self as kernels, Sample};
+use crate::gpu::launch::{self, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
@@ -58,7 +58,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         // The head reads the frame's pictures: recorded with the reduction, its arguments set
         // each frame.
         let (pd, cd, bpc) = (p.plane(w, h), c.plane(w, h), cur.bpc);
-        let head = |stream: &Stream| kernels::motion_rows(state, stream, pd, cd, bpc, rows);
+        let head = |stream: &Stream| launch::motion_rows(state, stream, pd, cd, bpc, rows);
         let rb = ReadBack {
             from: out_dev,
             into: &mut s.out_host,
@@ -67,7 +67,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         };
         s.tail
             .run_and_read_back(&(w, size_of::<T>()), stream, rb, head, |stream| {
-                kernels::motion_reduce(state, stream, rows, h, out_dev)
+                launch::motion_reduce(state, stream, rows, h, out_dev)
             })?;
     }
     // Waits for the read-back (and so for the kernels before it on the stream).

@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs, FrameReads};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{self as kernels, DevicePlane, Sample};
+use crate::gpu::launch::{self, DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::{Picture, PictureData};
@@ -103,7 +103,7 @@ fn sse_typed<T: Sample + PlaneAs>(
                 h: r.h[i],
                 stride,
             };
-            kernels::psnr_sse(
+            launch::psnr_sse(
                 state,
                 stream,
                 plane(&s.ref_dev, r_offs[i], r.stride[i]),
@@ -165,7 +165,7 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
                 h: pic.h[i],
                 stride: pic.stride[i],
             };
-            kernels::psnr_sse(
+            launch::psnr_sse(
                 state,
                 stream,
                 plane(r, T::device_plane(fr, i).ok_or_else(missing)?),

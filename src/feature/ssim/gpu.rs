@@ -16,7 +16,7 @@ use super::tools::{
 };
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{self as kernels, DeviceImage, SsimSample};
+use crate::gpu::launch::{self, DeviceImage, SsimSample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
@@ -106,7 +106,7 @@ impl<const MS: bool> Pipeline<MS> {
         let hbuf_len = plan
             .ssim_levels
             .iter()
-            .map(|&l| 5 * kernels::ssim_hconv_plane(plan.dims[l].0, plan.dims[l].1))
+            .map(|&l| 5 * launch::ssim_hconv_plane(plan.dims[l].0, plan.dims[l].1))
             .max()
             .unwrap_or(0);
         let n_sums = plan
@@ -143,7 +143,7 @@ impl<const MS: bool> Pipeline<MS> {
         let (w, h) = p.plan.dims[0];
         let scaler = luma_scaler(bpc)?;
         let image = |buf, (w, h): (usize, usize)| DeviceImage { buf, w, h };
-        kernels::ssim_to_float(
+        launch::ssim_to_float(
             state,
             stream,
             r.plane(w, h),
@@ -154,7 +154,7 @@ impl<const MS: bool> Pipeline<MS> {
         )?;
         let plan = &p.plan;
         for l in 1..plan.dims.len() {
-            kernels::ssim_decimate(
+            launch::ssim_decimate(
                 state,
                 stream,
                 image(&p.refs[l - 1], plan.dims[l - 1]),
@@ -168,7 +168,7 @@ impl<const MS: bool> Pipeline<MS> {
         }
         for (&l, &(offset, _, _)) in plan.ssim_levels.iter().zip(&plan.sum_layout()) {
             let dims = plan.dims[l];
-            kernels::ssim_hconv(
+            launch::ssim_hconv(
                 state,
                 stream,
                 image(&p.refs[l], dims),
@@ -176,7 +176,7 @@ impl<const MS: bool> Pipeline<MS> {
                 &p.gauss,
                 &p.hbuf,
             )?;
-            kernels::ssim_rows(
+            launch::ssim_rows(
                 state,
                 stream,
                 &p.hbuf,

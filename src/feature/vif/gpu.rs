@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::launch::{self as kernels, Sample};
+use crate::gpu::launch::{self, Sample};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::Picture;
 use std::sync::OnceLock;
@@ -22,7 +22,7 @@ pub fn log2_steps() -> &'static [u64] {
     static STEPS: OnceLock<Box<[u64]>> = OnceLock::new();
     STEPS.get_or_init(|| {
         let table = log2_table();
-        (0..kernels::VIF_LOG2_WORDS)
+        (0..launch::VIF_LOG2_WORDS)
             .map(|b| {
                 let run = &table[(1 << 15) + 32 * b..][..32];
                 let mask = (1..32).fold(0u32, |m, j| match run[j] - run[j - 1] {
@@ -72,7 +72,7 @@ impl<T: Sample> Scratch<T> {
         // Zeroed here, then after each frame's read-back (by the recorded tail).
         let acc_dev = DeviceBuffer::new(dev, 16)?;
         acc_dev.zero(state.stream())?;
-        let mut table = DeviceBuffer::new(dev, kernels::VIF_LOG2_WORDS)?;
+        let mut table = DeviceBuffer::new(dev, launch::VIF_LOG2_WORDS)?;
         table.upload_blocking(state.stream(), log2_steps())?;
         Ok(Scratch {
             w,
@@ -127,10 +127,10 @@ fn queue_typed<T: Sample + PlaneAs>(
         // reads and writes these buffers.
         let head = |stream: &Stream| {
             if skip_scale0 {
-                kernels::vif_down(state, stream, r0, d0, 0, bpc, down0.0, down0.1)
+                launch::vif_down(state, stream, r0, d0, 0, bpc, down0.0, down0.1)
             } else {
                 // Scale 0's statistics also write the decimated scale-1 pictures.
-                kernels::vif_stats(
+                launch::vif_stats(
                     state,
                     stream,
                     r0,
@@ -162,7 +162,7 @@ fn queue_typed<T: Sample + PlaneAs>(
                         dense(&pyr_ref[scale - 1], cw, ch),
                         dense(&pyr_dis[scale - 1], cw, ch),
                     );
-                    kernels::vif_stats(
+                    launch::vif_stats(
                         state, stream, pr, pd, scale, bpc, table, egl, acc_dev, None,
                     )?;
                     if scale < 3 {
@@ -170,7 +170,7 @@ fn queue_typed<T: Sample + PlaneAs>(
                             dense(&pyr_ref[scale], cw / 2, ch / 2),
                             dense(&pyr_dis[scale], cw / 2, ch / 2),
                         );
-                        kernels::vif_down(state, stream, pr, pd, scale, bpc, next.0, next.1)?;
+                        launch::vif_down(state, stream, pr, pd, scale, bpc, next.0, next.1)?;
                     }
                     cw /= 2;
                     ch /= 2;
@@ -242,9 +242,9 @@ mod tests {
     #[test]
     fn packed_log2_steps_give_every_table_entry() {
         let (table, steps) = (log2_table(), log2_steps());
-        assert_eq!(steps.len(), kernels::VIF_LOG2_WORDS);
+        assert_eq!(steps.len(), launch::VIF_LOG2_WORDS);
         for i in 1u32 << 15..1 << 16 {
-            let word = steps[(i >> 5) as usize - kernels::VIF_LOG2_WORDS];
+            let word = steps[(i >> 5) as usize - launch::VIF_LOG2_WORDS];
             let got = (word >> 32) as u32 + ((word as u32) << (31 - (i & 31))).count_ones();
             assert_eq!(got, u32::from(table[i as usize]), "entry {i}");
         }
