@@ -12,7 +12,7 @@
 use crate::error::{Error, Result};
 #[cfg(test)]
 use crate::feature::speed::scale::filter1d;
-use crate::feature::speed::scale::vif_filter;
+use crate::feature::speed::scale::{reflect, vif_filter};
 use crate::limits::try_filled;
 use crate::simd::CpuLevel;
 
@@ -282,20 +282,6 @@ fn filter_decimate(cpu: CpuLevel, taps: &[f32], src: &[f32], dst: &mut [f32], w:
     }
     let _ = cpu;
     filter_decimate_rows(taps, src, dst, w, h)
-}
-
-/// Mirrors index `i` of `0..n` once at each edge (edge sample not repeated), as `filter1d`.
-#[inline(always)]
-fn reflect(i: isize, n: usize) -> usize {
-    let n = n as isize;
-    let r = if i < 0 {
-        -i
-    } else if i >= n {
-        2 * n - i - 2
-    } else {
-        i
-    };
-    r as usize
 }
 
 /// Vertical taps of the five planes (mu1, mu2, xx, yy, xy) for the `B` samples from `j` of

@@ -166,8 +166,8 @@ fn antialias_filter(kernelscale: f32) -> Vec<f32> {
 }
 
 /// Mirrors index `i` of `0..n` once at each edge (edge sample not repeated).
-#[inline]
-fn reflect(i: isize, n: usize) -> usize {
+#[inline(always)]
+pub(crate) fn reflect(i: isize, n: usize) -> usize {
     let n = n as isize;
     let r = if i < 0 {
         -i
