@@ -1,7 +1,7 @@
 //! The `speed_chroma` extractor: SpEED of the U and V planes and their mean.
 
 use super::gsm::{cap, extract_score};
-use super::scale::plane_to_float;
+use super::scale::load;
 use super::{check_pair, Dims, SpeedOpts, CHROMA_FEATURES, CHROMA_OPTIONS};
 use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, FrameInput, Scores};
@@ -55,20 +55,8 @@ impl Extractor for SpeedChroma {
         };
         let d = Dims::new(w, h, self.opts.params.prescale)?;
         let p = &self.opts.params;
-        let (su, eu) = extract_score(
-            input.cpu,
-            &d,
-            p,
-            plane_to_float(r, 1, &d)?,
-            plane_to_float(dp, 1, &d)?,
-        );
-        let (sv, ev) = extract_score(
-            input.cpu,
-            &d,
-            p,
-            plane_to_float(r, 2, &d)?,
-            plane_to_float(dp, 2, &d)?,
-        );
+        let (su, eu) = extract_score(input.cpu, &d, p, load(r, 1, &d, p)?, load(dp, 1, &d, p)?)?;
+        let (sv, ev) = extract_score(input.cpu, &d, p, load(r, 2, &d, p)?, load(dp, 2, &d, p)?)?;
         // A channel whose covariance is singular (e.g. flat) takes the other channel's score.
         let suv = match (eu, ev) {
             (true, false) => sv,

@@ -2,8 +2,9 @@
 //! each picture, and the weighted entropy difference.
 
 use super::linalg::{eigenvalues, solve, Mat};
-use super::scale::filter_and_downscale;
+use super::scale::{filter_and_downscale, Rows};
 use super::{Dims, Params, BLOCK, EIG_EPS, NB};
+use crate::error::Result;
 use crate::simd::CpuLevel;
 
 /// `log2(2·pi·e)` (of the double `2·pi·e`), the Gaussian entropy constant. Upstream's compiler
@@ -16,7 +17,7 @@ struct Stats {
     variances: Vec<f32>,
 }
 
-/// Covariance matrix of the 25 shifted `subw`x`subh` windows of `data` (pitch `stride`).
+/// Covariance matrix of the 25 shifted `subw`x`subh` windows of `data` (rows `dw` apart).
 fn covariance_matrix(d: &Dims, data: &[f32]) -> Mat {
     let n = d.subw * d.subh;
     let mut means = [0.0f32; NB];
@@ -24,7 +25,7 @@ fn covariance_matrix(d: &Dims, data: &[f32]) -> Mat {
         let (r0, c0) = (idx / BLOCK, idx % BLOCK);
         let mut acc = 0.0f32;
         for i in 0..d.subh {
-            let row = &data[(r0 + i) * d.stride + c0..][..d.subw];
+            let row = &data[(r0 + i) * d.dw + c0..][..d.subw];
             for &v in row {
                 acc += v;
             }
@@ -35,12 +36,12 @@ fn covariance_matrix(d: &Dims, data: &[f32]) -> Mat {
     for xi in 0..NB {
         for yi in 0..=xi {
             let (mx, my) = (f64::from(means[xi]), f64::from(means[yi]));
-            let ox = (xi / BLOCK) * d.stride + xi % BLOCK;
-            let oy = (yi / BLOCK) * d.stride + yi % BLOCK;
+            let ox = (xi / BLOCK) * d.dw + xi % BLOCK;
+            let oy = (yi / BLOCK) * d.dw + yi % BLOCK;
             let mut acc = 0.0f64;
             for i in 0..d.subh {
-                let rx = &data[ox + i * d.stride..][..d.subw];
-                let ry = &data[oy + i * d.stride..][..d.subw];
+                let rx = &data[ox + i * d.dw..][..d.subw];
+                let ry = &data[oy + i * d.dw..][..d.subw];
                 for (&a, &b) in rx.iter().zip(ry) {
                     acc += (f64::from(a) - mx) * (f64::from(b) - my);
                 }
@@ -66,7 +67,7 @@ fn est_params(d: &Dims, data: &[f32], sigma_nn: f32) -> (Stats, bool) {
         let (si, sj) = (r / BLOCK, r % BLOCK);
         for bi in 0..d.bh {
             for bj in 0..d.bw {
-                row[bi * d.bw + bj] = data[(si + bi * BLOCK) * d.stride + sj + bj * BLOCK];
+                row[bi * d.bw + bj] = data[(si + bi * BLOCK) * d.dw + sj + bj * BLOCK];
             }
         }
     }
@@ -147,25 +148,26 @@ fn speed_score(d: &Dims, r: &Stats, s: &Stats, p: &Params) -> f32 {
     score / d.blocks as f32
 }
 
-/// Scores one pair of float planes (consumed: they are filtered in place). Returns the score
-/// and whether either covariance matrix was singular; when exactly one was, the score is 0.
+/// Scores one pair of planes (from `scale::load`, or differences of two such). Returns the
+/// score and whether either covariance matrix was singular; when exactly one was, the score
+/// is 0.
 pub(super) fn extract_score(
     cpu: CpuLevel,
     d: &Dims,
     p: &Params,
-    mut r: Vec<f32>,
-    mut s: Vec<f32>,
-) -> (f32, bool) {
-    filter_and_downscale(cpu, d, p, &mut r);
+    r: Rows,
+    s: Rows,
+) -> Result<(f32, bool)> {
+    let r = filter_and_downscale(cpu, d, p, r)?;
     let (rs, rok) = est_params(d, &r, p.sigma_nn);
-    filter_and_downscale(cpu, d, p, &mut s);
+    let s = filter_and_downscale(cpu, d, p, s)?;
     let (ds, dok) = est_params(d, &s, p.sigma_nn);
     let score = if rok != dok {
         0.0
     } else {
         speed_score(d, &rs, &ds, p)
     };
-    (score, !rok || !dok)
+    Ok((score, !rok || !dok))
 }
 
 /// Upstream's `MIN(score, max_val)`: the float score against the double cap (NaN gives the cap).

@@ -210,9 +210,9 @@ struct Dims {
     /// Size after prescaling.
     sw: usize,
     sh: usize,
-    /// Row pitch of the float buffers (`max(w, sw)`); buffers hold `stride * max(h, sh)`.
-    stride: usize,
-    rows: usize,
+    /// Size after decimation by 16 (the analysed plane; its rows are `dw` apart).
+    dw: usize,
+    dh: usize,
     /// Blocks across, down, and in all.
     bw: usize,
     bh: usize,
@@ -227,8 +227,8 @@ impl Dims {
         // Upstream: (int)(size * prescale + 0.5), in double.
         let sw = (w as f64 * prescale + 0.5) as usize;
         let sh = (h as f64 * prescale + 0.5) as usize;
-        let (ow, oh) = (sw >> NUM_SCALES, sh >> NUM_SCALES);
-        let (tw, th) = (ow / BLOCK * BLOCK, oh / BLOCK * BLOCK);
+        let (dw, dh) = (sw >> NUM_SCALES, sh >> NUM_SCALES);
+        let (tw, th) = (dw / BLOCK * BLOCK, dh / BLOCK * BLOCK);
         if tw == 0 || th == 0 {
             return Err(Error::inval(format!(
                 "speed: {w}x{h} plane is too small (needs at least {} samples each way after prescaling)",
@@ -240,18 +240,14 @@ impl Dims {
             h,
             sw,
             sh,
-            stride: w.max(sw),
-            rows: h.max(sh),
+            dw,
+            dh,
             bw: tw / BLOCK,
             bh: th / BLOCK,
             blocks: (tw / BLOCK) * (th / BLOCK),
             subw: tw - BLOCK + 1,
             subh: th - BLOCK + 1,
         })
-    }
-
-    fn buffer(&self) -> Vec<f32> {
-        vec![0.0; self.stride * self.rows]
     }
 }
 fn check_pair(name: &str, r: &PictureData, d: &PictureData) -> Result<()> {

@@ -37,12 +37,6 @@ impl ScaleMethod {
     }
 }
 
-/// Copies plane `c` of `pic` (its top-left `d.w`x`d.h`) into a fresh buffer as floats on the
-/// 8-bit scale, minus 128 (upstream's `picture_copy` with offset -128).
-pub(super) fn plane_to_float(pic: &PictureData, c: usize, d: &Dims) -> Result<Vec<f32>> {
-    plane_to_float_sized(pic, c, d.w, d.h, d.stride, d.rows, "speed")
-}
-
 /// Upstream's `picture_copy` with offset -128: the top-left `w`x`h` of plane `c` of `pic` as
 /// floats on the 8-bit scale (deeper samples divided by 2^(bpc-8), exact), minus 128, in a
 /// fresh zeroed buffer of `rows` rows `stride` apart. `who` names the caller in errors.
@@ -393,12 +387,6 @@ impl Src<'_> {
     }
 }
 
-/// Resamples `src` (`d.w`x`d.h`) to `dst` (`d.sw`x`d.sh`), both with pitch `d.stride`.
-fn rescale(method: ScaleMethod, src: &[f32], dst: &mut [f32], d: &Dims) {
-    let from = Plane::new(src, d.w, d.h, d.stride);
-    resample(method, &from, dst, d.sw, d.sh, d.stride);
-}
-
 /// A read-only float plane: `w`x`h` samples, rows `stride` apart.
 #[derive(Clone, Copy)]
 pub(crate) struct Plane<'a> {
@@ -454,72 +442,297 @@ pub(crate) fn resample(
     };
     let ratio_x = src.w as f32 / dw as f32;
     let ratio_y = src.h as f32 / dh as f32;
-    for y in 0..dh {
-        // Sample centres, computed in double then stored as float.
-        let yy = ((y as f64 + 0.5) * f64::from(ratio_y) - 0.5) as f32;
-        let row = &mut dst[y * dst_stride..y * dst_stride + dw];
-        for (x, o) in row.iter_mut().enumerate() {
-            let xx = ((x as f64 + 0.5) * f64::from(ratio_x) - 0.5) as f32;
-            *o = match method {
-                ScaleMethod::Nearest => {
-                    let ry = (y as f32 * ratio_y) as usize;
-                    let rx = (x as f32 * ratio_x) as usize;
-                    s.at(rx as i32, ry as i32)
+    for (y, row) in dst.chunks_mut(dst_stride).take(dh).enumerate() {
+        resample_row(method, &s, ratio_x, ratio_y, y, &mut row[..dw]);
+    }
+}
+
+/// Row `y` of `s` resampled at the ratios `ratio_x`, `ratio_y` (source over destination size),
+/// sampling at pixel centres, into `row` (the destination width).
+fn resample_row(
+    method: ScaleMethod,
+    s: &Src<'_>,
+    ratio_x: f32,
+    ratio_y: f32,
+    y: usize,
+    row: &mut [f32],
+) {
+    // Sample centres, computed in double then stored as float.
+    let yy = ((y as f64 + 0.5) * f64::from(ratio_y) - 0.5) as f32;
+    for (x, o) in row.iter_mut().enumerate() {
+        let xx = ((x as f64 + 0.5) * f64::from(ratio_x) - 0.5) as f32;
+        *o = match method {
+            ScaleMethod::Nearest => {
+                let ry = (y as f32 * ratio_y) as usize;
+                let rx = (x as f32 * ratio_x) as usize;
+                s.at(rx as i32, ry as i32)
+            }
+            ScaleMethod::Bilinear => s.bilinear(xx, yy),
+            ScaleMethod::Bicubic => s.bicubic(xx, yy),
+            ScaleMethod::Lanczos4 => s.lanczos4(xx, yy),
+        };
+    }
+}
+
+/// The rows of a float plane that SpEED reads: row `r` is `data[slot[r] * w..][..w]` where
+/// `slot[r]` is not [`SKIPPED`]. The anti-aliasing filter is only sampled on every 16th row and
+/// column, so only the rows within its reach of those are converted (or resampled) at all.
+#[derive(Clone)]
+pub(super) struct Rows {
+    w: usize,
+    slot: Vec<usize>,
+    data: Vec<f32>,
+}
+
+/// Slot of a row nobody reads.
+const SKIPPED: usize = usize::MAX;
+
+impl Rows {
+    /// Zeroed rows of width `w` for the plane rows `keep` marks.
+    fn zeroed(w: usize, keep: &[bool]) -> Result<Self> {
+        let mut slot = vec![SKIPPED; keep.len()];
+        let mut n = 0;
+        for (s, _) in slot.iter_mut().zip(keep).filter(|(_, &k)| k) {
+            *s = n;
+            n += 1;
+        }
+        let len = n
+            .checked_mul(w)
+            .ok_or_else(|| Error::inval("speed: plane too large"))?;
+        let data = crate::limits::try_filled(len, 0.0, "speed: float rows")?;
+        Ok(Rows { w, slot, data })
+    }
+
+    fn row(&self, r: usize) -> &[f32] {
+        &self.data[self.slot[r] * self.w..][..self.w]
+    }
+
+    /// The kept rows in plane order, with their plane row index.
+    fn rows_mut(&mut self) -> impl Iterator<Item = (usize, &mut [f32])> {
+        let w = self.w;
+        let mut order: Vec<(usize, usize)> = self
+            .slot
+            .iter()
+            .enumerate()
+            .filter(|(_, &s)| s != SKIPPED)
+            .map(|(r, &s)| (s, r))
+            .collect();
+        order.sort_unstable();
+        self.data
+            .chunks_mut(w.max(1))
+            .zip(order)
+            .map(|(row, (_, r))| (r, row))
+    }
+
+    /// `self - other` sample by sample (upstream subtracts whole float planes; only the kept
+    /// samples are ever read). Both must keep the same rows.
+    pub(super) fn subtract(&mut self, other: &Rows) -> Result<()> {
+        if self.w != other.w || self.slot != other.slot {
+            return Err(Error::inval("speed: picture size changed"));
+        }
+        for (a, &b) in self.data.iter_mut().zip(&other.data) {
+            *a -= b;
+        }
+        Ok(())
+    }
+}
+
+/// Which rows of the `h`-row plane the vertical pass of `taps` reads for outputs on every 16th
+/// row (`out_rows` of them).
+fn rows_read(h: usize, taps: usize, out_rows: usize) -> Vec<bool> {
+    let half = (taps / 2) as isize;
+    let mut keep = vec![false; h];
+    for i in 0..out_rows {
+        for fi in 0..taps {
+            keep[reflect((i * 16) as isize - half + fi as isize, h)] = true;
+        }
+    }
+    keep
+}
+
+/// Whether the options resample the plane (prescales within 1e-3 of 1 do not, as upstream).
+fn prescales(p: &Params) -> bool {
+    (p.prescale - 1.0).abs() >= 1.0e-3
+}
+
+/// Upstream's `picture_copy` with offset -128 of plane `c` of `pic`, as SpEED reads it: the
+/// whole `d.w`x`d.h` plane when prescaling (the resampler reads anywhere), else just the rows
+/// the anti-aliasing filter reaches, `d.sw` wide. Samples outside the picture (a prescale
+/// within 1e-3 of 1 can round the size up by one) are zero, as in upstream's zeroed buffer.
+pub(super) fn load(pic: &PictureData, c: usize, d: &Dims, p: &Params) -> Result<Rows> {
+    if c >= pic.pix_fmt.plane_count() || d.w > pic.w[c] || d.h > pic.h[c] {
+        return Err(Error::inval("speed: plane smaller than expected"));
+    }
+    let mut rows = if prescales(p) {
+        Rows::zeroed(d.w, &vec![true; d.h])?
+    } else {
+        let taps = filter_size(1, p.kernelscale);
+        Rows::zeroed(d.sw, &rows_read(d.sh, taps, d.dh))?
+    };
+    let cols = d.w.min(rows.w);
+    let stride = pic.stride[c];
+    let short = || Error::inval("speed: picture plane shorter than its size");
+    match pic.plane(c) {
+        PlaneRef::U8(px) => {
+            for (r, out) in rows.rows_mut().filter(|(r, _)| *r < d.h) {
+                let src = px.get(r * stride..r * stride + cols).ok_or_else(short)?;
+                for (o, &v) in out.iter_mut().zip(src) {
+                    *o = f32::from(v) + -128.0;
                 }
-                ScaleMethod::Bilinear => s.bilinear(xx, yy),
-                ScaleMethod::Bicubic => s.bicubic(xx, yy),
-                ScaleMethod::Lanczos4 => s.lanczos4(xx, yy),
+            }
+        }
+        PlaneRef::U16(px) => {
+            let scaler = match pic.bpc {
+                10 => 4.0f32,
+                12 => 16.0,
+                16 => 256.0,
+                b => return Err(Error::inval(format!("speed: unsupported bit depth {b}"))),
             };
+            for (r, out) in rows.rows_mut().filter(|(r, _)| *r < d.h) {
+                let src = px.get(r * stride..r * stride + cols).ok_or_else(short)?;
+                for (o, &v) in out.iter_mut().zip(src) {
+                    *o = f32::from(v) / scaler + -128.0;
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows of the prescaled `d.sw`x`d.sh` plane the anti-aliasing filter reads: `src` itself
+/// without prescaling, else those rows resampled from the whole plane in `src`.
+fn prescaled(d: &Dims, p: &Params, src: Rows) -> Result<Rows> {
+    if !prescales(p) {
+        return Ok(src);
+    }
+    let taps = filter_size(1, p.kernelscale);
+    let mut out = Rows::zeroed(d.sw, &rows_read(d.sh, taps, d.dh))?;
+    let from = Src {
+        data: &src.data,
+        w: d.w,
+        h: d.h,
+        stride: d.w,
+    };
+    let ratio_x = d.w as f32 / d.sw as f32;
+    let ratio_y = d.h as f32 / d.sh as f32;
+    for (y, row) in out.rows_mut() {
+        resample_row(p.method, &from, ratio_x, ratio_y, y, row);
+    }
+    Ok(out)
+}
+
+/// The anti-aliasing filter of `f` over the `sw`x`sh` plane in `rows`, evaluated only where
+/// decimation by 16 samples it: `out[i * dw + j]` is the filtered sample at (16i, 16j), each
+/// computed with exactly the operations of the whole-plane [`filter1d_ref`] (vertical taps
+/// in order into the row, then horizontal taps in order), so the values are identical.
+#[inline(always)]
+pub(super) fn antialias_decimate_rows(
+    f: &[f32],
+    rows: &Rows,
+    sw: usize,
+    sh: usize,
+    dw: usize,
+    out: &mut [f32],
+) {
+    let half = f.len() / 2;
+    let mut vrow = vec![0.0f32; sw];
+    for (i, dst) in out.chunks_mut(dw.max(1)).enumerate() {
+        vrow.fill(0.0);
+        for (fi, &c) in f.iter().enumerate() {
+            let src = rows.row(reflect((i * 16 + fi) as isize - half as isize, sh));
+            for (t, &x) in vrow.iter_mut().zip(src) {
+                *t += c * x;
+            }
+        }
+        for (j, o) in dst.iter_mut().enumerate() {
+            let mut acc = 0.0f32;
+            for (fj, &c) in f.iter().enumerate() {
+                acc += c * vrow[reflect((j * 16 + fj) as isize - half as isize, sw)];
+            }
+            *o = acc;
         }
     }
 }
 
-/// Prescales `frame` in place, low-passes and decimates it by 16, and removes the local mean:
-/// on return its top-left `(sw>>4)`x`(sh>>4)` holds the normalised plane.
-pub(super) fn filter_and_downscale(cpu: CpuLevel, d: &Dims, p: &Params, frame: &mut [f32]) {
-    let mut cur = d.buffer();
-    // Prescales within 1e-3 of 1 skip resampling but keep their rounded size, as upstream does
-    // (a size one sample larger then reads never-written samples there; zeros here).
-    if (p.prescale - 1.0).abs() >= 1.0e-3 {
-        let src = frame.to_vec();
-        rescale(p.method, &src, frame, d);
+/// [`antialias_decimate_rows`] at the SIMD level `cpu`.
+fn antialias_decimate(cpu: CpuLevel, f: &[f32], rows: &Rows, d: &Dims, out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if super::x86::antialias_decimate(cpu, f, rows, d.sw, d.sh, d.dw, out) {
+        return;
     }
-    filter1d(
-        cpu,
-        &antialias_filter(p.kernelscale),
-        frame,
-        &mut cur,
-        d.sw,
-        d.sh,
-        d.stride,
-    );
-    let (dw, dh) = (d.sw >> NUM_SCALES, d.sh >> NUM_SCALES);
-    for i in 0..d.sh / 16 {
-        for j in 0..d.sw / 16 {
-            frame[i * d.stride + j] = cur[(i * 16) * d.stride + j * 16];
-        }
-    }
+    let _ = cpu;
+    antialias_decimate_rows(f, rows, d.sw, d.sh, d.dw, out)
+}
+
+/// Prescales, low-passes and decimates by 16 the plane in `src` (from [`load`], or a
+/// difference of two such), then removes the local mean: the normalised `d.dw`x`d.dh` plane,
+/// rows `d.dw` apart.
+pub(super) fn filter_and_downscale(
+    cpu: CpuLevel,
+    d: &Dims,
+    p: &Params,
+    src: Rows,
+) -> Result<Vec<f32>> {
+    let rows = prescaled(d, p, src)?;
+    let n = d.dw * d.dh;
+    let mut frame = crate::limits::try_filled(n, 0.0f32, "speed: decimated plane")?;
+    antialias_decimate(cpu, &antialias_filter(p.kernelscale), &rows, d, &mut frame);
+    let mut mean = crate::limits::try_filled(n, 0.0f32, "speed: local mean")?;
     filter1d(
         cpu,
         &mean_filter(p.kernelscale),
-        frame,
-        &mut cur,
-        dw,
-        dh,
-        d.stride,
+        &frame,
+        &mut mean,
+        d.dw,
+        d.dh,
+        d.dw,
     );
-    for i in 0..dh {
-        let r = i * d.stride;
-        for (f, &m) in frame[r..r + dw].iter_mut().zip(&cur[r..r + dw]) {
-            *f -= m;
-        }
+    for (f, &m) in frame.iter_mut().zip(&mean) {
+        *f -= m;
     }
+    Ok(frame)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::checkasm::{sizes, Rng};
+
+    /// The decimating filter at every level equals the whole-plane scalar filter sampled on
+    /// every 16th row and column, bit for bit, with only the rows it reads present.
+    #[test]
+    fn checkasm_speed_antialias_decimate() {
+        let mut rng = Rng::new(0xdec1);
+        let levels = CpuLevel::available();
+        for _ in 0..40 {
+            let (w, h) = (80 + rng.below(300), 80 + rng.below(200));
+            let ks = [0.5f32, 1.0, 1.5, 2.0, 4.0][rng.below(5)];
+            let f = antialias_filter(ks);
+            let src: Vec<f32> = (0..w * h)
+                .map(|_| rng.next_u32() as f32 / 65536.0 - 32768.0)
+                .collect();
+            let mut full = vec![0.0f32; w * h];
+            filter1d_ref(&f, &src, &mut full, w, h, w);
+            let (dw, dh) = (w / 16, h / 16);
+            let mut rows = Rows::zeroed(w, &rows_read(h, f.len(), dh)).unwrap();
+            for (r, row) in rows.rows_mut() {
+                row.copy_from_slice(&src[r * w..][..w]);
+            }
+            let kept = rows.slot.iter().filter(|&&s| s != SKIPPED).count();
+            assert!(f.len() > 16 || kept < h, "{w}x{h} taps {}: every row kept", f.len());
+            for &cpu in &levels {
+                let d = Dims::new(w, h, 1.0).unwrap();
+                let mut got = vec![1.5f32; dw * dh];
+                antialias_decimate(cpu, &f, &rows, &d, &mut got);
+                for i in 0..dh {
+                    for j in 0..dw {
+                        let (a, b) = (full[i * 16 * w + j * 16], got[i * dw + j]);
+                        assert_eq!(a.to_bits(), b.to_bits(), "{cpu} {w}x{h} ks {ks} ({i},{j})");
+                    }
+                }
+            }
+        }
+    }
 
     /// checkasm: `filter1d` at every available level equals the scalar reference bit for bit
     /// (signed zeros included) on random sizes, strides, taps and samples.

@@ -3,17 +3,17 @@
 use std::sync::Mutex;
 
 use super::gsm::extract_score;
-use super::scale::plane_to_float;
+use super::scale::{load, Rows};
 use super::{check_pair, Dims, SpeedOpts, TEMPORAL_FEATURES, TEMPORAL_OPTIONS};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, Scores};
 
 /// The `speed_temporal` extractor: SpEED of frame differences (previous minus current).
 pub struct SpeedTemporal {
     opts: SpeedOpts,
     use_ref_diff: bool,
-    /// Float luma planes of the previous frame (reference, distorted) and their geometry.
-    prev: Mutex<Option<(Vec<f32>, Vec<f32>)>>,
+    /// Float luma rows of the previous frame (reference, distorted).
+    prev: Mutex<Option<(Rows, Rows)>>,
 }
 
 impl SpeedTemporal {
@@ -52,8 +52,9 @@ impl Extractor for SpeedTemporal {
         let (r, dp) = (&**input.reference, &**input.distorted);
         check_pair("speed_temporal", r, dp)?;
         let d = Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?;
-        let cur_r = plane_to_float(r, 0, &d)?;
-        let cur_d = plane_to_float(dp, 0, &d)?;
+        let p = &self.opts.params;
+        let cur_r = load(r, 0, &d, p)?;
+        let cur_d = load(dp, 0, &d, p)?;
         let name = self.opts.feature_name(TEMPORAL_FEATURES[0]);
         let prev = {
             let mut g = self.prev.lock().unwrap_or_else(|e| e.into_inner());
@@ -64,21 +65,10 @@ impl Extractor for SpeedTemporal {
             out.push((name, 0.0));
             return Ok(());
         };
-        if pr.len() != cur_r.len() {
-            return Err(Error::inval("speed_temporal: picture size changed"));
-        }
-        let sub = |a: &mut [f32], b: &[f32]| {
-            for i in 0..d.h {
-                let row = i * d.stride;
-                for (x, &y) in a[row..row + d.w].iter_mut().zip(&b[row..row + d.w]) {
-                    *x -= y;
-                }
-            }
-        };
-        sub(&mut pr, &cur_r);
-        sub(&mut pd, if self.use_ref_diff { &cur_r } else { &cur_d });
+        pr.subtract(&cur_r)?;
+        pd.subtract(if self.use_ref_diff { &cur_r } else { &cur_d })?;
         // No max_val clipping here: upstream's temporal extractor stores the raw score.
-        let (score, _) = extract_score(input.cpu, &d, &self.opts.params, pr, pd);
+        let (score, _) = extract_score(input.cpu, &d, p, pr, pd)?;
         out.push((name, f64::from(score)));
         Ok(())
     }

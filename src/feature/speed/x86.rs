@@ -4,7 +4,7 @@
 
 #![allow(unsafe_code)]
 
-use super::scale::filter1d_rows;
+use super::scale::{antialias_decimate_rows, filter1d_rows, Rows};
 use crate::simd::CpuLevel;
 
 /// `scale::filter1d` at the best x86 level `cpu` allows; false when it allows none (the caller
@@ -39,4 +39,52 @@ fn filter1d_avx2(f: &[f32], src: &[f32], dst: &mut [f32], w: usize, h: usize, st
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
 fn filter1d_avx512(f: &[f32], src: &[f32], dst: &mut [f32], w: usize, h: usize, stride: usize) {
     filter1d_rows(f, src, dst, w, h, stride)
+}
+
+/// `scale::antialias_decimate_rows` at the best x86 level `cpu` allows; false when it allows
+/// none.
+pub(super) fn antialias_decimate(
+    cpu: CpuLevel,
+    f: &[f32],
+    rows: &Rows,
+    sw: usize,
+    sh: usize,
+    dw: usize,
+    out: &mut [f32],
+) -> bool {
+    if cpu.has_avx512() {
+        // SAFETY: a CpuLevel reports AVX-512 only when this CPU has it (crate::simd).
+        unsafe { antialias_decimate_avx512(f, rows, sw, sh, dw, out) };
+        true
+    } else if cpu.has_avx2() {
+        // SAFETY: a CpuLevel reports AVX2 only when this CPU has it (crate::simd).
+        unsafe { antialias_decimate_avx2(f, rows, sw, sh, dw, out) };
+        true
+    } else {
+        false
+    }
+}
+
+#[target_feature(enable = "avx2")]
+fn antialias_decimate_avx2(
+    f: &[f32],
+    rows: &Rows,
+    sw: usize,
+    sh: usize,
+    dw: usize,
+    out: &mut [f32],
+) {
+    antialias_decimate_rows(f, rows, sw, sh, dw, out)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2")]
+fn antialias_decimate_avx512(
+    f: &[f32],
+    rows: &Rows,
+    sw: usize,
+    sh: usize,
+    dw: usize,
+    out: &mut [f32],
+) {
+    antialias_decimate_rows(f, rows, sw, sh, dw, out)
 }
