@@ -34,24 +34,60 @@ fn covariance_matrix(d: &Dims, data: &[f32]) -> Mat {
     }
     let mut k = [0.0f32; NB * NB];
     for xi in 0..NB {
-        for yi in 0..=xi {
-            let (mx, my) = (f64::from(means[xi]), f64::from(means[yi]));
-            let ox = (xi / BLOCK) * d.dw + xi % BLOCK;
-            let oy = (yi / BLOCK) * d.dw + yi % BLOCK;
-            let mut acc = 0.0f64;
-            for i in 0..d.subh {
-                let rx = &data[ox + i * d.dw..][..d.subw];
-                let ry = &data[oy + i * d.dw..][..d.subw];
-                for (&a, &b) in rx.iter().zip(ry) {
-                    acc += (f64::from(a) - mx) * (f64::from(b) - my);
-                }
+        // The covariances of window `xi` with windows `0..=xi`, `LANES` at a time: each sum
+        // still runs over the samples in order (rows, then columns) exactly as one would alone;
+        // interleaving independent sums only hides the latency of the dependent additions.
+        let mut yi = 0;
+        while yi <= xi {
+            let n_lanes = (xi + 1 - yi).min(LANES);
+            let sums = covariance_sums(d, data, &means, xi, yi, n_lanes);
+            for (l, &acc) in sums.iter().enumerate().take(n_lanes) {
+                let c = (acc / n as f64) as f32;
+                k[xi * NB + yi + l] = c;
+                k[(yi + l) * NB + xi] = c;
             }
-            let c = (acc / n as f64) as f32;
-            k[xi * NB + yi] = c;
-            k[yi * NB + xi] = c;
+            yi += n_lanes;
         }
     }
     k
+}
+
+/// Covariance sums computed side by side in [`covariance_matrix`].
+const LANES: usize = 8;
+
+/// The sums over the windows' samples of `(x - mean_x) * (y - mean_y)` for window `xi` against
+/// windows `y0..y0 + n_lanes` (`n_lanes <= LANES`; unused lanes return 0), in `f64`.
+#[inline(always)]
+fn covariance_sums(
+    d: &Dims,
+    data: &[f32],
+    means: &[f32; NB],
+    xi: usize,
+    y0: usize,
+    n_lanes: usize,
+) -> [f64; LANES] {
+    let off = |w: usize| (w / BLOCK) * d.dw + w % BLOCK;
+    let mx = f64::from(means[xi]);
+    let mut my = [0.0f64; LANES];
+    let mut oy = [off(xi); LANES];
+    for l in 0..n_lanes {
+        my[l] = f64::from(means[y0 + l]);
+        oy[l] = off(y0 + l);
+    }
+    let ox = off(xi);
+    let mut acc = [0.0f64; LANES];
+    for i in 0..d.subh {
+        let row = i * d.dw;
+        let rx = &data[ox + row..][..d.subw];
+        let ry: [&[f32]; LANES] = std::array::from_fn(|l| &data[oy[l] + row..][..d.subw]);
+        for (j, &a) in rx.iter().enumerate() {
+            let a = f64::from(a) - mx;
+            for l in 0..LANES {
+                acc[l] += a * (f64::from(ry[l][j]) - my[l]);
+            }
+        }
+    }
+    acc
 }
 
 /// Estimates the GSM variance and entropy of every block of the normalised plane `data`.

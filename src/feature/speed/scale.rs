@@ -719,7 +719,11 @@ mod tests {
                 row.copy_from_slice(&src[r * w..][..w]);
             }
             let kept = rows.slot.iter().filter(|&&s| s != SKIPPED).count();
-            assert!(f.len() > 16 || kept < h, "{w}x{h} taps {}: every row kept", f.len());
+            assert!(
+                f.len() > 16 || kept < h,
+                "{w}x{h} taps {}: every row kept",
+                f.len()
+            );
             for &cpu in &levels {
                 let d = Dims::new(w, h, 1.0).unwrap();
                 let mut got = vec![1.5f32; dw * dh];

@@ -56,17 +56,22 @@ impl Extractor for SpeedTemporal {
         let cur_r = load(r, 0, &d, p)?;
         let cur_d = load(dp, 0, &d, p)?;
         let name = self.opts.feature_name(TEMPORAL_FEATURES[0]);
-        let prev = {
-            let mut g = self.prev.lock().unwrap_or_else(|e| e.into_inner());
-            g.replace((cur_r.clone(), cur_d.clone()))
-        };
+        // The current rows become the next frame's predecessor without a copy: the
+        // differences are formed in the previous frame's buffers.
+        let mut slot = self.prev.lock().unwrap_or_else(|e| e.into_inner());
+        let prev = slot.take();
         // The first frame has no predecessor: upstream stores 0. (Upstream keys this on index 0.)
         let Some((mut pr, mut pd)) = prev.filter(|_| input.index != 0) else {
+            *slot = Some((cur_r, cur_d));
             out.push((name, 0.0));
             return Ok(());
         };
-        pr.subtract(&cur_r)?;
-        pd.subtract(if self.use_ref_diff { &cur_r } else { &cur_d })?;
+        let diffs = pr
+            .subtract(&cur_r)
+            .and_then(|()| pd.subtract(if self.use_ref_diff { &cur_r } else { &cur_d }));
+        *slot = Some((cur_r, cur_d));
+        drop(slot);
+        diffs?;
         // No max_val clipping here: upstream's temporal extractor stores the raw score.
         let (score, _) = extract_score(input.cpu, &d, p, pr, pd)?;
         out.push((name, f64::from(score)));
