@@ -223,6 +223,7 @@ pub struct Context {
     collector: Arc<FeatureCollector>,
     prev_ref: Option<Picture>,
     prev_prev_ref: Option<Picture>,
+    prev_dist: Option<Picture>,
     params: Option<PicParams>,
     pic_cnt: usize,
     flushed: bool,
@@ -322,6 +323,7 @@ impl Context {
             collector: Arc::new(FeatureCollector::new()),
             prev_ref: None,
             prev_prev_ref: None,
+            prev_dist: None,
             params: None,
             pic_cnt: 0,
             flushed: false,
@@ -525,10 +527,12 @@ impl Context {
     /// feeding thread): pools lend up to two pictures beyond their size for exactly these
     /// (see `ffi::pool`), so a pool of two still serves a caller with no worker threads.
     fn keep_as_prev_ref(&self, reference: Picture) -> Option<Picture> {
-        self.extractors
-            .iter()
-            .any(|e| e.flags().contains(ExtractorFlags::PREV_REF))
-            .then_some(reference)
+        self.keeps(ExtractorFlags::PREV_REF).then_some(reference)
+    }
+
+    /// Whether an extractor asks for the previous pictures `flag` names.
+    fn keeps(&self, flag: ExtractorFlags) -> bool {
+        self.extractors.iter().any(|e| e.flags().contains(flag))
     }
 
     /// Submits one reference/distorted pair (`vmaf_read_pictures`).
@@ -577,6 +581,7 @@ impl Context {
                     distorted: &distorted,
                     prev_ref: self.prev_ref.as_ref(),
                     prev_prev_ref: self.prev_prev_ref.as_ref(),
+                    prev_dist: self.prev_dist.as_ref(),
                     cpu: self.cpu,
                 };
                 run_extractors(&exts, &input, &self.collector)?;
@@ -596,6 +601,7 @@ impl Context {
                     distorted: &distorted,
                     prev_ref: self.prev_ref.as_ref(),
                     prev_prev_ref: self.prev_prev_ref.as_ref(),
+                    prev_dist: self.prev_dist.as_ref(),
                     cpu: self.cpu,
                 };
                 run_extractors(&temporal, &input, &self.collector)?;
@@ -612,6 +618,7 @@ impl Context {
                     self.in_flight.lock().0 += 1;
                     let (r, d) = (reference.clone(), distorted.clone());
                     let (pr, ppr) = (self.prev_ref.clone(), self.prev_prev_ref.clone());
+                    let pd = self.prev_dist.clone();
                     let collector = self.collector.clone();
                     let in_flight = self.in_flight.clone();
                     let cpu = self.cpu;
@@ -622,6 +629,7 @@ impl Context {
                             distorted: &d,
                             prev_ref: pr.as_ref(),
                             prev_prev_ref: ppr.as_ref(),
+                            prev_dist: pd.as_ref(),
                             cpu,
                         };
                         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -635,7 +643,7 @@ impl Context {
                         // The pictures go back (to a pool, or to a wrapping caller's release
                         // callback) before the frame counts as done: after the flush or
                         // `vmaf_close` no worker holds one.
-                        drop((r, d, pr, ppr, parallel));
+                        drop((r, d, pr, ppr, pd, parallel));
                         in_flight.finish(err);
                     });
                 }
@@ -643,6 +651,7 @@ impl Context {
         }
         self.prev_prev_ref = self.prev_ref.take();
         self.prev_ref = self.keep_as_prev_ref(reference);
+        self.prev_dist = self.keeps(ExtractorFlags::PREV_DIST).then_some(distorted);
         Ok(())
     }
 
@@ -665,6 +674,7 @@ impl Context {
         );
         self.prev_ref = None;
         self.prev_prev_ref = None;
+        self.prev_dist = None;
         if self.pic_cnt == 0 {
             return Err(Error::inval("flush with no pictures read"));
         }

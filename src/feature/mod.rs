@@ -72,6 +72,8 @@ bitflags! {
         const TEMPORAL = 1;
         /// Needs the previous reference picture(s); never subsampled.
         const PREV_REF = 8;
+        /// Needs the previous distorted picture too (with PREV_REF).
+        const PREV_DIST = 16;
     }
 }
 
@@ -85,6 +87,8 @@ pub(crate) struct FrameInput<'a> {
     pub prev_ref: Option<&'a Picture>,
     /// Reference submitted two frames ago.
     pub prev_prev_ref: Option<&'a Picture>,
+    /// Distorted picture of the previously submitted frame (PREV_DIST extractors).
+    pub prev_dist: Option<&'a Picture>,
     /// Instruction sets the CPU code may use.
     pub cpu: CpuLevel,
 }
@@ -105,6 +109,7 @@ impl<'a> FrameInput<'a> {
             Some(self.distorted),
             self.prev_ref,
             self.prev_prev_ref,
+            self.prev_dist,
         ]
         .into_iter()
         .flatten()
@@ -120,6 +125,7 @@ impl<'a> FrameInput<'a> {
             distorted,
             prev_ref: None,
             prev_prev_ref: None,
+            prev_dist: None,
             cpu: CpuLevel::default(),
         }
     }

@@ -17,8 +17,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::picture::PictureData;
 
-/// Pictures a pool may make beyond its size: the previous two references a context keeps.
-pub const EXTRA: usize = 2;
+/// Pictures a pool may make beyond its size: the previous two references and the previous
+/// distorted picture a context keeps.
+pub const EXTRA: usize = 3;
 
 /// Makes one picture of a pool.
 type Make = Box<dyn Fn() -> Result<PictureData> + Send + Sync>;

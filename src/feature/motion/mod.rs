@@ -284,6 +284,7 @@ mod tests {
                 distorted: &dists[i],
                 prev_ref: i.checked_sub(1).map(|p| &refs[p]),
                 prev_prev_ref: i.checked_sub(2).map(|p| &refs[p]),
+                prev_dist: i.checked_sub(1).map(|p| &dists[p]),
                 cpu,
             };
             let mut out = Scores::new();

@@ -553,7 +553,11 @@ mod tests {
             let x = create(fex, &d).unwrap();
             let what = format!("{clip} {fex}={opts}");
             for (i, (r, dp)) in refs.iter().zip(dists).take(3).enumerate() {
-                let input = FrameInput::pair(i, r, dp);
+                let input = FrameInput {
+                    prev_ref: i.checked_sub(1).map(|p| &refs[p]),
+                    prev_dist: i.checked_sub(1).map(|p| &dists[p]),
+                    ..FrameInput::pair(i, r, dp)
+                };
                 let mut out = Scores::new();
                 x.extract(&input, &mut out).unwrap();
                 assert_eq!(out.len(), want.len(), "{what}");
@@ -644,10 +648,40 @@ mod tests {
         assert_eq!(score(&flat_u, &d), [0.0; 3]);
     }
 
+    /// speed_temporal through a context, synchronous and on worker threads (where frames run
+    /// out of order, reading the previous pictures the context keeps), gives upstream's
+    /// scores; a subsampled run still scores every frame it keeps against its predecessor.
+    #[test]
+    fn temporal_through_a_context_in_any_order() {
+        use crate::context::{Config, Context};
+        let (refs, dists) = load_parity_clip("natural_576x324_420p8");
+        let name = "Speed_temporal_feature_speed_temporal_score";
+        for (threads, subsample) in [(0, 1), (3, 1), (2, 2)] {
+            let mut ctx = Context::new(Config {
+                n_threads: threads,
+                n_subsample: subsample,
+                ..Config::default()
+            })
+            .unwrap();
+            ctx.use_feature("speed_temporal", &Dict::new()).unwrap();
+            for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+                ctx.read_pictures(r.clone(), d.clone(), i).unwrap();
+            }
+            ctx.flush().unwrap();
+            let at = |i| ctx.feature_score_at_index(name, i).unwrap();
+            assert_eq!(at(0), 0.0, "threads {threads}");
+            assert_eq!(at(1), 6.7393388748168945, "threads {threads}");
+            assert_eq!(at(2), 8.764799118041992, "threads {threads}");
+        }
+    }
+
     #[test]
     fn temporal_identical_frames_score_zero() {
         let t = SpeedTemporal::new(&Dict::new()).unwrap();
-        assert_eq!(t.flags(), ExtractorFlags::TEMPORAL);
+        assert_eq!(
+            t.flags(),
+            ExtractorFlags::PREV_REF | ExtractorFlags::PREV_DIST
+        );
         let scores = run(&t, "life_320x240_420p8");
         assert_eq!(
             scores[0],

@@ -1,19 +1,17 @@
 //! The `speed_temporal` extractor: SpEED of consecutive luma frame differences.
 
-use std::sync::Mutex;
-
 use super::gsm::extract_score;
-use super::scale::{load, Rows};
+use super::scale::load;
 use super::{check_pair, Dims, SpeedOpts, TEMPORAL_FEATURES, TEMPORAL_OPTIONS};
 use crate::error::Result;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, Scores};
 
-/// The `speed_temporal` extractor: SpEED of frame differences (previous minus current).
+/// The `speed_temporal` extractor: SpEED of frame differences (previous minus current). It
+/// reads the previous pictures the context keeps (PREV_REF, PREV_DIST) rather than state of
+/// its own, so frames need not run in order.
 pub struct SpeedTemporal {
     opts: SpeedOpts,
     use_ref_diff: bool,
-    /// Float luma rows of the previous frame (reference, distorted).
-    prev: Mutex<Option<(Rows, Rows)>>,
 }
 
 impl SpeedTemporal {
@@ -23,7 +21,6 @@ impl SpeedTemporal {
         Ok(SpeedTemporal {
             use_ref_diff: opts.opts.bool("speed_use_ref_diff"),
             opts,
-            prev: Mutex::new(None),
         })
     }
 }
@@ -34,7 +31,7 @@ impl Extractor for SpeedTemporal {
     }
 
     fn flags(&self) -> ExtractorFlags {
-        ExtractorFlags::TEMPORAL
+        ExtractorFlags::PREV_REF | ExtractorFlags::PREV_DIST
     }
 
     fn dedup_key(&self) -> String {
@@ -51,29 +48,31 @@ impl Extractor for SpeedTemporal {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, dp) = (&**input.reference, &**input.distorted);
         check_pair("speed_temporal", r, dp)?;
-        let d = Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?;
-        let p = &self.opts.params;
-        let cur_r = load(r, 0, &d, p)?;
-        let cur_d = load(dp, 0, &d, p)?;
         let name = self.opts.feature_name(TEMPORAL_FEATURES[0]);
-        // The current rows become the next frame's predecessor without a copy: the
-        // differences are formed in the previous frame's buffers.
-        let mut slot = self.prev.lock().unwrap_or_else(|e| e.into_inner());
-        let prev = slot.take();
         // The first frame has no predecessor: upstream stores 0. (Upstream keys this on index 0.)
-        let Some((mut pr, mut pd)) = prev.filter(|_| input.index != 0) else {
-            *slot = Some((cur_r, cur_d));
+        let (Some(pr), Some(pd)) = (input.prev_ref, input.prev_dist) else {
             out.push((name, 0.0));
             return Ok(());
         };
-        let diffs = pr
-            .subtract(&cur_r)
-            .and_then(|()| pd.subtract(if self.use_ref_diff { &cur_r } else { &cur_d }));
-        *slot = Some((cur_r, cur_d));
-        drop(slot);
-        diffs?;
+        if input.index == 0 {
+            out.push((name, 0.0));
+            return Ok(());
+        }
+        check_pair("speed_temporal", pr, r)?;
+        check_pair("speed_temporal", pd, dp)?;
+        let d = Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?;
+        let p = &self.opts.params;
+        let cur_r = load(r, 0, &d, p)?;
+        let mut diff_r = load(pr, 0, &d, p)?;
+        let mut diff_d = load(pd, 0, &d, p)?;
+        diff_r.subtract(&cur_r)?;
+        if self.use_ref_diff {
+            diff_d.subtract(&cur_r)?;
+        } else {
+            diff_d.subtract(&load(dp, 0, &d, p)?)?;
+        }
         // No max_val clipping here: upstream's temporal extractor stores the raw score.
-        let (score, _) = extract_score(input.cpu, &d, p, pr, pd)?;
+        let (score, _) = extract_score(input.cpu, &d, p, diff_r, diff_d)?;
         out.push((name, f64::from(score)));
         Ok(())
     }

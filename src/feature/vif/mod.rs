@@ -170,6 +170,7 @@ mod tests {
             distorted: d,
             prev_ref: None,
             prev_prev_ref: None,
+            prev_dist: None,
             cpu: crate::simd::CpuLevel::default(),
         };
         let mut out = Scores::new();
