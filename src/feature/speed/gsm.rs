@@ -1,7 +1,8 @@
 //! GSM parameter estimation and the score: per-block covariance, variances and entropies of
 //! each picture, and the weighted entropy difference.
 
-use super::linalg::{eigenvalues, solve, Mat};
+use super::linalg::{eigenvalues, solve};
+pub(super) use super::linalg::Mat;
 use super::scale::{filter_and_downscale, Rows};
 use super::{Dims, Params, BLOCK, EIG_EPS, NB};
 use crate::error::Result;
@@ -18,7 +19,7 @@ struct Stats {
 }
 
 /// Covariance matrix of the 25 shifted `subw`x`subh` windows of `data` (rows `dw` apart).
-fn covariance_matrix(d: &Dims, data: &[f32]) -> Mat {
+pub(super) fn covariance_matrix(d: &Dims, data: &[f32]) -> Mat {
     let n = d.subw * d.subh;
     let mut means = [0.0f32; NB];
     for (idx, m) in means.iter_mut().enumerate() {
@@ -90,11 +91,11 @@ fn covariance_sums(
     acc
 }
 
-/// Estimates the GSM variance and entropy of every block of the normalised plane `data`.
-/// The flag is false when the covariance matrix could not be inverted (variances are then 0).
-fn est_params(d: &Dims, data: &[f32], sigma_nn: f32) -> (Stats, bool) {
-    let k = covariance_matrix(d, data);
-    let eig = eigenvalues(&k);
+/// Estimates the GSM variance and entropy of every block of the normalised plane `data` given
+/// its covariance matrix `k`. The flag is false when `k` could not be inverted (variances are
+/// then 0).
+fn est_params_with(d: &Dims, data: &[f32], k: &Mat, sigma_nn: f32) -> (Stats, bool) {
+    let eig = eigenvalues(k);
 
     // Row r = in-block position (r / 5, r % 5); column = block index.
     let nbk = d.blocks;
@@ -110,7 +111,7 @@ fn est_params(d: &Dims, data: &[f32], sigma_nn: f32) -> (Stats, bool) {
 
     // Written as "no eigenvalue below": a NaN eigenvalue does not count as singular upstream.
     let regular = !eig.iter().any(|&e| f64::from(e) < EIG_EPS);
-    let sol = if regular { solve(&k, &y, nbk) } else { None };
+    let sol = if regular { solve(k, &y, nbk) } else { None };
     let ok = sol.is_some();
     let mut z = sol.unwrap_or_else(|| vec![0.0f32; NB * nbk]);
 
@@ -195,15 +196,29 @@ pub(super) fn extract_score(
     s: Rows,
 ) -> Result<(f32, bool)> {
     let r = filter_and_downscale(cpu, d, p, r)?;
-    let (rs, rok) = est_params(d, &r, p.sigma_nn);
+    let kr = covariance_matrix(d, &r);
     let s = filter_and_downscale(cpu, d, p, s)?;
-    let (ds, dok) = est_params(d, &s, p.sigma_nn);
+    let ks = covariance_matrix(d, &s);
+    Ok(score_from_moments(d, p, (&r, &kr), (&s, &ks)))
+}
+
+/// The score of a pair of normalised planes given with their covariance matrices (the CPU's
+/// or the GPU's, identical), and whether either matrix was singular; when exactly one was,
+/// the score is 0.
+pub(super) fn score_from_moments(
+    d: &Dims,
+    p: &Params,
+    (r, kr): (&[f32], &Mat),
+    (s, ks): (&[f32], &Mat),
+) -> (f32, bool) {
+    let (rs, rok) = est_params_with(d, r, kr, p.sigma_nn);
+    let (ds, dok) = est_params_with(d, s, ks, p.sigma_nn);
     let score = if rok != dok {
         0.0
     } else {
         speed_score(d, &rs, &ds, p)
     };
-    Ok((score, !rok || !dok))
+    (score, !rok || !dok)
 }
 
 /// Upstream's `MIN(score, max_val)`: the float score against the double cap (NaN gives the cap).
