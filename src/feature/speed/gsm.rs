@@ -1,8 +1,8 @@
 //! GSM parameter estimation and the score: per-block covariance, variances and entropies of
 //! each picture, and the weighted entropy difference.
 
-use super::linalg::{eigenvalues, solve};
 pub(super) use super::linalg::Mat;
+use super::linalg::{eigenvalues, solve};
 use super::scale::{filter_and_downscale, Rows};
 use super::{Dims, Params, BLOCK, EIG_EPS, NB};
 use crate::error::Result;
