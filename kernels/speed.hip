@@ -52,6 +52,12 @@ VMAF_DEVICE int speed_reflect(int i, int n)
     return i;
 }
 
+/* i clamped into 0..n-1. */
+VMAF_DEVICE int speed_clamp(int i, int n)
+{
+    return i < 0 ? 0 : (i > n - 1 ? n - 1 : i);
+}
+
 /* Sample (x, y) of a picture plane on the 8-bit float scale minus 128, zero outside the
  * w x h picture (the CPU's zeroed buffer). Deeper samples divide by 2^(bpc-8) first (exact);
  * for 8-bit `scaler` is 1, which leaves the value unchanged as the CPU's plain conversion. */
@@ -241,7 +247,8 @@ VMAF_KERNEL void vmaf_speed_resample(const float *src, int w, int h, int sw, int
     const int *cy = yi + (long long)y * taps;
     const float *wx = xw + (long long)x * taps;
     const float *wy = yw + (long long)y * taps;
-#define SPEED_AT(c, r) s[(long long)(r) * w + (c)]
+/* Clamped again here so no table content can read outside the plane (the host's are). */
+#define SPEED_AT(c, r) s[(long long)speed_clamp((r), h) * w + speed_clamp((c), w)]
     float v;
     if (method == SPEED_NEAREST) {
         v = SPEED_AT(cx[0], cy[0]);

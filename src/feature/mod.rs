@@ -243,17 +243,17 @@ pub(crate) const REGISTRY: &[Descriptor] = &[
         provides: float_ms_ssim::PROVIDED_FEATURES,
         create: |o, gpu| Ok(Box::new(float_ms_ssim::FloatMsSsim::new(o)?.with_gpu(gpu))),
     },
-    // CPU only from here on: no GPU version (the GPU state is not used).
     Descriptor {
         name: "speed_chroma",
         provides: speed::CHROMA_FEATURES,
-        create: |o, _| Ok(Box::new(speed::SpeedChroma::new(o)?)),
+        create: |o, gpu| Ok(Box::new(speed::SpeedChroma::new(o)?.with_gpu(gpu))),
     },
     Descriptor {
         name: "speed_temporal",
         provides: speed::TEMPORAL_FEATURES,
-        create: |o, _| Ok(Box::new(speed::SpeedTemporal::new(o)?)),
+        create: |o, gpu| Ok(Box::new(speed::SpeedTemporal::new(o)?.with_gpu(gpu))),
     },
+    // CPU only from here on: no GPU version (the GPU state is not used).
     Descriptor {
         name: "psnr_hvs",
         provides: psnr_hvs::PROVIDED_FEATURES,

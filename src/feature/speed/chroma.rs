@@ -5,12 +5,14 @@ use super::scale::load;
 use super::{check_pair, Dims, SpeedOpts, CHROMA_FEATURES, CHROMA_OPTIONS};
 use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, FrameInput, Scores};
+use crate::gpu::GpuSet;
 use crate::picture::PixelFormat;
 
 /// The `speed_chroma` extractor.
 pub struct SpeedChroma {
     opts: SpeedOpts,
     max_val: f64,
+    gpu: Option<GpuSet>,
 }
 
 impl SpeedChroma {
@@ -20,11 +22,31 @@ impl SpeedChroma {
         Ok(SpeedChroma {
             max_val: opts.opts.double("speed_max_val"),
             opts,
+            gpu: None,
         })
+    }
+
+    /// Computes the planes' moments on `gpu` when given.
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
+        self.gpu = gpu;
+        self
     }
 }
 
 impl Extractor for SpeedChroma {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
+    fn host_planes(&self) -> u8 {
+        // The GPU path stages the chroma planes from host memory.
+        if self.gpu.is_some() {
+            crate::picture::ALL_PLANES & !crate::picture::LUMA
+        } else {
+            crate::picture::ALL_PLANES
+        }
+    }
+
     fn name(&self) -> &'static str {
         "speed_chroma"
     }
@@ -55,8 +77,13 @@ impl Extractor for SpeedChroma {
         };
         let d = Dims::new(w, h, self.opts.params.prescale)?;
         let p = &self.opts.params;
-        let (su, eu) = extract_score(input.cpu, &d, p, load(r, 1, &d, p)?, load(dp, 1, &d, p)?)?;
-        let (sv, ev) = extract_score(input.cpu, &d, p, load(r, 2, &d, p)?, load(dp, 2, &d, p)?)?;
+        let [(su, eu), (sv, ev)] = match &self.gpu {
+            Some(g) => super::gpu::chroma(g.for_frame(input.index), &d, p, r, dp)?,
+            None => [
+                extract_score(input.cpu, &d, p, load(r, 1, &d, p)?, load(dp, 1, &d, p)?)?,
+                extract_score(input.cpu, &d, p, load(r, 2, &d, p)?, load(dp, 2, &d, p)?)?,
+            ],
+        };
         // A channel whose covariance is singular (e.g. flat) takes the other channel's score.
         let suv = match (eu, ev) {
             (true, false) => sv,

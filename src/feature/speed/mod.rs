@@ -18,10 +18,16 @@
 //! Layout: this file holds the options, the shared parameters and frame geometry; `chroma.rs`
 //! and `temporal.rs` the two extractors; `scale.rs` the plane preparation (prescaling,
 //! anti-aliasing, decimation); `gsm.rs` the per-block statistics and the score; `linalg.rs` the
-//! 25x25 eigenvalue and QR routines. There is no GPU version.
+//! 25x25 eigenvalue and QR routines; `gpu.rs` the device side (kernels/speed.hip through the
+//! launchers of `launch.rs`), which computes the normalised planes and covariance matrices the
+//! host then finishes with `gsm.rs`, so GPU and CPU scores are identical.
 
 mod chroma;
+mod gpu;
+#[cfg(test)]
+mod hipcpu_tests;
 mod gsm;
+mod launch;
 mod linalg;
 pub(crate) mod scale;
 mod temporal;

@@ -147,13 +147,13 @@ pub(crate) fn vif_filter(scale: u32, kernelscale: f32) -> Vec<f32> {
 }
 
 /// The local-mean filter at the analysis scale.
-fn mean_filter(kernelscale: f32) -> Vec<f32> {
+pub(super) fn mean_filter(kernelscale: f32) -> Vec<f32> {
     vif_filter(NUM_SCALES, kernelscale)
 }
 
 /// The anti-aliasing filter applied before decimation: the scale-1 length with the standard
 /// deviation widened by `sqrt(NUM_SCALES)` (upstream's "sigma trick").
-fn antialias_filter(kernelscale: f32) -> Vec<f32> {
+pub(super) fn antialias_filter(kernelscale: f32) -> Vec<f32> {
     let size = filter_size(1, kernelscale);
     let stdev = f64::from(NUM_SCALES).sqrt() * size as f64 / f64::from(5.0f32);
     gaussian_kernel(size, stdev as f32)
@@ -607,7 +607,7 @@ fn rows_read(h: usize, taps: usize, out_rows: usize) -> Vec<bool> {
 }
 
 /// Whether the options resample the plane (prescales within 1e-3 of 1 do not, as upstream).
-fn prescales(p: &Params) -> bool {
+pub(super) fn prescales(p: &Params) -> bool {
     (p.prescale - 1.0).abs() >= 1.0e-3
 }
 

@@ -5,6 +5,7 @@ use super::scale::load;
 use super::{check_pair, Dims, SpeedOpts, TEMPORAL_FEATURES, TEMPORAL_OPTIONS};
 use crate::error::Result;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, Scores};
+use crate::gpu::GpuSet;
 
 /// The `speed_temporal` extractor: SpEED of frame differences (previous minus current). It
 /// reads the previous pictures the context keeps (PREV_REF, PREV_DIST) rather than state of
@@ -12,6 +13,7 @@ use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, Scores};
 pub struct SpeedTemporal {
     opts: SpeedOpts,
     use_ref_diff: bool,
+    gpu: Option<GpuSet>,
 }
 
 impl SpeedTemporal {
@@ -21,11 +23,31 @@ impl SpeedTemporal {
         Ok(SpeedTemporal {
             use_ref_diff: opts.opts.bool("speed_use_ref_diff"),
             opts,
+            gpu: None,
         })
+    }
+
+    /// Computes the difference planes' moments on `gpu` when given.
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
+        self.gpu = gpu;
+        self
     }
 }
 
 impl Extractor for SpeedTemporal {
+    fn on_gpu(&self) -> bool {
+        self.gpu.is_some()
+    }
+
+    fn host_planes(&self) -> u8 {
+        // The GPU path reads device pictures in place (and fetches what it needs otherwise).
+        if self.gpu.is_some() {
+            0
+        } else {
+            crate::picture::ALL_PLANES
+        }
+    }
+
     fn name(&self) -> &'static str {
         "speed_temporal"
     }
@@ -62,17 +84,25 @@ impl Extractor for SpeedTemporal {
         check_pair("speed_temporal", pd, dp)?;
         let d = Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?;
         let p = &self.opts.params;
-        let cur_r = load(r, 0, &d, p)?;
-        let mut diff_r = load(pr, 0, &d, p)?;
-        let mut diff_d = load(pd, 0, &d, p)?;
-        diff_r.subtract(&cur_r)?;
-        if self.use_ref_diff {
-            diff_d.subtract(&cur_r)?;
-        } else {
-            diff_d.subtract(&load(dp, 0, &d, p)?)?;
-        }
+        let (score, _) = match &self.gpu {
+            Some(g) => {
+                let pics = [pr, pd, input.reference, input.distorted];
+                super::gpu::temporal(g.for_frame(input.index), &d, p, pics, self.use_ref_diff)?
+            }
+            None => {
+                let cur_r = load(r, 0, &d, p)?;
+                let mut diff_r = load(pr, 0, &d, p)?;
+                let mut diff_d = load(pd, 0, &d, p)?;
+                diff_r.subtract(&cur_r)?;
+                if self.use_ref_diff {
+                    diff_d.subtract(&cur_r)?;
+                } else {
+                    diff_d.subtract(&load(dp, 0, &d, p)?)?;
+                }
+                extract_score(input.cpu, &d, p, diff_r, diff_d)?
+            }
+        };
         // No max_val clipping here: upstream's temporal extractor stores the raw score.
-        let (score, _) = extract_score(input.cpu, &d, p, diff_r, diff_d)?;
         out.push((name, f64::from(score)));
         Ok(())
     }

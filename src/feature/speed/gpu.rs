@@ -1,0 +1,367 @@
+//! SpEED on the GPU: kernels/speed.hip turns each pair of planes into the normalised decimated
+//! planes and their covariance matrices, exactly the CPU's values; the host finishes with the
+//! CPU's own code (`gsm::score_from_moments`: eigenvalues, GSM solve, entropies, score), so
+//! both paths give the same scores bit for bit.
+//!
+//! `speed_chroma` stages the U and V planes of both pictures and uploads them (one job, both
+//! planes); `speed_temporal` reads the luma planes of the frame and of its predecessor from the
+//! state's uploaded-plane cache, which the other luma features share.
+
+use std::sync::Arc;
+
+use super::gsm::{score_from_moments, Mat};
+use super::launch::{self, DeviceAxis, PairPlanes};
+use super::scale::{antialias_filter, mean_filter, prescales, resample_axis};
+use super::{Dims, Params, NB};
+use crate::error::{Error, Result};
+use crate::gpu::job::{Job, Parts};
+use crate::gpu::launch::{DevicePlane, Sample};
+use crate::gpu::planes::PlaneAs;
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::picture::{Picture, PictureData};
+
+/// The filters and resampling tables of one geometry and option set, on the device.
+struct Consts {
+    dims: (usize, usize, usize, usize),
+    params: (u32, u64, u32),
+    aa: DeviceBuffer<f32>,
+    n_aa: usize,
+    mean: DeviceBuffer<f32>,
+    n_mean: usize,
+    /// Column then row tables of the resampler (prescaling to another size only).
+    tables: Option<[(DeviceBuffer<i32>, DeviceBuffer<f32>); 2]>,
+    taps: usize,
+}
+
+/// A key that tells option sets apart for [`Consts`] (the values the device work depends on).
+fn params_key(p: &Params) -> (u32, u64, u32) {
+    (p.kernelscale.to_bits(), p.prescale.to_bits(), p.method as u32)
+}
+
+fn upload<T: crate::gpu::DeviceCopy>(
+    state: &GpuState,
+    stream: &Stream,
+    data: &[T],
+) -> Result<DeviceBuffer<T>> {
+    let mut buf = DeviceBuffer::new(state.device(), data.len().max(1))?;
+    buf.upload_blocking(stream, data)?;
+    Ok(buf)
+}
+
+impl Consts {
+    fn new(state: &GpuState, stream: &Stream, d: &Dims, p: &Params) -> Result<Self> {
+        let aa = antialias_filter(p.kernelscale);
+        let mean = mean_filter(p.kernelscale);
+        let resamples = prescales(p) && (d.sw, d.sh) != (d.w, d.h);
+        let (tables, taps) = if resamples {
+            let x = resample_axis(p.method, d.w, d.sw);
+            let y = resample_axis(p.method, d.h, d.sh);
+            let taps = x.taps;
+            (
+                Some([
+                    (upload(state, stream, &x.idx)?, upload(state, stream, &x.wt)?),
+                    (upload(state, stream, &y.idx)?, upload(state, stream, &y.wt)?),
+                ]),
+                taps,
+            )
+        } else {
+            (None, 0)
+        };
+        Ok(Consts {
+            dims: (d.w, d.h, d.sw, d.sh),
+            params: params_key(p),
+            aa: upload(state, stream, &aa)?,
+            n_aa: aa.len(),
+            mean: upload(state, stream, &mean)?,
+            n_mean: mean.len(),
+            tables,
+            taps,
+        })
+    }
+
+    fn fits(&self, d: &Dims, p: &Params) -> bool {
+        self.dims == (d.w, d.h, d.sw, d.sh) && self.params == params_key(p)
+    }
+}
+
+/// Device and read-back buffers of one pair of planes.
+struct PairBufs {
+    /// The prescaling path's float planes: converted, then resampled.
+    flt: Option<DeviceBuffer<f32>>,
+    rs: Option<DeviceBuffer<f32>>,
+    dec: DeviceBuffer<f32>,
+    norm: DeviceBuffer<f32>,
+    cov: DeviceBuffer<f32>,
+    norm_host: PinnedHostBuffer<f32>,
+    cov_host: PinnedHostBuffer<f32>,
+}
+
+impl PairBufs {
+    fn new(state: &GpuState, d: &Dims, p: &Params) -> Result<Self> {
+        let dev = state.device();
+        let n = 2 * d.dw * d.dh;
+        let (flt, rs) = if prescales(p) {
+            let rs = if (d.sw, d.sh) != (d.w, d.h) {
+                Some(DeviceBuffer::new(dev, 2 * d.sw * d.sh)?)
+            } else {
+                None
+            };
+            (Some(DeviceBuffer::new(dev, 2 * d.w * d.h)?), rs)
+        } else {
+            (None, None)
+        };
+        Ok(PairBufs {
+            flt,
+            rs,
+            dec: DeviceBuffer::new(dev, n)?,
+            norm: DeviceBuffer::new(dev, n)?,
+            cov: DeviceBuffer::new(dev, 2 * NB * NB)?,
+            norm_host: PinnedHostBuffer::new(dev, n)?,
+            cov_host: PinnedHostBuffer::new(dev, 2 * NB * NB)?,
+        })
+    }
+
+    /// The pair's score from its read-back moments (after the job's wait).
+    fn score(&mut self, d: &Dims, p: &Params) -> Result<(f32, bool)> {
+        let n = d.dw * d.dh;
+        let mut k = [[0.0f32; NB * NB]; 2];
+        let cov = self.cov_host.as_slice()?;
+        k[0].copy_from_slice(&cov[..NB * NB]);
+        k[1].copy_from_slice(&cov[NB * NB..2 * NB * NB]);
+        let norm = self.norm_host.as_slice()?;
+        let (r, s): (&Mat, &Mat) = (&k[0], &k[1]);
+        Ok(score_from_moments(
+            d,
+            p,
+            (&norm[..n], r),
+            (&norm[n..2 * n], s),
+        ))
+    }
+}
+
+/// Queues the whole device side of one pair: decimation (through prescaling when asked),
+/// local mean removal and moments, and their read-back.
+fn queue_pair<T: Sample>(
+    state: &GpuState,
+    stream: &Stream,
+    input: &PairPlanes<'_, T>,
+    d: &Dims,
+    p: &Params,
+    scaler: f32,
+    c: &Consts,
+    b: &mut PairBufs,
+) -> Result<()> {
+    let missing = || Error::inval("SpEED: prescaling buffers missing");
+    if !prescales(p) {
+        launch::decimate(state, input, (d.sw, d.sh), scaler, &c.aa, c.n_aa, &b.dec)?
+            .queue(stream)?;
+    } else {
+        let flt = b.flt.as_ref().ok_or_else(missing)?;
+        launch::to_float(state, input, scaler, flt)?.queue(stream)?;
+        match (&c.tables, &b.rs) {
+            (Some([(xi, xw), (yi, yw)]), Some(rs)) => {
+                let axes = (
+                    DeviceAxis { idx: xi, wt: xw },
+                    DeviceAxis { idx: yi, wt: yw },
+                );
+                launch::resample(
+                    state,
+                    flt,
+                    (d.w, d.h),
+                    (d.sw, d.sh),
+                    p.method,
+                    c.taps,
+                    axes,
+                    rs,
+                )?
+                .queue(stream)?;
+                launch::decimate_f32(state, rs, (d.sw, d.sh), &c.aa, c.n_aa, &b.dec)?
+                    .queue(stream)?;
+            }
+            // A prescale that rounds to the same size copies: filter the converted planes.
+            (None, None) => {
+                launch::decimate_f32(state, flt, (d.w, d.h), &c.aa, c.n_aa, &b.dec)?
+                    .queue(stream)?;
+            }
+            _ => return Err(missing()),
+        }
+    }
+    launch::moments(
+        state,
+        &b.dec,
+        (d.dw, d.dh),
+        &c.mean,
+        c.n_mean,
+        (d.subw, d.subh),
+        &b.norm,
+        &b.cov,
+    )?
+    .queue(stream)?;
+    b.norm.download_async(stream, &mut b.norm_host, 2 * d.dw * d.dh)?;
+    b.cov.download_async(stream, &mut b.cov_host, 2 * NB * NB)
+}
+
+/// The float scale of `bpc`-bit samples: what they are divided by to reach the 8-bit scale.
+fn scaler(bpc: u32) -> Result<f32> {
+    Ok(match bpc {
+        8 => 1.0,
+        10 => 4.0,
+        12 => 16.0,
+        16 => 256.0,
+        b => return Err(Error::inval(format!("speed: unsupported bit depth {b}"))),
+    })
+}
+
+/// Scratch of `speed_chroma`: constants, the U and V pairs, and the staged planes.
+struct ChromaScratch<T: Sample> {
+    consts: Consts,
+    pairs: [PairBufs; 2],
+    /// U of the reference, U of the distorted picture, then V of each (whole planes).
+    host: PinnedHostBuffer<T>,
+    dev: DeviceBuffer<T>,
+    plane_len: usize,
+}
+
+/// (score, singular) of the U and V planes of a picture pair, `d` their geometry.
+pub(super) fn chroma(
+    state: &Arc<GpuState>,
+    d: &Dims,
+    p: &Params,
+    r: &PictureData,
+    dp: &PictureData,
+) -> Result<[(f32, bool); 2]> {
+    if r.bpc == 8 {
+        chroma_typed::<u8>(state, d, p, r, dp)
+    } else {
+        chroma_typed::<u16>(state, d, p, r, dp)
+    }
+}
+
+fn chroma_typed<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
+    d: &Dims,
+    p: &Params,
+    r: &PictureData,
+    dp: &PictureData,
+) -> Result<[(f32, bool); 2]> {
+    let depth = || Error::inval("speed_chroma: sample depth mismatch");
+    let planes: [&[T]; 4] = [
+        T::plane_of(r, 1).ok_or_else(depth)?,
+        T::plane_of(dp, 1).ok_or_else(depth)?,
+        T::plane_of(r, 2).ok_or_else(depth)?,
+        T::plane_of(dp, 2).ok_or_else(depth)?,
+    ];
+    let strides = [r.stride[1], dp.stride[1], r.stride[2], dp.stride[2]];
+    let plane_len = planes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let total = plane_len
+        .checked_mul(4)
+        .ok_or_else(|| Error::inval("speed_chroma: picture too large"))?;
+    let scaler = scaler(r.bpc)?;
+    let mut job = Job::<ChromaScratch<T>, T, 0>::start(
+        state,
+        [],
+        |s| s.consts.fits(d, p) && s.plane_len >= plane_len,
+        |st| {
+            let stream = st.lane_stream()?;
+            Ok(ChromaScratch {
+                consts: Consts::new(st, &stream, d, p)?,
+                pairs: [PairBufs::new(st, d, p)?, PairBufs::new(st, d, p)?],
+                host: PinnedHostBuffer::new(st.device(), total)?,
+                dev: DeviceBuffer::new(st.device(), total)?,
+                plane_len,
+            })
+        },
+    )?;
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: s,
+            ..
+        } = job.parts();
+        let len = s.plane_len;
+        let host = s.host.as_mut_slice()?;
+        for (k, src) in planes.iter().enumerate() {
+            host[k * len..k * len + src.len()].copy_from_slice(src);
+        }
+        s.dev.upload_async(stream, &mut s.host, 4 * len)?;
+        let plane = |k: usize| DevicePlane {
+            buf: &s.dev,
+            offset: k * len,
+            w: d.w,
+            h: d.h,
+            stride: strides[k],
+        };
+        for (c, pair) in s.pairs.iter_mut().enumerate() {
+            let input = PairPlanes {
+                a: [plane(2 * c), plane(2 * c + 1)],
+                b: [None, None],
+            };
+            queue_pair(state, stream, &input, d, p, scaler, &s.consts, pair)?;
+        }
+    }
+    job.wait(|s, _| Ok([s.pairs[0].score(d, p)?, s.pairs[1].score(d, p)?]))
+}
+
+/// Scratch of `speed_temporal`.
+struct TemporalScratch {
+    consts: Consts,
+    pair: PairBufs,
+}
+
+/// (score, singular) of the frame differences `prev - cur` of the luma planes, reference and
+/// distorted (or the reference's difference for both with `use_ref_diff`).
+pub(super) fn temporal(
+    state: &Arc<GpuState>,
+    d: &Dims,
+    p: &Params,
+    [pr, pd, r, dp]: [&Picture; 4],
+    use_ref_diff: bool,
+) -> Result<(f32, bool)> {
+    if r.bpc == 8 {
+        temporal_typed::<u8>(state, d, p, [pr, pd, r, dp], use_ref_diff)
+    } else {
+        temporal_typed::<u16>(state, d, p, [pr, pd, r, dp], use_ref_diff)
+    }
+}
+
+fn temporal_typed<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
+    d: &Dims,
+    p: &Params,
+    pics: [&Picture; 4],
+    use_ref_diff: bool,
+) -> Result<(f32, bool)> {
+    let scaler = scaler(pics[2].bpc)?;
+    let mut job = Job::<TemporalScratch, T, 4>::start(
+        state,
+        pics,
+        |s| s.consts.fits(d, p),
+        |st| {
+            let stream = st.lane_stream()?;
+            Ok(TemporalScratch {
+                consts: Consts::new(st, &stream, d, p)?,
+                pair: PairBufs::new(st, d, p)?,
+            })
+        },
+    )?;
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: s,
+            luma,
+        } = job.parts();
+        let [prev_r, prev_d, cur_r, cur_d] = &luma;
+        let cur_for_dist = if use_ref_diff { cur_r } else { cur_d };
+        let input = PairPlanes {
+            a: [prev_r.plane(d.w, d.h), prev_d.plane(d.w, d.h)],
+            b: [
+                Some(cur_r.plane(d.w, d.h)),
+                Some(cur_for_dist.plane(d.w, d.h)),
+            ],
+        };
+        queue_pair(state, stream, &input, d, p, scaler, &s.consts, &mut s.pair)?;
+    }
+    job.wait(|s, _| s.pair.score(d, p))
+}
