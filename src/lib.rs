@@ -3,7 +3,8 @@
 //!
 //! Data path: [`picture`] → [`feature`] extractors → [`collector`] → [`model`] → [`pooling`] /
 //! [`output`]. [`context`] drives it; [`ffi`] exposes the libvmaf C API; [`gpu`] is the
-//! vendor-neutral GPU runtime; [`io`] holds the CLI's video readers.
+//! vendor-neutral GPU runtime; [`io`] holds the CLI's video readers; [`settings`] reads the
+//! environment variables.
 //!
 //! `unsafe` lives only in [`ffi`], [`gpu`] and the per-feature SIMD files (`feature/<name>/x86.rs`,
 //! `aarch64.rs`, dispatched by [`simd`]): every other module forbids it, and each unsafe
@@ -25,6 +26,7 @@ pub mod model;
 pub mod output;
 pub mod picture;
 pub mod pooling;
+pub mod settings;
 pub mod simd;
 #[cfg(test)]
 pub mod testutil;

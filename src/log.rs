@@ -44,14 +44,16 @@ static LEVEL: AtomicU32 = AtomicU32::new(LogLevel::Info as u32);
 /// `VMAF_HIP_LOG_LEVEL` (0-4 or none/error/warning/info/debug) says otherwise: a way to see
 /// debug lines from a program that fixes the level, such as FFmpeg's filter.
 pub fn set_level(level: LogLevel) {
-    let level = std::env::var("VMAF_HIP_LOG_LEVEL")
-        .ok()
-        .and_then(|v| parse_level(&v))
-        .unwrap_or(level);
+    // Stored first: the settings' own warnings, when this reads them for the first time, then
+    // obey the program's level as they did when each was read where it is used.
     LEVEL.store(level as u32, Ordering::Relaxed);
+    if let Some(over) = crate::settings::get().log_level {
+        LEVEL.store(over as u32, Ordering::Relaxed);
+    }
 }
 
-fn parse_level(v: &str) -> Option<LogLevel> {
+/// `VMAF_HIP_LOG_LEVEL`'s values: 0-4 or a level's name, in any case.
+pub(crate) fn parse_level(v: &str) -> Option<LogLevel> {
     Some(match v.trim().to_ascii_lowercase().as_str() {
         "0" | "none" => LogLevel::None,
         "1" | "error" => LogLevel::Error,
@@ -69,7 +71,13 @@ pub fn level() -> LogLevel {
 
 /// Writes one line if `lvl` is enabled.
 pub fn log(lvl: LogLevel, msg: &str) {
-    if lvl != LogLevel::None && lvl <= level() {
+    log_below(level(), lvl, msg);
+}
+
+/// Writes one line if `lvl` is enabled at level `max` (for messages written before the level
+/// they belong to is stored).
+pub(crate) fn log_below(max: LogLevel, lvl: LogLevel, msg: &str) {
+    if lvl != LogLevel::None && lvl <= max {
         eprintln!("libvmaf {} {}", lvl.label(), msg);
     }
 }

@@ -35,8 +35,23 @@ const MASK_AVX2: u64 = 1 << 3;
 const MASK_AVX512: u64 = 1 << 4;
 const MASK_NEON: u64 = 1 << 0;
 
-/// The environment variable that lowers the level (never raises it).
-pub const ENV_TARGET: &str = "VMAF_HIP_CPU_TARGET";
+/// A level asked for by name (`VMAF_HIP_CPU_TARGET`, read by [`crate::settings`]): unlike a
+/// [`CpuLevel`] it proves nothing about the CPU, so it can only lower a detected level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTarget(Level);
+
+impl CpuTarget {
+    /// `scalar` (or `rust`, `c`, `none`), `neon`, `avx2` or `avx512`, in any case.
+    pub fn parse(s: &str) -> Option<CpuTarget> {
+        Some(CpuTarget(match s.trim().to_ascii_lowercase().as_str() {
+            "scalar" | "rust" | "c" | "none" => Level::Scalar,
+            "neon" => Level::Neon,
+            "avx2" => Level::Avx2,
+            "avx512" | "avx-512" => Level::Avx512,
+            _ => return None,
+        }))
+    }
+}
 
 impl CpuLevel {
     /// The scalar reference: always available.
@@ -63,13 +78,8 @@ impl CpuLevel {
     /// build on AVX2; 255 or any mask with the lowest set bit of the architecture = scalar).
     pub fn for_cpumask(cpumask: u64) -> CpuLevel {
         let mut level = Self::detect();
-        if let Ok(v) = std::env::var(ENV_TARGET) {
-            match Self::parse(&v) {
-                Some(t) => level = level.min_with(t),
-                None => crate::log_warn!(
-                    "{ENV_TARGET}={v:?} is not one of scalar, avx2, avx512, neon: ignored"
-                ),
-            }
+        if let Some(t) = crate::settings::get().cpu_target {
+            level = level.min_with(t);
         }
         level.masked(cpumask)
     }
@@ -90,7 +100,8 @@ impl CpuLevel {
 
     /// The lower of `self` and a requested target (scalar when they belong to different
     /// architectures: a target never adds an instruction set).
-    fn min_with(self, target: CpuLevel) -> CpuLevel {
+    fn min_with(self, target: CpuTarget) -> CpuLevel {
+        let target = CpuLevel(target.0);
         if target.same_arch_at_most(self) {
             target
         } else {
@@ -106,16 +117,6 @@ impl CpuLevel {
             (Level::Avx2, o) => o == Level::Avx2 || o == Level::Avx512,
             (Level::Avx512, o) => o == Level::Avx512,
         }
-    }
-
-    fn parse(s: &str) -> Option<CpuLevel> {
-        Some(CpuLevel(match s.trim().to_ascii_lowercase().as_str() {
-            "scalar" | "rust" | "c" | "none" => Level::Scalar,
-            "neon" => Level::Neon,
-            "avx2" => Level::Avx2,
-            "avx512" | "avx-512" => Level::Avx512,
-            _ => return None,
-        }))
     }
 
     /// `"scalar"`, `"neon"`, `"avx2"` or `"avx512"`.
@@ -216,12 +217,12 @@ mod tests {
     fn targets_never_raise_the_level() {
         let best = CpuLevel::detect();
         for name in ["scalar", "avx2", "avx512", "neon"] {
-            let t = CpuLevel::parse(name).unwrap();
+            let t = CpuTarget::parse(name).unwrap();
             let l = best.min_with(t);
             assert!(CpuLevel::available().contains(&l), "{name} -> {l}");
             assert!(l <= best || l == CpuLevel::SCALAR);
         }
-        assert_eq!(CpuLevel::parse("sse9"), None);
-        assert_eq!(CpuLevel::parse(" AVX2 ").unwrap().name(), "avx2");
+        assert_eq!(CpuTarget::parse("sse9"), None);
+        assert_eq!(CpuTarget::parse(" AVX2 "), Some(CpuTarget(Level::Avx2)));
     }
 }

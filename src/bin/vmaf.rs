@@ -604,11 +604,7 @@ impl Drop for ReadAhead {
 /// Threads reading one input by position: a quarter of the cores, 1 to 4, or
 /// `VMAF_HIP_READ_THREADS` (1 to 16).
 fn readers_per_input() -> usize {
-    let set = std::env::var("VMAF_HIP_READ_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|n| (1..=16).contains(n));
-    set.unwrap_or_else(|| {
+    vmaf_hip::settings::get().read_threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map_or(1, |n| n.get() / 4)
             .clamp(1, 4)

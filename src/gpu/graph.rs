@@ -37,12 +37,7 @@ use crate::error::{Error, Result};
 
 /// Whether frames' fixed work may be replayed as graphs on `dev` (the setting is read once).
 pub(crate) fn enabled(dev: &Device) -> Option<&'static GraphFns> {
-    static SETTING: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let setting = *SETTING.get_or_init(|| match std::env::var("VMAF_HIP_GRAPHS").ok().as_deref() {
-        Some("0") => Some(false),
-        Some("1") => Some(true),
-        _ => None,
-    });
+    let setting = crate::settings::get().graphs;
     let graph = dev.api().common().graph.as_ref()?;
     setting
         .unwrap_or(dev.api().vendor() == Vendor::Nvidia)

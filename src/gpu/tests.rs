@@ -377,7 +377,7 @@ fn fresh_gpu_context(
 fn pipelined_contexts_share_their_threads() {
     use crate::context::{Config, Context};
     let Some(state) = test_state() else { return };
-    if std::env::var_os("VMAF_HIP_PIPELINE_THREADS").is_some() {
+    if crate::settings::get().pipeline_threads.is_some() {
         println!("skipped: VMAF_HIP_PIPELINE_THREADS is set");
         return;
     }
