@@ -44,8 +44,8 @@ static LEVEL: AtomicU32 = AtomicU32::new(LogLevel::Info as u32);
 /// `VMAF_HIP_LOG_LEVEL` (0-4 or none/error/warning/info/debug) says otherwise: a way to see
 /// debug lines from a program that fixes the level, such as FFmpeg's filter.
 pub fn set_level(level: LogLevel) {
-    // Stored first: the settings' own warnings, when this reads them for the first time, then
-    // obey the program's level as they did when each was read where it is used.
+    // Stored first, so that warnings about the environment, logged when this call is the first
+    // to read it, obey the program's level (as they did when each variable was read at its use).
     LEVEL.store(level as u32, Ordering::Relaxed);
     if let Some(over) = crate::settings::get().log_level {
         LEVEL.store(over as u32, Ordering::Relaxed);
