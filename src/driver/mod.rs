@@ -56,7 +56,7 @@ pub struct Options {
     /// `VMAF_HIP_READ_THREADS` variable (1 to 16), else a quarter of the cores (1 to 4).
     pub readers: Option<usize>,
     /// With a context on a GPU, frames are read into page-locked pictures, so the uploads
-    /// read them in place.
+    /// read them in place (a context on the CPU takes ordinary pictures either way).
     pub page_locked: bool,
     /// Once set (from any thread), scoring stops before the next frame with an I/O error of
     /// kind `Interrupted`.
@@ -173,11 +173,6 @@ impl Inputs {
             reference,
             distorted,
         })
-    }
-
-    /// Stream parameters of the reference and of the distorted video.
-    pub fn info(&self) -> (VideoInfo, VideoInfo) {
-        (self.reference.info(), self.distorted.info())
     }
 
     /// Things about the inputs a user should hear of (bytes that will be ignored, flags not

@@ -172,7 +172,6 @@ impl Cli {
             frame_skip_ref: self.frame_skip_ref,
             frame_skip_dist: self.frame_skip_dist,
             frame_cnt: self.frame_cnt,
-            page_locked: self.backend == Backend::Hip,
             ..driver::Options::new(reference, distorted)
         })
     }
@@ -390,7 +389,7 @@ mod tests {
             (o.frame_skip_ref, o.frame_skip_dist, o.frame_cnt),
             (2, 3, 16)
         );
-        assert!(o.page_locked && !o.common_bitdepth);
+        assert!(!o.common_bitdepth);
         assert_eq!(o.read_ahead, driver::READ_AHEAD);
 
         let c = Cli::try_parse_from(["vmaf", "-r", "a", "-d", "b", "-w", "64"]).unwrap();
@@ -402,7 +401,7 @@ mod tests {
         assert!(c.driver_options().unwrap_err().contains("-r/--reference"));
         let c = Cli::try_parse_from(["vmaf", "-r", "a", "-d", "b"]).unwrap();
         let o = c.driver_options().unwrap();
-        assert!(o.raw.is_none() && !o.page_locked);
+        assert!(o.raw.is_none());
     }
 
     #[test]
