@@ -82,9 +82,9 @@ impl Options {
     }
 }
 
-/// Why scoring failed: the library's error, with the step it failed in where its own message
-/// does not say. Front ends print [`Error::Library`]'s message as it is; `?` into
-/// [`crate::Error`] puts the step in front of the message.
+/// Why scoring failed: the library's error, and the step it failed in where the library's
+/// message does not name it. Displays as `step: error`; `?` into [`crate::Error`] folds the
+/// step into the message and keeps the kind (so the errno, or a binding's exception, stays).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An error whose message says what failed (which file, which frame of it).
