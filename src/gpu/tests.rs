@@ -1152,7 +1152,7 @@ fn wrapped_device_memory_scores_like_the_cpu() {
         assert_eq!(r.is_ok(), ok, "{what}");
         match r {
             Ok(pic) => {
-                pic.fetch_host(crate::feature::LUMA).unwrap();
+                pic.fetch_host(crate::picture::LUMA).unwrap();
                 let crate::picture::PlaneRef::U8(p) = pic.plane(0) else {
                     panic!("8-bit plane")
                 };
