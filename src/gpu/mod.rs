@@ -28,7 +28,7 @@ pub mod device;
 pub mod frames;
 pub(crate) mod graph;
 #[cfg(test)]
-pub(crate) mod hipcpu_tests;
+pub(crate) mod hipcpu;
 pub(crate) mod job;
 pub(crate) mod launch;
 pub mod memory;

@@ -1,13 +1,19 @@
 //! Typed, bounds-checked launchers for the kernels in kernels/*.hip, one module per source file.
 //! The raw launch is unsafe (the device trusts its arguments); each launcher checks every access
 //! the kernel will make against the buffers it is given, so callers outside src/gpu stay in
-//! safe Rust.
+//! safe Rust. Each launcher module sits in its feature's folder (`feature/<f>/launch.rs`).
 
+#[path = "../../feature/adm/launch.rs"]
 mod adm;
+#[path = "../../feature/cambi/launch.rs"]
 mod cambi;
+#[path = "../../feature/ssim/launch.rs"]
 mod float_ssim;
+#[path = "../../feature/motion/launch.rs"]
 mod motion;
+#[path = "../../feature/psnr/launch.rs"]
 mod psnr;
+#[path = "../../feature/vif/launch.rs"]
 mod vif;
 
 pub use adm::{adm_bands_len, adm_cm, adm_dwt0, adm_dwt123, AdmBuffers, AdmScale, ADM_LUT_LEN};
@@ -28,7 +34,7 @@ use super::stream::Stream;
 use crate::error::{Error, Result};
 
 #[cfg(test)]
-mod signature_tests;
+mod signature;
 
 /// A kernel parameter's C type, spelled as the signature test normalises kernels/*.hip: `i32`,
 /// `u32`, `i64`, `u64`, `f32`, `f64` (also `u8`, `i8`, `u16`, `i16` as pointees), and `*`
