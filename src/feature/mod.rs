@@ -28,6 +28,8 @@ pub(crate) mod float_moment;
 pub(crate) mod float_motion;
 pub(crate) mod float_psnr;
 pub(crate) mod float_vif;
+#[cfg(test)]
+mod gpu_tests;
 pub(crate) mod motion;
 pub(crate) mod null;
 pub(crate) mod options;

@@ -1,35 +1,35 @@
 //! Launchers for kernels/cambi.hip.
 
-use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature, MAX_ROW_BLOCKS};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+use crate::gpu::launch::{dims_u32, DevicePlane, Launch, Sample, Span, MAX_ROW_BLOCKS};
+use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig};
 
 /// `vmaf_cambi_preprocess_{u8,u16}(src, in_w, in_h, in_stride, taps, bpc, dither, out, out_w,
 /// out_h, out_stride)`.
-type PreprocessArgs<T> = (
-    DevicePtr<T>,
+type PreprocessArgs<'a, T> = (
+    Span<'a, T>,
     i32,
     i32,
     i32,
-    DevicePtr<u32>,
+    Span<'a, u32>,
     i32,
     i32,
-    DevicePtr<u16>,
+    Span<'a, u16>,
     i32,
     i32,
     i32,
 );
 /// `vmaf_cambi_mask(img, w, h, stride, threshold, mask, mask_stride)`.
-type MaskArgs = (DevicePtr<u16>, i32, i32, i32, u32, DevicePtr<u16>, i32);
+type MaskArgs<'a> = (Span<'a, u16>, i32, i32, i32, u32, Span<'a, u16>, i32);
 /// `vmaf_cambi_decimate(in, in_stride, out, w, h, out_stride)`.
-type DecimateArgs = (DevicePtr<u16>, i32, DevicePtr<u16>, i32, i32, i32);
+type DecimateArgs<'a> = (Span<'a, u16>, i32, Span<'a, u16>, i32, i32, i32);
 /// `vmaf_cambi_mode(in, out, w, h, stride)`.
-type ModeArgs = (DevicePtr<u16>, DevicePtr<u16>, i32, i32, i32);
+type ModeArgs<'a> = (Span<'a, u16>, Span<'a, u16>, i32, i32, i32);
 /// `vmaf_cambi_cvalues(img, mask, w, h, stride, pad, band_base, band_size, nd, vlt, params,
 /// lut, cv)`.
-type CValuesArgs = (
-    DevicePtr<u16>,
-    DevicePtr<u16>,
+type CValuesArgs<'a> = (
+    Span<'a, u16>,
+    Span<'a, u16>,
     i32,
     i32,
     i32,
@@ -38,12 +38,12 @@ type CValuesArgs = (
     i32,
     i32,
     i32,
-    DevicePtr<i32>,
-    DevicePtr<f32>,
-    DevicePtr<f32>,
+    Span<'a, i32>,
+    Span<'a, f32>,
+    Span<'a, f32>,
 );
 /// `vmaf_cambi_stats(cv, n, out)`.
-type StatsArgs = (DevicePtr<f32>, i32, DevicePtr<u64>);
+type StatsArgs<'a> = (Span<'a, f32>, i32, Span<'a, u64>);
 
 const PREPROCESS_U8_KERNEL: &str = "vmaf_cambi_preprocess_u8";
 const PREPROCESS_U16_KERNEL: &str = "vmaf_cambi_preprocess_u16";
@@ -54,7 +54,9 @@ const CVALUES_KERNEL: &str = "vmaf_cambi_cvalues";
 const STATS_KERNEL: &str = "vmaf_cambi_stats";
 
 /// The kernels of kernels/cambi.hip with the argument tuples their launchers pass.
-pub(super) fn signatures() -> Vec<Signature> {
+#[cfg(test)]
+pub(crate) fn signatures() -> Vec<crate::gpu::launch::Signature> {
+    use crate::gpu::launch::sig;
     vec![
         sig::<PreprocessArgs<u8>>(PREPROCESS_U8_KERNEL),
         sig::<PreprocessArgs<u16>>(PREPROCESS_U16_KERNEL),
@@ -89,67 +91,55 @@ fn cambi_pixel_cfg(w: u32, h: u32) -> LaunchConfig {
     }
 }
 
-/// Queues cambi's preprocessing: `out` = `src` (a `bpc`-bit luma plane) as 10-bit samples at
-/// `out`'s size, sampled at `taps` (`out.w` source columns, then `out.h` source rows; the
-/// kernel clamps them into `src`), then 2x2-averaged when `dither`.
-pub fn cambi_preprocess<T: Sample>(
+/// Cambi's preprocessing: `out` = `src` (a `bpc`-bit luma plane) as 10-bit samples at `out`'s
+/// size, sampled at `taps` (`out.w` source columns, then `out.h` source rows; the kernel clamps
+/// them into `src`), then 2x2-averaged when `dither`.
+pub fn cambi_preprocess<'a, T: Sample>(
     state: &GpuState,
-    stream: &Stream,
-    src: DevicePlane<'_, T>,
-    taps: &DeviceBuffer<u32>,
+    src: DevicePlane<'a, T>,
+    taps: &'a DeviceBuffer<u32>,
     bpc: u32,
     dither: bool,
-    out: DevicePlane<'_, u16>,
-) -> Result<()> {
+    out: DevicePlane<'a, u16>,
+) -> Result<Launch<'a>> {
     if !(8..=16).contains(&bpc) || taps.len() < out.w + out.h {
         return Err(Error::inval("bad cambi preprocessing parameters"));
     }
-    let s = src.checked_ptr()?;
-    let o = out.checked_ptr()?;
+    let s = src.span()?;
+    let o = out.span()?;
     let (in_w, in_h) = dims_u32(src.w, src.h)?;
     let (out_w, out_h) = dims_u32(out.w, out.h)?;
     let cfg = cambi_pixel_cfg(out_w, out_h);
     let (in_w, in_h, in_stride) = (in_w as i32, in_h as i32, src.stride as i32);
     let (out_w, out_h, out_stride) = (out_w as i32, out_h as i32, out.stride as i32);
     let (bpc, dither) = (bpc as i32, i32::from(dither));
-    let t = taps.ptr();
-    let name = if std::mem::size_of::<T>() == 1 {
-        PREPROCESS_U8_KERNEL
-    } else {
-        PREPROCESS_U16_KERNEL
-    };
-    let kernel = state.kernel("cambi", name)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_cambi_preprocess_{u8,u16}(const T *src, int in_w, int in_h, int in_stride,
-    // const u32 *taps, int bpc, int dither, u16 *out, int out_w, int out_h, int out_stride)` in
-    // kernels/cambi.hip. Taps are read below out_w + out_h (checked length) and clamped into the
-    // checked source plane; writes stay inside the checked output plane.
-    unsafe {
-        launch::<PreprocessArgs<T>>(
-            &kernel,
-            stream,
-            cfg,
-            &(
-                s, in_w, in_h, in_stride, t, bpc, dither, o, out_w, out_h, out_stride,
-            ),
-        )
-    }
+    let t = Span::of(taps, 0, out.w + out.h)?;
+    // Taps are read below out_w + out_h and clamped into the source plane; writes stay inside
+    // the output plane.
+    Launch::new::<PreprocessArgs<T>>(
+        state,
+        "cambi",
+        T::pick(PREPROCESS_U8_KERNEL, PREPROCESS_U16_KERNEL),
+        cfg,
+        (
+            s, in_w, in_h, in_stride, t, bpc, dither, o, out_w, out_h, out_stride,
+        ),
+    )
 }
 
-/// Queues cambi's flat-area mask of `img` into `mask` (same size): 1 where more than
-/// `threshold` pixels of the 7x7 square have both derivatives zero.
-pub fn cambi_mask(
+/// Cambi's flat-area mask of `img` into `mask` (same size): 1 where more than `threshold`
+/// pixels of the 7x7 square have both derivatives zero.
+pub fn cambi_mask<'a>(
     state: &GpuState,
-    stream: &Stream,
-    img: DevicePlane<'_, u16>,
+    img: DevicePlane<'a, u16>,
     threshold: u32,
-    mask: DevicePlane<'_, u16>,
-) -> Result<()> {
+    mask: DevicePlane<'a, u16>,
+) -> Result<Launch<'a>> {
     if (img.w, img.h) != (mask.w, mask.h) {
         return Err(Error::inval("cambi mask planes differ in size"));
     }
-    let i = img.checked_ptr()?;
-    let m = mask.checked_ptr()?;
+    let i = img.span()?;
+    let m = mask.span()?;
     let (w, h) = dims_u32(img.w, img.h)?;
     let cfg = LaunchConfig {
         grid: (
@@ -161,72 +151,66 @@ pub fn cambi_mask(
         shared_mem_bytes: 0,
     };
     let (w, h, stride, mstride) = (w as i32, h as i32, img.stride as i32, mask.stride as i32);
-    let kernel = state.kernel("cambi", MASK_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_cambi_mask(const u16 *img, int w, int h, int stride, u32 threshold, u16 *mask,
-    // int mask_stride)`; reads are at rows < h and columns < w of the checked image plane
-    // (neighbours only when inside), writes inside the checked mask.
-    unsafe {
-        launch::<MaskArgs>(
-            &kernel,
-            stream,
-            cfg,
-            &(i, w, h, stride, threshold, m, mstride),
-        )
-    }
+    // Reads are at rows < h and columns < w of the image (neighbours only when inside), writes
+    // inside the mask.
+    Launch::new::<MaskArgs>(
+        state,
+        "cambi",
+        MASK_KERNEL,
+        cfg,
+        (i, w, h, stride, threshold, m, mstride),
+    )
 }
 
-/// Queues `out` = the even rows and columns of `input`; `out` must be `ceil(w/2)` x
-/// `ceil(h/2)` of `input` and a different buffer.
-pub fn cambi_decimate(
+/// `out` = the even rows and columns of `input`; `out` must be `ceil(w/2)` x `ceil(h/2)` of
+/// `input` and a different buffer.
+pub fn cambi_decimate<'a>(
     state: &GpuState,
-    stream: &Stream,
-    input: DevicePlane<'_, u16>,
-    out: DevicePlane<'_, u16>,
-) -> Result<()> {
+    input: DevicePlane<'a, u16>,
+    out: DevicePlane<'a, u16>,
+) -> Result<Launch<'a>> {
     if out.w != input.w.div_ceil(2) || out.h != input.h.div_ceil(2) {
         return Err(Error::inval("cambi decimation sizes do not match"));
     }
     if input.buf.ptr().addr() == out.buf.ptr().addr() {
         return Err(Error::inval("cambi decimation in place"));
     }
-    let i = input.checked_ptr()?;
-    let o = out.checked_ptr()?;
+    let i = input.span()?;
+    let o = out.span()?;
     let (w, h) = dims_u32(out.w, out.h)?;
     let cfg = cambi_pixel_cfg(w, h);
     let (w, h, istride, ostride) = (w as i32, h as i32, input.stride as i32, out.stride as i32);
-    let kernel = state.kernel("cambi", DECIMATE_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_cambi_decimate(const u16 *in, int in_stride, u16 *out, int w, int h, int
-    // out_stride)`; reads at (2i, 2j) with i < ceil(in.h/2), j < ceil(in.w/2) are inside the
-    // checked input, writes inside the checked output, and the buffers differ.
-    unsafe { launch::<DecimateArgs>(&kernel, stream, cfg, &(i, istride, o, w, h, ostride)) }
+    // Reads at (2i, 2j) with i < ceil(in.h/2), j < ceil(in.w/2), inside the input; writes
+    // inside the output, another buffer.
+    Launch::new::<DecimateArgs>(
+        state,
+        "cambi",
+        DECIMATE_KERNEL,
+        cfg,
+        (i, istride, o, w, h, ostride),
+    )
 }
 
-/// Queues cambi's 3x3 mode filter of `input` into `out` (same geometry, different buffer).
-pub fn cambi_mode(
+/// Cambi's 3x3 mode filter of `input` into `out` (same geometry, different buffer).
+pub fn cambi_mode<'a>(
     state: &GpuState,
-    stream: &Stream,
-    input: DevicePlane<'_, u16>,
-    out: DevicePlane<'_, u16>,
-) -> Result<()> {
+    input: DevicePlane<'a, u16>,
+    out: DevicePlane<'a, u16>,
+) -> Result<Launch<'a>> {
     if (input.w, input.h, input.stride) != (out.w, out.h, out.stride) {
         return Err(Error::inval("cambi mode-filter planes differ in geometry"));
     }
     if input.buf.ptr().addr() == out.buf.ptr().addr() {
         return Err(Error::inval("cambi mode filter in place"));
     }
-    let i = input.checked_ptr()?;
-    let o = out.checked_ptr()?;
+    let i = input.span()?;
+    let o = out.span()?;
     let (w, h) = dims_u32(input.w, input.h)?;
     let cfg = cambi_pixel_cfg(w, h);
     let (w, h, stride) = (w as i32, h as i32, input.stride as i32);
-    let kernel = state.kernel("cambi", MODE_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_cambi_mode(const u16 *in, u16 *out, int w, int h, int stride)`; reads at
-    // rows/columns inside 0..h / 0..w of the checked input (neighbours only for interior pixels),
-    // writes inside the checked output, a different buffer.
-    unsafe { launch::<ModeArgs>(&kernel, stream, cfg, &(i, o, w, h, stride)) }
+    // Reads at rows/columns inside 0..h / 0..w (neighbours only for interior pixels), writes
+    // inside the output, another buffer.
+    Launch::new::<ModeArgs>(state, "cambi", MODE_KERNEL, cfg, (i, o, w, h, stride))
 }
 
 /// What the c-value kernel needs besides its buffers.
@@ -241,21 +225,20 @@ pub struct CambiCValues {
     pub vlt: u16,
 }
 
-/// Queues the c-values of one scale: `cv[r * w + c]` for the `w`x`h` planes `img` and `mask`
-/// (same geometry). `params` holds the adjusted thresholds then the contrast weights
-/// (`2 * num_diffs` values); `lut` the reciprocal table, longer than the window area.
+/// The c-values of one scale: `cv[r * w + c]` for the `w`x`h` planes `img` and `mask` (same
+/// geometry). `params` holds the adjusted thresholds then the contrast weights (`2 *
+/// num_diffs` values); `lut` the reciprocal table, longer than the window area.
 #[allow(clippy::too_many_arguments)]
-pub fn cambi_cvalues(
+pub fn cambi_cvalues<'a>(
     state: &GpuState,
-    stream: &Stream,
-    img: DevicePlane<'_, u16>,
-    mask: DevicePlane<'_, u16>,
+    img: DevicePlane<'a, u16>,
+    mask: DevicePlane<'a, u16>,
     p: &CambiCValues,
-    params: &DeviceBuffer<i32>,
-    lut: &DeviceBuffer<f32>,
-    cv: &DeviceBuffer<f32>,
+    params: &'a DeviceBuffer<i32>,
+    lut: &'a DeviceBuffer<f32>,
+    cv: &'a DeviceBuffer<f32>,
     cv_offset: usize,
-) -> Result<()> {
+) -> Result<Launch<'a>> {
     if (img.w, img.h, img.stride) != (mask.w, mask.h, mask.stride) {
         return Err(Error::inval("cambi c-value planes differ in geometry"));
     }
@@ -271,8 +254,8 @@ pub fn cambi_cvalues(
     if cv_offset.checked_add(n).is_none_or(|end| end > cv.len()) {
         return Err(Error::inval("cambi c-value buffer too small"));
     }
-    let i = img.checked_ptr()?;
-    let m = mask.checked_ptr()?;
+    let i = img.span()?;
+    let m = mask.span()?;
     let (w, h) = dims_u32(img.w, img.h)?;
     let cfg = LaunchConfig {
         grid: (w.div_ceil(CAMBI_TILE), h.div_ceil(CAMBI_TILE), 1),
@@ -287,23 +270,20 @@ pub fn cambi_cvalues(
         p.num_diffs as i32,
         i32::from(p.vlt),
     );
-    let (pp, lp, cp) = (params.ptr(), lut.ptr(), cv.ptr().offset(cv_offset));
-    let kernel = state.kernel("cambi", CVALUES_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_cambi_cvalues(const u16 *img, const u16 *mask, int w, int h, int stride, int
-    // pad, int band_base, int band_size, int nd, int vlt, const i32 *params, const float *lut,
-    // float *cv)`. Planes are read only inside 0..h / 0..w (checked); the shared tile holds 16 + 2
-    // * pad <= 80 samples a side; count indices stay below 2 * nd + 1 <= 65; params are read below
-    // 2 * nd (checked length); table indices are sums of two counts of one window, at most side^2 <
-    // lut.len(); writes go to cv[cv_offset .. cv_offset + w * h], inside `cv`.
-    unsafe {
-        launch::<CValuesArgs>(
-            &kernel,
-            stream,
-            cfg,
-            &(i, m, w, h, stride, pad, base, size, nd, vlt, pp, lp, cp),
-        )
-    }
+    let pp = Span::of(params, 0, 2 * p.num_diffs)?;
+    let lp = Span::of(lut, 0, side * side + 1)?;
+    let cp = Span::of(cv, cv_offset, n)?;
+    // Planes are read only inside 0..h / 0..w; the shared tile holds 16 + 2 * pad <= 80
+    // samples a side; count indices stay below 2 * nd + 1 <= 65; params are read below 2 * nd;
+    // table indices are sums of two counts of one window, at most side^2; writes go to
+    // cv[cv_offset .. cv_offset + w * h].
+    Launch::new::<CValuesArgs>(
+        state,
+        "cambi",
+        CVALUES_KERNEL,
+        cfg,
+        (i, m, w, h, stride, pad, base, size, nd, vlt, pp, lp, cp),
+    )
 }
 
 /// Entries of one c-value map's statistics: the non-zero count, then 256 significand sums.
@@ -311,17 +291,16 @@ pub const CAMBI_STATS_LEN: usize = 257;
 /// Block of the statistics kernel (`CAMBI_STATS_BLOCK`).
 const CAMBI_STATS_BLOCK: u32 = 256;
 
-/// Queues the statistics of `cv[..n]` into `out[out_index..out_index + CAMBI_STATS_LEN]`
-/// (which must be zeroed): the non-zero count, then per biased exponent the sum of the
-/// integer significands.
-pub fn cambi_stats(
+/// The statistics of `cv[..n]` into `out[out_index..out_index + CAMBI_STATS_LEN]` (which must
+/// be zeroed): the non-zero count, then per biased exponent the sum of the integer
+/// significands.
+pub fn cambi_stats<'a>(
     state: &GpuState,
-    stream: &Stream,
-    cv: &DeviceBuffer<f32>,
+    cv: &'a DeviceBuffer<f32>,
     n: usize,
-    out: &DeviceBuffer<u64>,
+    out: &'a DeviceBuffer<u64>,
     out_index: usize,
-) -> Result<()> {
+) -> Result<Launch<'a>> {
     let n32 = i32::try_from(n).map_err(|_| Error::inval("cambi map too large"))?;
     if n == 0 || n > cv.len() {
         return Err(Error::inval("bad cambi statistics length"));
@@ -332,7 +311,10 @@ pub fn cambi_stats(
     {
         return Err(Error::inval("cambi statistics index out of range"));
     }
-    let (c, o) = (cv.ptr(), out.ptr().offset(out_index));
+    let (c, o) = (
+        Span::of(cv, 0, n)?,
+        Span::of(out, out_index, CAMBI_STATS_LEN)?,
+    );
     let cfg = LaunchConfig {
         grid: (
             (n as u32).div_ceil(CAMBI_STATS_BLOCK).min(MAX_ROW_BLOCKS),
@@ -342,9 +324,6 @@ pub fn cambi_stats(
         block: (CAMBI_STATS_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    let kernel = state.kernel("cambi", STATS_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_cambi_stats(const float *cv, int n, u64 *out)`; it reads cv[0..n] (n <=
-    // cv.len()) and adds to out[0..257] from `o`, inside `out` (checked).
-    unsafe { launch::<StatsArgs>(&kernel, stream, cfg, &(c, n32, o)) }
+    // Reads cv[0..n] and adds to out[out_index..][..257].
+    Launch::new::<StatsArgs>(state, "cambi", STATS_KERNEL, cfg, (c, n32, o))
 }
