@@ -16,6 +16,9 @@ use crate::output::OutputFormat;
 use crate::picture::{Picture, PixelFormat};
 use crate::pooling::{self, PoolingMethod};
 
+#[cfg(test)]
+mod gpu_tests;
+
 /// libvmaf's `VmafConfiguration`, in Rust terms.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {

@@ -4,6 +4,11 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+// Setting the level reads the settings, which log their warnings here: it lives in a file of
+// its own, so the two do not import each other.
+mod setting;
+pub use setting::set_level;
+
 /// libvmaf's `enum VmafLogLevel`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,18 +44,6 @@ impl LogLevel {
 }
 
 static LEVEL: AtomicU32 = AtomicU32::new(LogLevel::Info as u32);
-
-/// Sets the process-wide level (as `vmaf_init` does), unless the environment variable
-/// `VMAF_HIP_LOG_LEVEL` (0-4 or none/error/warning/info/debug) says otherwise: a way to see
-/// debug lines from a program that fixes the level, such as FFmpeg's filter.
-pub fn set_level(level: LogLevel) {
-    // Stored first, so that warnings about the environment, logged when this call is the first
-    // to read it, obey the program's level (as they did when each variable was read at its use).
-    LEVEL.store(level as u32, Ordering::Relaxed);
-    if let Some(over) = crate::settings::get().log_level {
-        LEVEL.store(over as u32, Ordering::Relaxed);
-    }
-}
 
 /// `VMAF_HIP_LOG_LEVEL`'s values: 0-4 or a level's name, in any case.
 pub(crate) fn parse_level(v: &str) -> Option<LogLevel> {

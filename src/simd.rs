@@ -13,6 +13,10 @@
 
 use std::sync::OnceLock;
 
+// The level a context uses reads the settings, which name their target with this file's
+// `CpuTarget`: it lives in a file of its own, so the two do not import each other.
+mod setting;
+
 /// The instruction sets a kernel may use. Ordered within one architecture: a higher level
 /// implies every lower one of the same architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,17 +75,6 @@ impl CpuLevel {
             .map(CpuLevel)
             .filter(|l| l.same_arch_at_most(best))
             .collect()
-    }
-
-    /// The level a context uses: detection, lowered by `VMAF_HIP_CPU_TARGET` and by the set
-    /// bits of `cpumask` (upstream's meaning; masking AVX2 also drops AVX-512, whose kernels
-    /// build on AVX2; 255 or any mask with the lowest set bit of the architecture = scalar).
-    pub fn for_cpumask(cpumask: u64) -> CpuLevel {
-        let mut level = Self::detect();
-        if let Some(t) = crate::settings::get().cpu_target {
-            level = level.min_with(t);
-        }
-        level.masked(cpumask)
     }
 
     fn masked(self, cpumask: u64) -> CpuLevel {
@@ -145,13 +138,6 @@ impl CpuLevel {
     #[inline]
     pub fn has_neon(self) -> bool {
         self.0 == Level::Neon
-    }
-}
-
-impl Default for CpuLevel {
-    /// The detected level, lowered by `VMAF_HIP_CPU_TARGET`.
-    fn default() -> Self {
-        Self::for_cpumask(0)
     }
 }
 

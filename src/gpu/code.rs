@@ -927,8 +927,9 @@ mod tests {
     }
 
     /// When build.rs found a clang with NVPTX, every kernel carries PTX that a CUDA 11.0 driver
-    /// loads (ISA <= 7.0, our oldest supported driver) for sm_70, with every entry point the
-    /// launchers use and parameter widths matching their declared argument types.
+    /// loads (ISA <= 7.0, our oldest supported driver) for sm_70, with every entry point its
+    /// source declares and parameter widths matching the declared types (which the launchers'
+    /// argument types match: the signature test).
     #[test]
     fn ptx_embedded_for_every_kernel() {
         let with_ptx = KERNELS.iter().filter(|k| k.nvidia_ptx.is_some()).count();
@@ -940,8 +941,8 @@ mod tests {
         assert!(BUILD_SUMMARY.contains("embedded NVIDIA PTX for sm_70"));
         assert_eq!(PTX_ARCH, "sm_70");
         let mut entries = 0;
-        for (file, sigs) in crate::gpu::launch::MODULES {
-            let k = embedded(file).unwrap();
+        for k in KERNELS {
+            let file = k.name;
             let ptx = k.nvidia_ptx.unwrap();
             let (version, target) = ptx_header(ptx);
             let version = version.unwrap_or_else(|| panic!("{file}: no .version"));
@@ -956,8 +957,8 @@ mod tests {
                 !ptx.contains(".extern .func"),
                 "{file}: unresolved functions"
             );
-            for (name, types) in sigs() {
-                let widths = ptx_entry_params(ptx, name)
+            for (name, types) in crate::gpu::launch::signature::parse_kernels(k.source).unwrap() {
+                let widths = ptx_entry_params(ptx, &name)
                     .unwrap_or_else(|| panic!("{file}: no .entry {name} in the PTX"));
                 let want: Vec<u32> = types
                     .iter()
