@@ -16,6 +16,9 @@ use crate::output::OutputFormat;
 use crate::picture::{Picture, PixelFormat};
 use crate::pooling::{self, PoolingMethod};
 
+#[cfg(test)]
+mod gpu_tests;
+
 /// libvmaf's `VmafConfiguration`, in Rust terms.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
@@ -58,19 +61,12 @@ const GPU_MEMORY_PER_PIPELINE_THREAD: usize = 512 << 20;
 /// 2 and at most [`GPU_PIPELINE_THREADS`] or one per [`GPU_MEMORY_PER_PIPELINE_THREAD`].
 fn gpu_pipeline_threads(gpu_mem: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    pipeline_threads_from(
-        std::env::var("VMAF_HIP_PIPELINE_THREADS").ok().as_deref(),
-        cores,
-        gpu_mem,
-    )
+    pipeline_threads_from(crate::settings::get().pipeline_threads, cores, gpu_mem)
 }
 
-fn pipeline_threads_from(setting: Option<&str>, cores: usize, gpu_mem: usize) -> usize {
-    if let Some(v) = setting {
-        match v.trim().parse::<usize>() {
-            Ok(n @ 1..=64) => return n,
-            _ => crate::log_warn!("VMAF_HIP_PIPELINE_THREADS={v} ignored: expected 1 to 64"),
-        }
+fn pipeline_threads_from(setting: Option<usize>, cores: usize, gpu_mem: usize) -> usize {
+    if let Some(n) = setting {
+        return n;
     }
     let by_memory = gpu_mem / GPU_MEMORY_PER_PIPELINE_THREAD;
     cores.min(GPU_PIPELINE_THREADS).min(by_memory).max(2)
@@ -960,10 +956,7 @@ mod tests {
         assert_eq!(pipeline_threads_from(None, 16, GIB / 2), 2);
         assert_eq!(pipeline_threads_from(None, 16, 0), 2);
         // The setting wins.
-        assert_eq!(pipeline_threads_from(Some("16"), 2, GIB), 16);
-        assert_eq!(pipeline_threads_from(Some(" 1 "), 64, big), 1);
-        for bad in ["0", "65", "-3", "many", ""] {
-            assert_eq!(pipeline_threads_from(Some(bad), 8, big), 8, "{bad}");
-        }
+        assert_eq!(pipeline_threads_from(Some(16), 2, GIB), 16);
+        assert_eq!(pipeline_threads_from(Some(1), 64, big), 1);
     }
 }

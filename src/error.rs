@@ -63,6 +63,31 @@ impl Error {
         }
     }
 
+    /// The same failure with `what` in front of its message: the kind, and so the errno and
+    /// the exception a binding raises, stay.
+    pub fn prefixed(self, what: impl std::fmt::Display) -> Self {
+        match self {
+            Error::Invalid(m) => Error::Invalid(format!("{what}: {m}")),
+            Error::NoMem(m) => Error::NoMem(format!("{what}: {m}")),
+            Error::NoDevice(m) => Error::NoDevice(format!("{what}: {m}")),
+            Error::NotSupported(m) => Error::NotSupported(format!("{what}: {m}")),
+            Error::Busy(m) => Error::Busy(format!("{what}: {m}")),
+            Error::Io { context, source } => Error::Io {
+                context: format!("{what}: {context}"),
+                source,
+            },
+            Error::Gpu {
+                call,
+                status,
+                message,
+            } => Error::Gpu {
+                call: format!("{what}: {call}"),
+                status,
+                message,
+            },
+        }
+    }
+
     /// The negative errno libvmaf would return for this failure.
     pub fn errno(&self) -> i32 {
         match self {

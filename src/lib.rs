@@ -3,7 +3,9 @@
 //!
 //! Data path: [`picture`] → [`feature`] extractors → [`collector`] → [`model`] → [`pooling`] /
 //! [`output`]. [`context`] drives it; [`ffi`] exposes the libvmaf C API; [`gpu`] is the
-//! vendor-neutral GPU runtime; [`io`] holds the CLI's video readers.
+//! vendor-neutral GPU runtime; [`io`] holds the video readers, and [`driver`] scores two video
+//! files through a context for the `vmaf` command and the Python bindings; [`settings`] reads
+//! the environment variables.
 //!
 //! `unsafe` lives only in [`ffi`], [`gpu`] and the per-feature SIMD files (`feature/<name>/x86.rs`,
 //! `aarch64.rs`, dispatched by [`simd`]): every other module forbids it, and each unsafe
@@ -14,6 +16,7 @@
 
 pub mod collector;
 pub mod context;
+pub mod driver;
 pub mod error;
 pub mod feature;
 pub mod ffi;
@@ -25,6 +28,7 @@ pub mod model;
 pub mod output;
 pub mod picture;
 pub mod pooling;
+pub mod settings;
 pub mod simd;
 #[cfg(test)]
 pub mod testutil;

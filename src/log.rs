@@ -4,6 +4,11 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+// Setting the level reads the settings, which log their warnings here: it lives in a file of
+// its own, so the two do not import each other.
+mod setting;
+pub use setting::set_level;
+
 /// libvmaf's `enum VmafLogLevel`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -40,18 +45,8 @@ impl LogLevel {
 
 static LEVEL: AtomicU32 = AtomicU32::new(LogLevel::Info as u32);
 
-/// Sets the process-wide level (as `vmaf_init` does), unless the environment variable
-/// `VMAF_HIP_LOG_LEVEL` (0-4 or none/error/warning/info/debug) says otherwise: a way to see
-/// debug lines from a program that fixes the level, such as FFmpeg's filter.
-pub fn set_level(level: LogLevel) {
-    let level = std::env::var("VMAF_HIP_LOG_LEVEL")
-        .ok()
-        .and_then(|v| parse_level(&v))
-        .unwrap_or(level);
-    LEVEL.store(level as u32, Ordering::Relaxed);
-}
-
-fn parse_level(v: &str) -> Option<LogLevel> {
+/// `VMAF_HIP_LOG_LEVEL`'s values: 0-4 or a level's name, in any case.
+pub(crate) fn parse_level(v: &str) -> Option<LogLevel> {
     Some(match v.trim().to_ascii_lowercase().as_str() {
         "0" | "none" => LogLevel::None,
         "1" | "error" => LogLevel::Error,
@@ -69,7 +64,13 @@ pub fn level() -> LogLevel {
 
 /// Writes one line if `lvl` is enabled.
 pub fn log(lvl: LogLevel, msg: &str) {
-    if lvl != LogLevel::None && lvl <= level() {
+    log_below(level(), lvl, msg);
+}
+
+/// Writes one line if `lvl` is enabled at level `max` (for messages written before the level
+/// they belong to is stored).
+pub(crate) fn log_below(max: LogLevel, lvl: LogLevel, msg: &str) {
+    if lvl != LogLevel::None && lvl <= max {
         eprintln!("libvmaf {} {}", lvl.label(), msg);
     }
 }

@@ -9,6 +9,11 @@ use crate::error::{Error, Result};
 
 pub mod pool;
 
+/// Plane masks for [`PictureData::fetch_host`] and what extractors read on the host: bit `i` =
+/// plane `i`.
+pub(crate) const LUMA: u8 = 0b001;
+pub(crate) const ALL_PLANES: u8 = 0b111;
+
 /// Pixel layouts, numbered as libvmaf's `enum VmafPixelFormat`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

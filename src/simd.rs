@@ -13,6 +13,10 @@
 
 use std::sync::OnceLock;
 
+// The level a context uses reads the settings, which name their target with this file's
+// `CpuTarget`: it lives in a file of its own, so the two do not import each other.
+mod setting;
+
 /// The instruction sets a kernel may use. Ordered within one architecture: a higher level
 /// implies every lower one of the same architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,8 +39,23 @@ const MASK_AVX2: u64 = 1 << 3;
 const MASK_AVX512: u64 = 1 << 4;
 const MASK_NEON: u64 = 1 << 0;
 
-/// The environment variable that lowers the level (never raises it).
-pub const ENV_TARGET: &str = "VMAF_HIP_CPU_TARGET";
+/// A level asked for by name (`VMAF_HIP_CPU_TARGET`, read by [`crate::settings`]): unlike a
+/// [`CpuLevel`] it proves nothing about the CPU, so it can only lower a detected level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTarget(Level);
+
+impl CpuTarget {
+    /// `scalar` (or `rust`, `c`, `none`), `neon`, `avx2` or `avx512`, in any case.
+    pub fn parse(s: &str) -> Option<CpuTarget> {
+        Some(CpuTarget(match s.trim().to_ascii_lowercase().as_str() {
+            "scalar" | "rust" | "c" | "none" => Level::Scalar,
+            "neon" => Level::Neon,
+            "avx2" => Level::Avx2,
+            "avx512" | "avx-512" => Level::Avx512,
+            _ => return None,
+        }))
+    }
+}
 
 impl CpuLevel {
     /// The scalar reference: always available.
@@ -58,22 +77,6 @@ impl CpuLevel {
             .collect()
     }
 
-    /// The level a context uses: detection, lowered by `VMAF_HIP_CPU_TARGET` and by the set
-    /// bits of `cpumask` (upstream's meaning; masking AVX2 also drops AVX-512, whose kernels
-    /// build on AVX2; 255 or any mask with the lowest set bit of the architecture = scalar).
-    pub fn for_cpumask(cpumask: u64) -> CpuLevel {
-        let mut level = Self::detect();
-        if let Ok(v) = std::env::var(ENV_TARGET) {
-            match Self::parse(&v) {
-                Some(t) => level = level.min_with(t),
-                None => crate::log_warn!(
-                    "{ENV_TARGET}={v:?} is not one of scalar, avx2, avx512, neon: ignored"
-                ),
-            }
-        }
-        level.masked(cpumask)
-    }
-
     fn masked(self, cpumask: u64) -> CpuLevel {
         let mut l = self.0;
         if l == Level::Avx512 && cpumask & MASK_AVX512 != 0 {
@@ -90,7 +93,8 @@ impl CpuLevel {
 
     /// The lower of `self` and a requested target (scalar when they belong to different
     /// architectures: a target never adds an instruction set).
-    fn min_with(self, target: CpuLevel) -> CpuLevel {
+    fn min_with(self, target: CpuTarget) -> CpuLevel {
+        let target = CpuLevel(target.0);
         if target.same_arch_at_most(self) {
             target
         } else {
@@ -106,16 +110,6 @@ impl CpuLevel {
             (Level::Avx2, o) => o == Level::Avx2 || o == Level::Avx512,
             (Level::Avx512, o) => o == Level::Avx512,
         }
-    }
-
-    fn parse(s: &str) -> Option<CpuLevel> {
-        Some(CpuLevel(match s.trim().to_ascii_lowercase().as_str() {
-            "scalar" | "rust" | "c" | "none" => Level::Scalar,
-            "neon" => Level::Neon,
-            "avx2" => Level::Avx2,
-            "avx512" | "avx-512" => Level::Avx512,
-            _ => return None,
-        }))
     }
 
     /// `"scalar"`, `"neon"`, `"avx2"` or `"avx512"`.
@@ -144,13 +138,6 @@ impl CpuLevel {
     #[inline]
     pub fn has_neon(self) -> bool {
         self.0 == Level::Neon
-    }
-}
-
-impl Default for CpuLevel {
-    /// The detected level, lowered by `VMAF_HIP_CPU_TARGET`.
-    fn default() -> Self {
-        Self::for_cpumask(0)
     }
 }
 
@@ -216,12 +203,12 @@ mod tests {
     fn targets_never_raise_the_level() {
         let best = CpuLevel::detect();
         for name in ["scalar", "avx2", "avx512", "neon"] {
-            let t = CpuLevel::parse(name).unwrap();
+            let t = CpuTarget::parse(name).unwrap();
             let l = best.min_with(t);
             assert!(CpuLevel::available().contains(&l), "{name} -> {l}");
             assert!(l <= best || l == CpuLevel::SCALAR);
         }
-        assert_eq!(CpuLevel::parse("sse9"), None);
-        assert_eq!(CpuLevel::parse(" AVX2 ").unwrap().name(), "avx2");
+        assert_eq!(CpuTarget::parse("sse9"), None);
+        assert_eq!(CpuTarget::parse(" AVX2 "), Some(CpuTarget(Level::Avx2)));
     }
 }

@@ -1,58 +1,16 @@
-//! Test helpers: parity clips from `tests/data` (decompressed once with `xz` into
-//! `target/testdata`) loaded as pictures, and upstream's expected JSON logs.
+//! Test helpers: parity clips loaded as pictures, and upstream's expected JSON logs. Finding
+//! and decompressing the clips is shared with the integration tests (`tests/common/clips.rs`).
 
 #![forbid(unsafe_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use crate::picture::{Picture, PictureData, PixelFormat};
 
-/// Reports a GPU test that cannot run here: prints "skipped: no device (why)" and returns, or,
-/// with `VMAF_TEST_REQUIRE_GPU=1` (device machines), fails so a skip cannot pass as success.
-pub fn skip_no_device(why: &str) {
-    if std::env::var("VMAF_TEST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("VMAF_TEST_REQUIRE_GPU=1 but no usable device: {why}");
-    }
-    println!("skipped: no device ({why})");
-}
-
-/// Repository root.
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-static XZ_LOCK: Mutex<()> = Mutex::new(());
-
-/// Path of decompressed clip `file` (e.g. `ref_natural_576x324_420p8.y4m`).
-pub fn clip_path(file: &str) -> PathBuf {
-    let out_dir = repo_root().join("target").join("testdata");
-    let out = out_dir.join(file);
-    let _g = XZ_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !out.exists() {
-        std::fs::create_dir_all(&out_dir).expect("create target/testdata");
-        let src = repo_root()
-            .join("tests/data/clips")
-            .join(format!("{file}.xz"));
-        let tmp = out_dir.join(format!("{file}.part"));
-        let data = Command::new("xz")
-            .arg("-dc")
-            .arg(&src)
-            .output()
-            .expect("run xz (install xz-utils)");
-        assert!(data.status.success(), "xz failed on {}", src.display());
-        std::fs::write(&tmp, &data.stdout).expect("write clip");
-        std::fs::rename(&tmp, &out).expect("rename clip");
-    }
-    out
-}
-
-/// Expected upstream JSON log `name` (file in `tests/data/expected`).
-pub fn expected_json(name: &str) -> serde_json::Value {
-    let p = repo_root().join("tests/data/expected").join(name);
-    serde_json::from_str(&std::fs::read_to_string(&p).expect("read expected")).expect("parse")
-}
+#[path = "../tests/common/clips.rs"]
+mod clips;
+pub use clips::*;
 
 /// The value upstream printed for `metric` at `frame` in `log`.
 pub fn expected_metric(log: &serde_json::Value, frame: usize, metric: &str) -> Option<f64> {
@@ -154,31 +112,22 @@ pub fn load_yuv(path: &Path, fmt: PixelFormat, bpc: u32, w: usize, h: usize) -> 
     out
 }
 
-/// Parity clip names (without `ref_`/`dist_` prefix and extension).
-pub const PARITY_CLIPS: &[&str] = &[
-    "natural_576x324_420p8",
-    "natural_640x360_420p10",
-    "mandel_352x288_422p8",
-    "testsrc_480x270_444p8",
-    "natural_1920x1080_420p8",
-    "testsrc_321x241_420p8",
-    "natural_320x180_420p12",
-    "life_320x240_420p8",
-];
-
 /// Reference and distorted frames of parity clip `name`.
 pub fn load_parity_clip(name: &str) -> (Vec<Picture>, Vec<Picture>) {
-    if name.starts_with("mandel") {
-        let r = clip_path(&format!("ref_{name}.yuv"));
-        let d = clip_path(&format!("dist_{name}.yuv"));
-        (
-            load_yuv(&r, PixelFormat::Yuv422p, 8, 352, 288),
-            load_yuv(&d, PixelFormat::Yuv422p, 8, 352, 288),
-        )
-    } else {
-        let r = clip_path(&format!("ref_{name}.y4m"));
-        let d = clip_path(&format!("dist_{name}.y4m"));
-        (load_y4m(&r), load_y4m(&d))
+    match parity_files(name) {
+        (r, d, Some(g)) => {
+            let fmt = match g.chroma {
+                420 => PixelFormat::Yuv420p,
+                422 => PixelFormat::Yuv422p,
+                444 => PixelFormat::Yuv444p,
+                c => panic!("{name}: chroma {c}"),
+            };
+            (
+                load_yuv(&r, fmt, g.bpc, g.w, g.h),
+                load_yuv(&d, fmt, g.bpc, g.w, g.h),
+            )
+        }
+        (r, d, None) => (load_y4m(&r), load_y4m(&d)),
     }
 }
 

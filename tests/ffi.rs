@@ -415,29 +415,6 @@ fn c_hip_smoke() {
 
 // ---------------------------------------------------------------- parity through the C API
 
-static CLIP_LOCK: Mutex<()> = Mutex::new(());
-
-/// Decompressed clip `file` (e.g. `ref_natural_576x324_420p8.y4m`) under `target/testdata`.
-fn clip(file: &str) -> PathBuf {
-    let dir = target_dir().join("testdata");
-    let out = dir.join(file);
-    let _g = CLIP_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !out.exists() {
-        std::fs::create_dir_all(&dir).unwrap();
-        let src = root().join("tests/data/clips").join(format!("{file}.xz"));
-        let data = Command::new("xz")
-            .arg("-dc")
-            .arg(&src)
-            .output()
-            .expect("run xz");
-        assert!(data.status.success(), "xz -dc {}", src.display());
-        let tmp = dir.join(format!("{file}.part"));
-        std::fs::write(&tmp, &data.stdout).unwrap();
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
-}
-
 /// Metrics of upstream's log the C API run does not compute (extra `--feature`s of the CLI run).
 const NOT_COMPUTED: &[&str] = &["float_ssim", "float_ms_ssim", "cambi"];
 
@@ -493,54 +470,47 @@ fn compare_logs(got: &Json, expected: &Json, what: &str) {
 }
 
 /// Runs `test_api` on parity clip `name` and checks its JSON log against upstream's.
-fn api_parity(name: &str, n_threads: u32, raw: Option<[&str; 4]>) {
-    let ext = if raw.is_some() { "yuv" } else { "y4m" };
-    let (r, d) = (
-        clip(&format!("ref_{name}.{ext}")),
-        clip(&format!("dist_{name}.{ext}")),
-    );
+fn api_parity(name: &str, n_threads: u32) {
+    let (r, d, raw) = common::parity_files(name);
     let exe = compile_c(&root().join("ffi-tests/test_api.c"), "test_api");
     let log = work_dir().join(format!("api_{name}_t{n_threads}.json"));
     let _ = std::fs::remove_file(&log);
     let mut cmd = Command::new(&exe);
     cmd.arg(&r).arg(&d).arg(&log).arg(n_threads.to_string());
-    if let Some(args) = raw {
-        cmd.args(args);
+    if let Some(g) = raw {
+        cmd.args(g.texts());
     }
     run_ok(cmd, &format!("test_api {name}"));
     let got: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&log).expect("read our log"))
             .expect("our log is JSON");
-    let expected: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join(format!("tests/data/expected/{name}.json"))).unwrap(),
-    )
-    .unwrap();
+    let expected = common::expected_json(&format!("{name}.json"));
     compare_logs(&got, &expected, name);
 }
 
 #[test]
 fn c_api_natural_576x324_420p8() {
-    api_parity("natural_576x324_420p8", 0, None);
+    api_parity("natural_576x324_420p8", 0);
 }
 
 #[test]
 fn c_api_natural_640x360_420p10_threads() {
-    api_parity("natural_640x360_420p10", 2, None);
+    api_parity("natural_640x360_420p10", 2);
 }
 
 #[test]
 fn c_api_natural_320x180_420p12() {
-    api_parity("natural_320x180_420p12", 0, None);
+    api_parity("natural_320x180_420p12", 0);
 }
 
 #[test]
 fn c_api_testsrc_480x270_444p8() {
-    api_parity("testsrc_480x270_444p8", 1, None);
+    api_parity("testsrc_480x270_444p8", 1);
 }
 
 #[test]
 fn c_api_mandel_352x288_422p8_raw() {
-    api_parity("mandel_352x288_422p8", 0, Some(["352", "288", "422", "8"]));
+    api_parity("mandel_352x288_422p8", 0);
 }
 
 // ---------------------------------------------------------------- docs
@@ -554,10 +524,7 @@ fn docs_example_runs() {
     let src = work_dir().join("doc_example.c");
     std::fs::write(&src, &md[start..start + len]).unwrap();
     let exe = compile_c(&src, "doc_example");
-    let (r, d) = (
-        clip("ref_natural_576x324_420p8.y4m"),
-        clip("dist_natural_576x324_420p8.y4m"),
-    );
+    let (r, d, _) = common::parity_files("natural_576x324_420p8");
     // The example reads raw 8-bit 4:2:0: strip the y4m framing first.
     let strip = |y4m: &Path| -> PathBuf {
         let bytes = std::fs::read(y4m).unwrap();
@@ -576,11 +543,7 @@ fn docs_example_runs() {
     let mut cmd = Command::new(&exe);
     cmd.arg(strip(&r)).arg(strip(&d)).args(["576", "324"]);
     let out = run_ok(cmd, "docs example");
-    let expected: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(root().join("tests/data/expected/natural_576x324_420p8.json"))
-            .unwrap(),
-    )
-    .unwrap();
+    let expected = common::expected_json("natural_576x324_420p8.json");
     let want = format!(
         "VMAF score: {:.6}",
         expected["pooled_metrics"]["vmaf"]["mean"].as_f64().unwrap()

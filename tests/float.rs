@@ -53,7 +53,7 @@ const FLOAT_FEATURES: &[&str] = &[
 /// upstream's log (the integer features and VMAF included).
 #[test]
 fn all_float_features_with_the_default_model() {
-    for clip in FLOAT_CLIPS {
+    for clip in PARITY_CLIPS {
         let got = run_json(&format!("float_all_{clip}"), clip, FLOAT_FEATURES);
         check_float_metrics(&format!("{clip}.float_features.json"), &got, &|_| true);
     }
@@ -62,7 +62,7 @@ fn all_float_features_with_the_default_model() {
 /// `vmaf_float_v0.6.1` by name on every clip.
 #[test]
 fn float_model_on_every_clip() {
-    for clip in FLOAT_CLIPS {
+    for clip in PARITY_CLIPS {
         let got = run_json(
             &format!("float_model_{clip}"),
             clip,

@@ -16,7 +16,7 @@ fn is_adm(k: &str) -> bool {
 /// and pooled.
 #[test]
 fn parity_clips() {
-    for clip in FLOAT_CLIPS {
+    for clip in PARITY_CLIPS {
         let got = run_json(
             &format!("float_adm_{clip}"),
             clip,

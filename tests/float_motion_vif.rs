@@ -34,7 +34,7 @@ fn is_float_motion_or_vif(name: &str) -> bool {
 
 #[test]
 fn every_clip_matches_upstream() {
-    for clip in FLOAT_CLIPS {
+    for clip in PARITY_CLIPS {
         let got = run_json(
             &format!("float_motion_vif_{clip}"),
             clip,

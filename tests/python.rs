@@ -4,16 +4,20 @@
 //! suite (bindings against the `vmaf` CLI, NumPy and DLPack frames, the catalog on a local Ray
 //! instance and on the local engine; GPU tests skip without a device unless
 //! `VMAF_TEST_REQUIRE_GPU=1`). It needs the network and minutes, so it runs only under CI or
-//! with `VMAF_TEST_PYTHON=1`; `cargo test` holds the build-directory lock only while it
-//! compiles, so the nested cargo builds do not wait on it.
+//! with `VMAF_TEST_PYTHON=1`, and never with `VMAF_TEST_PYTHON=0` (.ci/run runs it as a stage
+//! of its own, `cargo test --release --test python`); `cargo test` holds the build-directory
+//! lock only while it compiles, so the nested cargo builds do not wait on it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[test]
 fn python_package() {
-    let wanted = std::env::var_os("CI").is_some()
-        || std::env::var("VMAF_TEST_PYTHON").is_ok_and(|v| v == "1");
+    let wanted = match std::env::var("VMAF_TEST_PYTHON").as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => std::env::var_os("CI").is_some(),
+    };
     if !wanted {
         println!("skipped: set VMAF_TEST_PYTHON=1 to build and test the Python package (CI does)");
         return;

@@ -9,7 +9,6 @@
 #![deny(unsafe_code)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -20,14 +19,14 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 
 use vmaf_hip::context::{Config, Context};
+use vmaf_hip::driver;
 use vmaf_hip::feature::Dict;
 use vmaf_hip::gpu::{DeviceChoice as Device, GpuState};
-use vmaf_hip::io::{self, VideoInfo};
+use vmaf_hip::io::VideoInfo;
 use vmaf_hip::log::LogLevel;
 use vmaf_hip::model::{LoadError, LoadedModel as Loaded, ModelSpec};
 use vmaf_hip::output::OutputFormat;
 use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
-use vmaf_hip::pooling::PoolingMethod;
 use vmaf_hip::Error;
 
 #[allow(unsafe_code)]
@@ -56,26 +55,7 @@ fn py_err(e: Error) -> PyErr {
 
 /// `e` with `what` in front of its message, same kind.
 fn context(what: impl std::fmt::Display) -> impl FnOnce(Error) -> Error {
-    move |e| match e {
-        Error::Invalid(m) => Error::Invalid(format!("{what}: {m}")),
-        Error::NoMem(m) => Error::NoMem(format!("{what}: {m}")),
-        Error::NoDevice(m) => Error::NoDevice(format!("{what}: {m}")),
-        Error::NotSupported(m) => Error::NotSupported(format!("{what}: {m}")),
-        Error::Busy(m) => Error::Busy(format!("{what}: {m}")),
-        Error::Io { context, source } => Error::Io {
-            context: format!("{what}: {context}"),
-            source,
-        },
-        Error::Gpu {
-            call,
-            status,
-            message,
-        } => Error::Gpu {
-            call: format!("{what}: {call}"),
-            status,
-            message,
-        },
-    }
+    move |e| e.prefixed(what)
 }
 
 fn inval(msg: impl Into<String>) -> Error {
@@ -285,31 +265,10 @@ fn finish_json(ctx: &mut Context, models: &[Loaded], frames: usize) -> Result<St
     if !ctx.is_flushed() {
         ctx.flush().map_err(context("flushing the context"))?;
     }
-    let last = frames - 1;
-    for l in models {
-        ctx.score_pooled(&l.model, PoolingMethod::Mean, 0, last)
-            .map_err(context(format!("pooling model {}", l.label)))?;
-    }
-    for l in models {
-        if let Some(c) = &l.collection {
-            ctx.score_pooled_model_collection(c, PoolingMethod::Mean, 0, last)
-                .map_err(context(format!("pooling model collection {}", l.label)))?;
-        }
-    }
+    driver::pool(ctx, models, frames)?;
     let mut out = Vec::new();
     ctx.write_output_to(&mut out, OutputFormat::Json)?;
     String::from_utf8(out).map_err(|_| inval("the JSON writer produced bad UTF-8"))
-}
-
-/// Options of `score_files` besides the context's.
-#[derive(Debug, Clone, Copy)]
-struct FileOptions<'a> {
-    raw: Option<VideoInfo>,
-    frame_cnt: u32,
-    frame_skip_ref: u32,
-    frame_skip_dist: u32,
-    /// Checked before each frame: once set, the scoring stops.
-    cancel: Option<&'a AtomicBool>,
 }
 
 /// A flag that stops the `score_files` calls given it at their next frame (the catalog sets it
@@ -334,55 +293,13 @@ impl CancelFlag {
     }
 }
 
-fn score_files_impl(
-    setup: &Setup,
-    ref_path: &Path,
-    dist_path: &Path,
-    opts: FileOptions<'_>,
-) -> Result<String, Error> {
-    let mut vref = io::open(ref_path, opts.raw)?;
-    let mut vdist = io::open(dist_path, opts.raw)?;
-    let (a, b) = (vref.info(), vdist.info());
-    io::check_compatible(ref_path, &a, dist_path, &b, false)?;
+/// Scores the files of `opts` with a context of `setup` as the `vmaf` command does (the
+/// library's driver: read ahead, skipped, counted, flushed) and returns the JSON it writes.
+fn score_files_impl(setup: &Setup, opts: driver::Options) -> Result<String, Error> {
+    let inputs = driver::Inputs::open(opts)?;
     let (mut ctx, models) = setup.context()?;
-    for _ in 0..opts.frame_skip_ref {
-        if vref.read_frame()?.is_none() {
-            break;
-        }
-    }
-    for _ in 0..opts.frame_skip_dist {
-        if vdist.read_frame()?.is_none() {
-            break;
-        }
-    }
-    let mut n = 0usize;
-    while opts.frame_cnt == 0 || n < opts.frame_cnt as usize {
-        if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Err(Error::io(
-                format!("scoring cancelled at frame {n}"),
-                std::io::ErrorKind::Interrupted.into(),
-            ));
-        }
-        let (r, d) = match (vref.read_frame()?, vdist.read_frame()?) {
-            (Some(r), Some(d)) => (r, d),
-            // As the CLI does, one input ending first ends the scoring there.
-            _ => break,
-        };
-        ctx.read_pictures(r, d, n)
-            .map_err(context(format!("frame {n}")))?;
-        n += 1;
-    }
-    if n == 0 {
-        return Err(inval(format!(
-            "no frames to score in {}",
-            if opts.frame_skip_ref > 0 || opts.frame_skip_dist > 0 {
-                "the inputs after skipping".to_string()
-            } else {
-                ref_path.display().to_string()
-            }
-        )));
-    }
-    finish_json(&mut ctx, &models, n)
+    let frames = inputs.score(&mut ctx, &mut ())?;
+    finish_json(&mut ctx, &models, frames)
 }
 
 /// Scores `ref` against `dist` (y4m, or raw .yuv with width/height/pixel_format/bitdepth) and
@@ -440,16 +357,15 @@ fn score_files_json(
         models, features, backend, threads, subsample, cpumask, gpumask,
     )
     .map_err(py_err)?;
-    let opts = FileOptions {
+    let opts = driver::Options {
         raw,
         frame_cnt,
         frame_skip_ref,
         frame_skip_dist,
-        cancel: cancel.as_deref(),
+        cancel: cancel.clone(),
+        ..driver::Options::new(reference, distorted)
     };
-    let res = detached(py, || {
-        score_files_impl(&setup, Path::new(&reference), Path::new(&distorted), opts)
-    });
+    let res = detached(py, || score_files_impl(&setup, opts));
     match (res, &cancel) {
         (Err(_), Some(c)) if c.load(Ordering::Relaxed) => {
             Err(PyInterruptedError::new_err("scoring cancelled"))

@@ -28,6 +28,8 @@ pub(crate) mod float_moment;
 pub(crate) mod float_motion;
 pub(crate) mod float_psnr;
 pub(crate) mod float_vif;
+#[cfg(test)]
+mod gpu_tests;
 pub(crate) mod motion;
 pub(crate) mod null;
 pub(crate) mod options;
@@ -93,9 +95,8 @@ pub(crate) struct FrameInput<'a> {
     pub cpu: CpuLevel,
 }
 
-/// [`Extractor::host_planes`] masks: bit `i` = plane `i`.
-pub(crate) const LUMA: u8 = 0b001;
-pub(crate) const ALL_PLANES: u8 = 0b111;
+/// [`Extractor::host_planes`] masks (the picture's plane masks).
+pub(crate) use crate::picture::{ALL_PLANES, LUMA};
 
 impl<'a> FrameInput<'a> {
     /// Makes host copies of the `mask` planes of every picture held in GPU memory, for an

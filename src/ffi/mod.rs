@@ -21,6 +21,8 @@ use crate::error::{Error, Result};
 
 pub mod cuda;
 pub mod feature;
+#[cfg(test)]
+mod gpu_tests;
 pub mod hip;
 pub mod libvmaf;
 pub mod model;

@@ -134,15 +134,12 @@ struct External {
 }
 
 fn external_objects(name: &str) -> External {
-    match std::env::var_os("VMAF_HIP_AOT_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => {
-            let d = PathBuf::from(d);
-            External {
-                amd: std::fs::read(d.join(format!("{name}.hipfb"))).ok(),
-                nv: std::fs::read(d.join(format!("{name}.fatbin"))).ok(),
-                ptx: std::fs::read_to_string(d.join(format!("{name}.ptx"))).ok(),
-            }
-        }
+    match crate::settings::get().aot_dir.as_deref() {
+        Some(d) => External {
+            amd: std::fs::read(d.join(format!("{name}.hipfb"))).ok(),
+            nv: std::fs::read(d.join(format!("{name}.fatbin"))).ok(),
+            ptx: std::fs::read_to_string(d.join(format!("{name}.ptx"))).ok(),
+        },
         None => External {
             amd: None,
             nv: None,
@@ -224,7 +221,6 @@ pub fn load_module_with_source(
     SUMMARY.call_once(|| crate::log::log(crate::log::LogLevel::Debug, BUILD_SUMMARY));
     let t = std::time::Instant::now();
     let info = dev.info();
-    let env_on = |v: &str| std::env::var(v).is_ok_and(|v| v == "1");
     let ext = external_objects(kernel.name);
     let amd = ext.amd.as_deref().or(kernel.amd_bundle);
     let nv = ext.nv.as_deref().or(kernel.nvidia_fatbin);
@@ -238,8 +234,8 @@ pub fn load_module_with_source(
         ptx: ptx.is_some(),
         // Not known yet: see below.
         rtc_available: false,
-        force_rtc: env_on("VMAF_HIP_FORCE_RTC"),
-        no_rtc: env_on("VMAF_HIP_NO_RTC"),
+        force_rtc: crate::settings::get().force_rtc,
+        no_rtc: crate::settings::get().no_rtc,
     };
     // Why each source that did not serve failed, for the log and the final error.
     let mut notes: Vec<String> = Vec::new();
@@ -380,17 +376,7 @@ fn fnv1a(parts: &[&[u8]]) -> u64 {
 
 /// Where compiled objects are cached, or None when caching is off.
 pub fn cache_dir() -> Option<PathBuf> {
-    if std::env::var("VMAF_HIP_CACHE").is_ok_and(|v| v == "0") {
-        return None;
-    }
-    let nonempty = |v: &str| {
-        std::env::var_os(v)
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-    };
-    nonempty("VMAF_HIP_CACHE_DIR")
-        .or_else(|| nonempty("XDG_CACHE_HOME").map(|p| p.join("vmaf-hip")))
-        .or_else(|| nonempty("HOME").map(|p| p.join(".cache").join("vmaf-hip")))
+    crate::settings::get().cache_dir.clone()
 }
 
 const ENTRY_MAGIC: &[u8; 8] = b"VMAFHIP1";
@@ -941,8 +927,9 @@ mod tests {
     }
 
     /// When build.rs found a clang with NVPTX, every kernel carries PTX that a CUDA 11.0 driver
-    /// loads (ISA <= 7.0, our oldest supported driver) for sm_70, with every entry point the
-    /// launchers use and parameter widths matching their declared argument types.
+    /// loads (ISA <= 7.0, our oldest supported driver) for sm_70, with every entry point its
+    /// source declares and parameter widths matching the declared types (which the launchers'
+    /// argument types match: the signature test).
     #[test]
     fn ptx_embedded_for_every_kernel() {
         let with_ptx = KERNELS.iter().filter(|k| k.nvidia_ptx.is_some()).count();
@@ -954,8 +941,8 @@ mod tests {
         assert!(BUILD_SUMMARY.contains("embedded NVIDIA PTX for sm_70"));
         assert_eq!(PTX_ARCH, "sm_70");
         let mut entries = 0;
-        for (file, sigs) in crate::gpu::launch::MODULES {
-            let k = embedded(file).unwrap();
+        for k in KERNELS {
+            let file = k.name;
             let ptx = k.nvidia_ptx.unwrap();
             let (version, target) = ptx_header(ptx);
             let version = version.unwrap_or_else(|| panic!("{file}: no .version"));
@@ -970,8 +957,8 @@ mod tests {
                 !ptx.contains(".extern .func"),
                 "{file}: unresolved functions"
             );
-            for (name, types) in sigs() {
-                let widths = ptx_entry_params(ptx, name)
+            for (name, types) in crate::gpu::launch::signature::parse_kernels(k.source).unwrap() {
+                let widths = ptx_entry_params(ptx, &name)
                     .unwrap_or_else(|| panic!("{file}: no .entry {name} in the PTX"));
                 let want: Vec<u32> = types
                     .iter()

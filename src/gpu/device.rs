@@ -678,15 +678,7 @@ impl Drop for Device {
 /// another: FFmpeg's command line initialises a filter graph once to check it, frees it, and
 /// builds it again for the frames, so the libvmaf filter's device was opened twice.
 fn context_linger() -> std::time::Duration {
-    static LINGER: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
-    *LINGER.get_or_init(|| {
-        let ms = std::env::var("VMAF_HIP_CONTEXT_LINGER_MS")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(2000);
-        // At most an hour: past that a context is as good as never released.
-        std::time::Duration::from_millis(ms.min(3_600_000))
-    })
+    crate::settings::get().context_linger
 }
 
 /// Releases run later, on one background thread, each once its delay has passed.
@@ -810,18 +802,7 @@ pub enum Fault {
 impl Fault {
     /// The fault named by `VMAF_HIP_INJECT_FAULT` and the calls it lets pass first, if any.
     pub fn from_env() -> Option<(Fault, u64)> {
-        let v = std::env::var("VMAF_HIP_INJECT_FAULT").ok()?;
-        let (name, after) = match v.split_once('@') {
-            Some((n, a)) => (n.to_string(), a.parse().ok()?),
-            None => (v, 0),
-        };
-        let fault = match name.as_str() {
-            "oom" => Fault::OutOfMemory,
-            "launch" => Fault::LaunchFailure,
-            "lost" => Fault::DeviceLost,
-            _ => return None,
-        };
-        Some((fault, after))
+        crate::settings::get().inject_fault
     }
 }
 

@@ -11,7 +11,9 @@
 //! node: before each launch its arguments are replaced with the frame's
 //! (`cuGraphExecKernelNodeSetParams`, about 0.25 µs on an H100 host against 3.5 µs for a
 //! launch), so a frame's extractor costs one launch. Runtimes without that update call launch
-//! the head directly and replay the rest.
+//! the head directly and replay the rest. The head is handed over as a prepared [`Launch`], not
+//! run: the replay queues it, records it, or turns it into that update, so which of the three a
+//! frame gets is decided here and nowhere else (kernel launches themselves never look at it).
 //!
 //! [`Replay`] runs the work directly the first time (so kernels are loaded, and a capture never
 //! meets a module load), records it the second time, and launches the graph from then on. A
@@ -25,24 +27,19 @@
 //! device-wide wait on a shared context can still meet one of the few captures (one per scratch
 //! set and key), which then falls back to direct calls.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::Arc;
 
 use super::device::Device;
-use super::module::LaunchConfig;
+use super::launch::Launch;
+use super::module::{self, LaunchConfig};
 use super::sys::{self, GraphFns, HeadFns, SetKernelFn, Vendor};
 use super::{DeviceBuffer, PinnedHostBuffer, Stream};
 use crate::error::{Error, Result};
 
 /// Whether frames' fixed work may be replayed as graphs on `dev` (the setting is read once).
 pub(crate) fn enabled(dev: &Device) -> Option<&'static GraphFns> {
-    static SETTING: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-    let setting = *SETTING.get_or_init(|| match std::env::var("VMAF_HIP_GRAPHS").ok().as_deref() {
-        Some("0") => Some(false),
-        Some("1") => Some(true),
-        _ => None,
-    });
+    let setting = crate::settings::get().graphs;
     let graph = dev.api().common().graph.as_ref()?;
     setting
         .unwrap_or(dev.api().vendor() == Vendor::Nvidia)
@@ -55,107 +52,7 @@ const KEYS: usize = 4;
 /// Failed captures after which a replay stays on direct calls.
 const MAX_FAILURES: u32 = 3;
 
-/// What a kernel launch on this thread does while a replay runs a frame's head.
-#[derive(Clone, Copy)]
-enum Hook {
-    /// Outside a head: launches go to their stream.
-    Off,
-    /// A head run directly or being recorded: launches go to their stream, counted.
-    Count(u32),
-    /// A head whose recording is about to be launched: its launch becomes an update of the
-    /// recorded node's arguments.
-    Update {
-        fns: &'static HeadFns,
-        exec: sys::RawGraphExec,
-        node: sys::RawGraphNode,
-        /// The stream the head was recorded on: a launch elsewhere is not the head.
-        stream: sys::RawStream,
-        state: UpdateState,
-    },
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum UpdateState {
-    Pending,
-    Done,
-    /// The runtime refused the update (the caller falls back to direct calls).
-    Refused,
-}
-
-thread_local! {
-    static HOOK: Cell<Hook> = const { Cell::new(Hook::Off) };
-}
-
-/// Sets the hook for the duration of one head and puts the previous one back whatever happens.
-struct HookGuard {
-    previous: Hook,
-}
-
-impl HookGuard {
-    fn set(hook: Hook) -> HookGuard {
-        HookGuard {
-            previous: HOOK.with(|h| h.replace(hook)),
-        }
-    }
-
-    fn get(&self) -> Hook {
-        HOOK.with(Cell::get)
-    }
-}
-
-impl Drop for HookGuard {
-    fn drop(&mut self) {
-        HOOK.with(|h| h.set(self.previous));
-    }
-}
-
-/// Called by every kernel launch: `None` to launch on the stream as usual, or the result of
-/// turning the launch into an update of a recorded head.
-pub(super) fn redirect_launch(
-    dev: &Device,
-    on: sys::RawStream,
-    func: sys::RawFunction,
-    cfg: &LaunchConfig,
-    params: *mut *mut c_void,
-) -> Option<Result<()>> {
-    HOOK.with(|h| match h.get() {
-        Hook::Off => None,
-        Hook::Count(n) => {
-            h.set(Hook::Count(n + 1));
-            None
-        }
-        Hook::Update { stream, .. } if stream != on => Some(Err(Error::inval(
-            "a replayed frame's head launched on another stream",
-        ))),
-        Hook::Update {
-            fns,
-            exec,
-            node,
-            stream,
-            state: UpdateState::Pending,
-        } => {
-            let r = set_kernel(dev, fns, exec, node, func, cfg, params);
-            let state = match &r {
-                Ok(()) => UpdateState::Done,
-                Err(e) => {
-                    crate::log_debug!("graph head update refused: {e}");
-                    UpdateState::Refused
-                }
-            };
-            h.set(Hook::Update {
-                fns,
-                exec,
-                node,
-                stream,
-                state,
-            });
-            Some(r)
-        }
-        Hook::Update { .. } => Some(Err(not_one_launch())),
-    })
-}
-
-/// Gives the recorded head `node` of `exec` the arguments of this launch.
+/// Gives the recorded head `node` of `exec` the arguments of a launch of `func`.
 fn set_kernel(
     dev: &Device,
     fns: &HeadFns,
@@ -177,8 +74,9 @@ fn set_kernel(
                 extra: std::ptr::null_mut(),
             };
             // SAFETY: `exec` is live and `node` is the kernel node of the graph it was made
-            // from (kept alive with it); the runtime copies the argument values during the call,
-            // which the launcher keeps alive until it returns.
+            // from (kept alive with it); `params` are a `Launch`'s values for `func`, which meet
+            // the kernel's contract as queueing them would (`Launch::queue`), and the runtime
+            // copies them during the call, while the caller keeps them alive.
             unsafe { f(exec, node, &p) }
         }
         SetKernelFn::Hip(f) => {
@@ -194,20 +92,6 @@ fn set_kernel(
             unsafe { f(exec, node, &p) }
         }
     })
-}
-
-/// Runs `head` on `stream` as it is, checking that it launched exactly one kernel.
-fn run_head(stream: &Stream, head: &impl Fn(&Stream) -> Result<()>) -> Result<()> {
-    let guard = HookGuard::set(Hook::Count(0));
-    head(stream)?;
-    match guard.get() {
-        Hook::Count(1) => Ok(()),
-        _ => Err(not_one_launch()),
-    }
-}
-
-fn not_one_launch() -> Error {
-    Error::inval("a replayed frame's head must launch exactly one kernel")
 }
 
 /// An instantiated graph and the graph it was made from (its head node belongs to that one);
@@ -237,30 +121,30 @@ impl Exec {
         })
     }
 
-    /// Points the recorded head at this frame's arguments by running `head` with its launch
-    /// turned into an update. `Ok(false)`: the runtime refused the update.
-    fn update_head(&self, stream: &Stream, head: &impl Fn(&Stream) -> Result<()>) -> Result<bool> {
+    /// Points the recorded head at `head`'s arguments (or, when the recording has no head, queues
+    /// it). `Ok(false)`: the runtime refused the update.
+    fn update_head(&self, stream: &Stream, head: &Launch<'_>) -> Result<bool> {
         let Some((fns, node)) = self.head else {
-            run_head(stream, head)?;
+            head.queue(stream)?;
             return Ok(true);
         };
-        let guard = HookGuard::set(Hook::Update {
+        let (kernel, cfg, args) = head.parts();
+        let mut params = module::params(&args);
+        let set = set_kernel(
+            &stream.dev,
             fns,
-            exec: self.raw,
+            self.raw,
             node,
-            stream: stream.raw,
-            state: UpdateState::Pending,
-        });
-        let r = head(stream);
-        let state = match guard.get() {
-            Hook::Update { state, .. } => state,
-            _ => UpdateState::Pending,
-        };
-        match (state, r) {
-            (UpdateState::Refused, _) => Ok(false),
-            (_, Err(e)) => Err(e),
-            (UpdateState::Done, Ok(())) => Ok(true),
-            (UpdateState::Pending, Ok(())) => Err(not_one_launch()),
+            kernel.raw(),
+            cfg,
+            params.as_mut_ptr(),
+        );
+        match set {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                crate::log_debug!("graph head update refused: {e}");
+                Ok(false)
+            }
         }
     }
 }
@@ -339,20 +223,19 @@ impl<K> Replay<K> {
 }
 
 impl<K: PartialEq + Clone> Replay<K> {
-    /// Queues `head` then `work` on `stream`, or launches their recording. `head` must launch
-    /// exactly one kernel (the one that reads the frame's pictures; its arguments may change
-    /// from frame to frame); `work` must queue only stream operations (launches, copies,
-    /// memsets) that are the same whenever `key` is. Neither may record events the host waits
-    /// on: mark those after this returns.
+    /// Queues `head` then `work` on `stream`, or launches their recording. `head` is the kernel
+    /// that reads the frame's pictures (its arguments may change from frame to frame); `work`
+    /// must queue only stream operations (launches, copies, memsets) that are the same whenever
+    /// `key` is, and may not record events the host waits on: mark those after this returns.
     pub(crate) fn run(
         &mut self,
         key: &K,
         stream: &Stream,
-        head: impl Fn(&Stream) -> Result<()>,
+        head: &Launch<'_>,
         work: impl Fn(&Stream) -> Result<()>,
     ) -> Result<()> {
         let direct = |stream: &Stream| {
-            run_head(stream, &head)?;
+            head.queue(stream)?;
             work(stream)
         };
         let fns = match enabled(&stream.dev) {
@@ -360,7 +243,7 @@ impl<K: PartialEq + Clone> Replay<K> {
             _ => return direct(stream),
         };
         if let Some((_, exec)) = self.execs.iter().find(|(k, _)| k == key) {
-            if exec.update_head(stream, &head)? {
+            if exec.update_head(stream, head)? {
                 return exec.launch(stream);
             }
             // The runtime took the recording but not the update: record the rest again, with
@@ -380,9 +263,9 @@ impl<K: PartialEq + Clone> Replay<K> {
         // Without the update call the head stays outside the recording, launched each frame.
         let head_fns = fns.head.as_ref().filter(|_| self.heads);
         if head_fns.is_none() {
-            run_head(stream, &head)?;
+            head.queue(stream)?;
         }
-        match record(fns, stream, head_fns.map(|_| &head), &work) {
+        match record(fns, stream, head_fns.map(|_| head), &work) {
             Ok(exec) => {
                 self.seen.remove(i);
                 if self.execs.len() == KEYS {
@@ -429,7 +312,7 @@ impl<K: PartialEq + Clone> Replay<K> {
         key: &K,
         stream: &Stream,
         rb: ReadBack<'_>,
-        head: impl Fn(&Stream) -> Result<()>,
+        head: &Launch<'_>,
         work: impl Fn(&Stream) -> Result<()>,
     ) -> Result<()> {
         let ReadBack {
@@ -451,10 +334,10 @@ impl<K: PartialEq + Clone> Replay<K> {
 
 /// Records `head` (when given) and `work` on `stream` (left in its normal state whatever
 /// happens), instantiates the graph and finds the head's node.
-fn record<H: Fn(&Stream) -> Result<()>>(
+fn record(
     fns: &'static GraphFns,
     stream: &Stream,
-    head: Option<&H>,
+    head: Option<&Launch<'_>>,
     work: &impl Fn(&Stream) -> Result<()>,
 ) -> Result<Exec> {
     let dev = &stream.dev;
@@ -465,7 +348,7 @@ fn record<H: Fn(&Stream) -> Result<()>>(
         unsafe { (fns.begin_capture)(stream.raw, sys::CAPTURE_MODE_THREAD_LOCAL) }
     })?;
     let queued = match head {
-        Some(h) => run_head(stream, h).and_then(|()| work(stream)),
+        Some(h) => h.queue(stream).and_then(|()| work(stream)),
         None => work(stream),
     };
     let mut graph: sys::RawGraph = std::ptr::null_mut();
@@ -536,7 +419,7 @@ fn head_node(dev: &Device, fns: &HeadFns, graph: sys::RawGraph) -> Result<sys::R
         unsafe { (fns.node_type)(node, &mut kind) }
     })?;
     // HIP numbered its node types differently before 6.0 (kernel 1, not 0); the capture began
-    // with the head's launch (counted by `run_head`), so there the count above suffices.
+    // with the head's launch (one kernel), so there the count above suffices.
     let kernel = match fns.set_kernel {
         SetKernelFn::Cuda(_) => kind == sys::GRAPH_NODE_KERNEL_CUDA,
         SetKernelFn::Hip(_) => true,

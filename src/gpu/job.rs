@@ -7,11 +7,20 @@
 //! the planes and the scratch back. Nothing calls back into feature code while planes
 //! are locked, and an error anywhere drops the job, which releases the planes (the scratch is
 //! freed, since queued work may still use it).
+//!
+//! Kernels are queued in one of two ways, both explicit at the call: a [`Launch`] queued on the
+//! job's stream, or a frame's fixed work handed to the scratch's [`Replay`] with its head (the
+//! one launch that reads the frame's pictures) as a [`Launch`] value and the rest as work on a
+//! stream, which the replay queues call by call, records as a graph, or replays with the head's
+//! node updated, and then reads back ([`ReadBack`]).
+//!
+//! [`Launch`]: crate::gpu::launch::Launch
 
 use std::any::Any;
 use std::sync::Arc;
 
 use crate::error::Result;
+pub(crate) use crate::gpu::graph::{ReadBack, Replay};
 use crate::gpu::planes::{Luma, PlaneAs, UploadedLuma};
 use crate::gpu::{GpuState, Stream};
 use crate::picture::Picture;

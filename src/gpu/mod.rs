@@ -7,10 +7,12 @@
 //! faults), [`stream`] (streams, events), [`memory`] (device, pinned and registered host memory)
 //! and [`module`] (loaded code, kernels, launches). [`code`] finds device code for a kernel
 //! source (ahead-of-time object, else a cached hiprtc/nvrtc compile, else on NVIDIA the embedded
-//! clang PTX the driver JITs); `launch` (crate-private) has the typed, bounds-checked
-//! launchers, one module per kernels/*.hip file, each declaring its kernels' argument tuples,
-//! which a test checks against the `VMAF_KERNEL` signatures; `planes` caches uploaded luma
-//! planes. [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one compute stream,
+//! clang PTX the driver JITs); `launch` (crate-private) is the typed, bounds-checked launch core
+//! the features' launchers (`feature/<f>/launch.rs`, one per kernels/*.hip file) are written
+//! against, with the signature checks; `job` is one extractor's work for one frame, `graph` the
+//! recording and replay of a frame's fixed work, `planes` caches uploaded luma planes, and
+//! `hipcpu` (tests) runs the kernels on a CPU model of the GPU's waves. Nothing here knows a
+//! feature. [`GpuState`] is what `vmaf_hip_state_init` creates: one device, one compute stream,
 //! the loaded kernels, pooled per-feature scratch buffers and the plane caches.
 //!
 //! Without a usable runtime or device every entry point returns [`Error::NoDevice`] with the
@@ -28,7 +30,7 @@ pub mod device;
 pub mod frames;
 pub(crate) mod graph;
 #[cfg(test)]
-pub(crate) mod hipcpu_tests;
+pub(crate) mod hipcpu;
 pub(crate) mod job;
 pub(crate) mod launch;
 pub mod memory;

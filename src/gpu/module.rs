@@ -128,6 +128,11 @@ impl Kernel {
         &self.module
     }
 
+    /// The runtime's handle, for a graph node update.
+    pub(super) fn raw(&self) -> sys::RawFunction {
+        self.raw
+    }
+
     /// Queues the kernel on `stream`.
     ///
     /// # Safety
@@ -140,21 +145,9 @@ impl Kernel {
         cfg: LaunchConfig,
         args: &[&dyn KernelArg],
     ) -> Result<()> {
-        // A NULL after the last argument: the runtimes read only as many entries as the
-        // kernel declares, and the test double (tests/fakehip) counts up to it.
-        let mut ptrs: Vec<*mut c_void> = args
-            .iter()
-            .map(|a| a.arg_ptr())
-            .chain(std::iter::once(std::ptr::null_mut()))
-            .collect();
+        let mut ptrs = params(args);
         let (g, b) = (cfg.grid, cfg.block);
         let params = ptrs.as_mut_ptr();
-        // A replayed frame's head: the launch becomes an update of its recorded node.
-        if let Some(r) =
-            super::graph::redirect_launch(&self.module.dev, stream.raw, self.raw, &cfg, params)
-        {
-            return r;
-        }
         let name = &self.name;
         self.module.dev.call_common(&format!("launch {name}"), |f| {
             // SAFETY: the argument pointers live until the call returns (the runtime copies
@@ -176,4 +169,14 @@ impl Kernel {
             }
         })
     }
+}
+
+/// The runtimes' `kernelParams` for `args`: a pointer to each value, then a NULL (the runtimes
+/// read only as many entries as the kernel declares, and the test double, tests/fakehip, counts
+/// up to it). Valid while `args` is.
+pub(super) fn params(args: &[&dyn KernelArg]) -> Vec<*mut c_void> {
+    args.iter()
+        .map(|a| a.arg_ptr())
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect()
 }

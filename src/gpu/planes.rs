@@ -341,7 +341,7 @@ impl<T: Sample + PlaneAs, const N: usize> UploadedLuma<T, N> {
                             "device picture of another device or pitch: read through the host"
                         );
                     }
-                    pic.fetch_host(crate::feature::LUMA)?;
+                    pic.fetch_host(crate::picture::LUMA)?;
                     Held::Cached(cache.acquire(state, pic)?)
                 }
             };

@@ -176,8 +176,7 @@ impl Drop for Stream {
 /// decoders and encoders, at a wake-up per wait: frames in GPU memory from three feeding
 /// threads mostly ran 4-13% slower on H100 hosts (docs/gpu.md, "Waiting for the GPU").
 fn sleep_on_wait() -> bool {
-    static SLEEP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SLEEP.get_or_init(|| std::env::var("VMAF_HIP_WAIT").is_ok_and(|v| v == "sleep"))
+    crate::settings::get().wait_sleep
 }
 
 /// Identities of streams and events for [`Stream::wait_event`]'s memory (handles of destroyed

@@ -517,22 +517,17 @@ pub struct Rtc<T> {
 }
 
 /// One library candidate: a bare soname (searched by the dynamic loader) or a full path.
-fn candidates(env_override: &str, names: &[&str], dir_envs: &[&str], dirs: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(v) = std::env::var(env_override) {
-        if !v.is_empty() {
-            out.push(v);
-        }
-    }
+fn candidates(
+    first: Option<&str>,
+    names: &[&str],
+    env_roots: &[PathBuf],
+    dirs: &[&str],
+) -> Vec<String> {
+    let mut out: Vec<String> = first.map(str::to_string).into_iter().collect();
     out.extend(names.iter().map(|n| n.to_string()));
-    let mut roots: Vec<PathBuf> = dir_envs
+    let mut roots: Vec<PathBuf> = env_roots
         .iter()
-        .filter_map(std::env::var_os)
-        .filter(|v| !v.is_empty())
-        .flat_map(|v| {
-            let p = PathBuf::from(v);
-            [p.join("lib"), p.join("lib64")]
-        })
+        .flat_map(|p| [p.join("lib"), p.join("lib64")])
         .collect();
     roots.extend(dirs.iter().map(PathBuf::from));
     for root in roots {
@@ -569,31 +564,20 @@ fn open_first<T>(
     Err(format!("{what} not loadable ({})", why.join("; ")))
 }
 
-fn forced_vendor() -> Option<Vendor> {
-    match std::env::var("VMAF_HIP_VENDOR")
-        .ok()?
-        .to_ascii_lowercase()
-        .as_str()
-    {
-        "amd" | "hip" | "rocm" => Some(Vendor::Amd),
-        "nvidia" | "cuda" => Some(Vendor::Nvidia),
-        _ => None,
-    }
-}
-
 /// The vendors to try, in order: `VMAF_HIP_VENDOR` if set to amd|nvidia, else AMD then NVIDIA.
 pub fn vendor_order() -> Vec<Vendor> {
-    match forced_vendor() {
+    match crate::settings::get().vendor {
         Some(v) => vec![v],
         None => vec![Vendor::Amd, Vendor::Nvidia],
     }
 }
 
 fn load_hip() -> Result<HipApi, String> {
+    let s = crate::settings::get();
     let cands = candidates(
-        "VMAF_HIP_AMDHIP_LIBNAME",
+        s.amdhip_library.as_deref(),
         &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"],
-        &["ROCM_PATH", "HIP_PATH"],
+        &s.rocm_roots,
         &["/opt/rocm/lib"],
     );
     let (fns, path) = open_first("HIP runtime (libamdhip64)", &cands, HipFns::resolve)?;
@@ -630,7 +614,7 @@ fn load_hip() -> Result<HipApi, String> {
 
 fn load_cuda() -> Result<CudaApi, String> {
     let cands = candidates(
-        "VMAF_HIP_CUDA_LIBNAME",
+        crate::settings::get().cuda_library.as_deref(),
         &["libcuda.so.1", "libcuda.so"],
         &[],
         &[],
@@ -697,11 +681,10 @@ fn rtc_version<T>(fns: &T, get: impl Fn(&T, *mut c_int, *mut c_int) -> Status) -
     (major, minor)
 }
 
-/// `VMAF_HIP_HIPRTC=0`: behave as if hiprtc were not installed (read on every call, like
-/// `VMAF_HIP_NVRTC=0`; a host with ROCm cannot otherwise be made to lack it, as the runtime
-/// itself exports hiprtc before ROCm 5.3).
+/// `VMAF_HIP_HIPRTC=0`: behave as if hiprtc were not installed (a host with ROCm cannot
+/// otherwise be made to lack it, as the runtime itself exports hiprtc before ROCm 5.3).
 pub fn hiprtc_disabled() -> bool {
-    std::env::var("VMAF_HIP_HIPRTC").is_ok_and(|v| v == "0")
+    !crate::settings::get().hiprtc
 }
 
 /// hiprtc: its own library since ROCm 5.3; before that the same symbols live in libamdhip64.
@@ -711,17 +694,18 @@ pub fn hiprtc() -> Result<&'static Rtc<HiprtcFns>, &'static str> {
     }
     HIPRTC
         .get_or_init(|| {
+            let s = crate::settings::get();
             let mut cands = candidates(
-                "VMAF_HIP_HIPRTC_LIBNAME",
+                s.hiprtc_library.as_deref(),
                 &["libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5"],
-                &["ROCM_PATH", "HIP_PATH"],
+                &s.rocm_roots,
                 &["/opt/rocm/lib"],
             );
             // ROCm before 5.3 exports hiprtc from the runtime itself (no GPU needed for that).
             cands.extend(candidates(
-                "VMAF_HIP_AMDHIP_LIBNAME",
+                s.amdhip_library.as_deref(),
                 &["libamdhip64.so.5"],
-                &["ROCM_PATH", "HIP_PATH"],
+                &s.rocm_roots,
                 &["/opt/rocm/lib"],
             ));
             let (fns, path) = open_first("hiprtc", &cands, HiprtcFns::resolve)?;
@@ -733,10 +717,10 @@ pub fn hiprtc() -> Result<&'static Rtc<HiprtcFns>, &'static str> {
         .map_err(|e| e.as_str())
 }
 
-/// `VMAF_HIP_NVRTC=0`: behave as if nvrtc were not installed (read on every call, so a test can
-/// prove that a host with only the driver gets working kernels from the embedded PTX).
+/// `VMAF_HIP_NVRTC=0`: behave as if nvrtc were not installed (so a test run can prove that a
+/// host with only the driver gets working kernels from the embedded PTX).
 pub fn nvrtc_disabled() -> bool {
-    std::env::var("VMAF_HIP_NVRTC").is_ok_and(|v| v == "0")
+    !crate::settings::get().nvrtc
 }
 
 /// nvrtc: ships with the CUDA toolkit, not the driver (CUDA 13 and 12 sonames, then any).
@@ -746,15 +730,16 @@ pub fn nvrtc() -> Result<&'static Rtc<NvrtcFns>, &'static str> {
     }
     NVRTC
         .get_or_init(|| {
+            let s = crate::settings::get();
             let cands = candidates(
-                "VMAF_HIP_NVRTC_LIBNAME",
+                s.nvrtc_library.as_deref(),
                 &[
                     "libnvrtc.so.13",
                     "libnvrtc.so.12",
                     "libnvrtc.so.11.2",
                     "libnvrtc.so",
                 ],
-                &["CUDA_PATH", "CUDA_HOME"],
+                &s.cuda_roots,
                 &["/usr/local/cuda/lib64"],
             );
             let (fns, path) = open_first("nvrtc (CUDA toolkit)", &cands, NvrtcFns::resolve)?;

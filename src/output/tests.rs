@@ -1,10 +1,5 @@
 use super::*;
-use crate::testutil::repo_root;
-
-fn expected_text(file: &str) -> String {
-    let path = repo_root().join("tests/data/expected").join(file);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::testutil::expected_text;
 
 /// The stored (pre-alias) name libvmaf keeps for a printed name, so the writer's aliasing is
 /// exercised too.

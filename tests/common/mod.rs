@@ -1,71 +1,32 @@
-//! Shared helpers for the integration tests: parity clips (decompressed once with `xz` into
-//! `target/testdata`), running the built `vmaf` binary, and comparing JSON logs the way
-//! `vmaf-json-diff` does.
+//! Shared helpers for the integration tests: parity clips (`clips.rs`, which the unit tests
+//! share), running the built `vmaf` binary, and comparing JSON logs the way `vmaf-json-diff`
+//! does.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 
 use serde_json::Value;
 
-/// Reports a GPU test that cannot run here: prints "skipped: no device (why)" and returns, or,
-/// with `VMAF_TEST_REQUIRE_GPU=1` (device machines), fails so a skip cannot pass as success.
-pub fn skip_no_device(why: &str) {
-    if std::env::var("VMAF_TEST_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("VMAF_TEST_REQUIRE_GPU=1 but no usable device: {why}");
-    }
-    println!("skipped: no device ({why})");
-}
-
-/// Repository root.
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-static XZ_LOCK: Mutex<()> = Mutex::new(());
-
-/// Path of decompressed clip `file` (e.g. `ref_natural_576x324_420p8.y4m`).
-pub fn clip_path(file: &str) -> PathBuf {
-    let out_dir = repo_root().join("target").join("testdata");
-    let out = out_dir.join(file);
-    let _g = XZ_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !out.exists() {
-        std::fs::create_dir_all(&out_dir).expect("create target/testdata");
-        let src = repo_root()
-            .join("tests/data/clips")
-            .join(format!("{file}.xz"));
-        // Unique per process: other test binaries may decompress the same clip concurrently.
-        let tmp = out_dir.join(format!("{file}.{}.part", std::process::id()));
-        let data = Command::new("xz")
-            .arg("-dc")
-            .arg(&src)
-            .output()
-            .expect("run xz (install xz-utils)");
-        assert!(data.status.success(), "xz failed on {}", src.display());
-        std::fs::write(&tmp, &data.stdout).expect("write clip");
-        std::fs::rename(&tmp, &out).expect("rename clip");
-    }
-    out
-}
+mod clips;
+pub use clips::*;
 
 /// Command-line inputs of parity clip `name`: `-r ref -d dist` plus the raw-format flags of the
 /// 4:2:2 clip.
 pub fn clip_args(name: &str) -> Vec<String> {
-    let mut v = Vec::new();
-    if name.starts_with("mandel") {
-        let r = clip_path(&format!("ref_{name}.yuv"));
-        let d = clip_path(&format!("dist_{name}.yuv"));
-        v.extend(["-r".into(), r.display().to_string()]);
-        v.extend(["-d".into(), d.display().to_string()]);
-        v.extend(["-w", "352", "-h", "288", "-p", "422", "-b", "8"].map(String::from));
-    } else {
-        let r = clip_path(&format!("ref_{name}.y4m"));
-        let d = clip_path(&format!("dist_{name}.y4m"));
-        v.extend(["-r".into(), r.display().to_string()]);
-        v.extend(["-d".into(), d.display().to_string()]);
+    let (r, d, raw) = parity_files(name);
+    let mut v = vec![
+        "-r".into(),
+        r.display().to_string(),
+        "-d".into(),
+        d.display().to_string(),
+    ];
+    if let Some(g) = raw {
+        for (flag, value) in ["-w", "-h", "-p", "-b"].into_iter().zip(g.texts()) {
+            v.extend([flag.to_string(), value]);
+        }
     }
     v
 }
@@ -100,12 +61,6 @@ pub fn vmaf_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-/// Expected upstream log `name` from `tests/data/expected`, as text.
-pub fn expected_text(name: &str) -> String {
-    let p = repo_root().join("tests/data/expected").join(name);
-    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
 }
 
 /// Parses a JSON log.
@@ -308,25 +263,6 @@ pub fn private_cdylib(dir: &Path) -> PathBuf {
 
 // Float extractors and models: upstream's `-Denable_float=true` logs in
 // `tests/data/expected_float`.
-
-/// Every clip of the parity corpus.
-pub const FLOAT_CLIPS: &[&str] = &[
-    "life_320x240_420p8",
-    "mandel_352x288_422p8",
-    "natural_1920x1080_420p8",
-    "natural_320x180_420p12",
-    "natural_576x324_420p8",
-    "natural_640x360_420p10",
-    "testsrc_321x241_420p8",
-    "testsrc_480x270_444p8",
-];
-
-/// Expected log `name` of `tests/data/expected_float`.
-pub fn expected_float(name: &str) -> serde_json::Value {
-    let p = repo_root().join("tests/data/expected_float").join(name);
-    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
-    parse_json(&text, name)
-}
 
 /// Runs `vmaf --json` on `clip` with `extra` flags; returns the parsed log.
 pub fn run_json(test: &str, clip: &str, extra: &[&str]) -> serde_json::Value {

@@ -1,7 +1,8 @@
 /* hip_cpu.h: a small CPU execution model of the HIP built-ins kernels/<name>.hip use, so the
  * kernels compile as plain C++17 (g++/clang++ with -DVMAF_HIPCPU; kernels/vmaf_prelude.h
  * includes this header in that mode) and run on the host with 64- or 32-lane wavefront
- * semantics. Written for this project's tests (src/gpu/hipcpu_tests.rs); not a HIP runtime.
+ * semantics. Written for this project's tests (src/gpu/hipcpu.rs, which each feature's
+ * hipcpu_tests.rs launches through); not a HIP runtime.
  *
  * Model:
  *  - every GPU thread of a block is a fiber with its own stack; one OS thread runs one block

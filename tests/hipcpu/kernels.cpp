@@ -38,7 +38,7 @@ VMAF_KERNEL void vmaf_vif_stats_u16_alt(const vmaf_u16 *ref, const vmaf_u16 *dis
                                          acc, down_ref, down_dis, down_stride);
 }
 
-/* ---- Kernels that check the model (src/gpu/hipcpu_tests.rs). ---- */
+/* ---- Kernels that check the model (src/gpu/hipcpu.rs). ---- */
 
 /* out[rank * 4 + k]: __shfl_down/__shfl_up/__shfl_xor/__shfl of (rank * 3 + 1) with the
  * given delta/mask/source lane and width. */

@@ -7,14 +7,11 @@
 //! single-scale one. Two models with one name (a preset's `vmaf` next to a plain `-m`) are
 //! rejected like any other clash.
 
-use std::sync::Arc;
-
 use clap::ArgMatches;
 
 use vmaf_hip::model::{ModelFlags, ModelSpec};
-use vmaf_hip::picture::{Picture, PictureData, PlaneRef};
 
-use super::{parse_feature, Cli, FeatureArg};
+use crate::args::{parse_feature, Cli, FeatureArg};
 
 /// Versions `--aom_ctc` accepts.
 pub(crate) const AOM_VERSIONS: [&str; 7] = ["v1.0", "v2.0", "v3.0", "v4.0", "v5.0", "v6.0", "v7.0"];
@@ -198,44 +195,6 @@ pub(crate) fn expand(cli: &mut Cli, matches: &ArgMatches) {
     }
 }
 
-/// With a preset that allows inputs of different bit depths: the picture of the lower bit
-/// depth moved to the higher one (samples shifted left by the difference), the other as is.
-pub(crate) fn common_depth(r: Picture, d: Picture) -> Result<(Picture, Picture), vmaf_hip::Error> {
-    Ok(if r.bpc < d.bpc {
-        (shift_up(&r, d.bpc)?, d)
-    } else if d.bpc < r.bpc {
-        let d = shift_up(&d, r.bpc)?;
-        (r, d)
-    } else {
-        (r, d)
-    })
-}
-
-fn shift_up(p: &PictureData, bpc: u32) -> Result<Picture, vmaf_hip::Error> {
-    let mut out = PictureData::new(p.pix_fmt, bpc, p.w[0], p.h[0])?;
-    let shift = bpc - p.bpc;
-    for i in 0..p.pix_fmt.plane_count() {
-        let (w, h, src_stride, dst_stride) = (p.w[i], p.h[i], p.stride[i], out.stride[i]);
-        let dst = out.plane_u16_mut(i);
-        for y in 0..h {
-            let row = &mut dst[y * dst_stride..][..w];
-            match p.plane(i) {
-                PlaneRef::U8(s) => {
-                    for (o, &v) in row.iter_mut().zip(&s[y * src_stride..][..w]) {
-                        *o = u16::from(v) << shift;
-                    }
-                }
-                PlaneRef::U16(s) => {
-                    for (o, &v) in row.iter_mut().zip(&s[y * src_stride..][..w]) {
-                        *o = v << shift;
-                    }
-                }
-            }
-        }
-    }
-    Ok(Arc::new(out))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,19 +318,5 @@ mod tests {
         assert_eq!(c.feature[0].opts.get("enable_lcs"), None);
         assert_eq!(f.iter().filter(|n| *n == "float_ssim").count(), 2);
         assert_eq!(c.feature[3].opts.get("scale"), None);
-    }
-
-    #[test]
-    fn shift_to_common_depth() {
-        use vmaf_hip::picture::PixelFormat;
-        let mut p = PictureData::new(PixelFormat::Yuv420p, 8, 5, 3).unwrap();
-        p.plane_u8_mut(0)[1] = 200;
-        p.plane_u8_mut(2)[0] = 7;
-        let q = Arc::new(PictureData::new(PixelFormat::Yuv420p, 10, 5, 3).unwrap());
-        let (r, d) = common_depth(Arc::new(p), q).unwrap();
-        assert_eq!((r.bpc, d.bpc), (10, 10));
-        assert_eq!(r.sample(0, 1, 0), 800);
-        assert_eq!(r.sample(2, 0, 0), 28);
-        assert_eq!(r.sample(0, 4, 2), 0);
     }
 }

@@ -12,11 +12,11 @@ use super::{AdmParams, ScaleAccum, NUM_SCALES};
 use crate::error::{Error, Result};
 use std::sync::Arc;
 
-use crate::gpu::graph::{ReadBack, Replay};
-use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::launch::{self, AdmBuffers, AdmScale, DevicePlane, Sample, ADM_LUT_LEN};
+use super::launch::{self, AdmBuffers, AdmScale, ADM_LUT_LEN};
+use crate::gpu::job::{Job, Parts, Queued, ReadBack, Replay};
+use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
 /// Accumulator slots per scale: den h, v, d; num h, v, d; aim h, v, d.
@@ -140,9 +140,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         // rest is recorded once and replayed.
         let (rd, dd) = (ref_dev.plane(w, h), dis_dev.plane(w, h));
         let sp0 = scale_params(w, h, 0, p);
-        let head = |stream: &Stream| {
-            launch::adm_dwt0(state, stream, rd, dd, bpc, &ar[0], &ad[0], &b, &sp0)
-        };
+        let head = launch::adm_dwt0(state, rd, dd, bpc, &ar[0], &ad[0], &b, &sp0)?;
         let out_dev = &s.out_dev;
         let rb = ReadBack {
             from: out_dev,
@@ -150,7 +148,7 @@ fn queue_typed<T: Sample + PlaneAs>(
             count: SLOTS * NUM_SCALES,
             reset: out_dev,
         };
-        s.tail.run_and_read_back(p, stream, rb, head, |stream| {
+        s.tail.run_and_read_back(p, stream, rb, &head, |stream| {
             let (mut pw, mut ph) = (w, h);
             for scale in 0..NUM_SCALES {
                 let (bw, bh) = band_size(w, h, scale);
@@ -159,16 +157,19 @@ fn queue_typed<T: Sample + PlaneAs>(
                 if scale > 0 {
                     launch::adm_dwt123(
                         state,
-                        stream,
                         band_plane(&ar[prev], pw, ph),
                         band_plane(&ad[prev], pw, ph),
                         &ar[cur],
                         &ad[cur],
                         &b,
                         &sp,
-                    )?;
+                    )?
+                    .queue(stream)?;
                 }
-                launch::adm_cm(state, stream, &b, bw, bh, &sp, out_dev, SLOTS * scale)?;
+                // An empty score window (a skipped scale 0) has nothing to sum.
+                if let Some(cm) = launch::adm_cm(state, &b, bw, bh, &sp, out_dev, SLOTS * scale)? {
+                    cm.queue(stream)?;
+                }
                 (pw, ph) = (bw, bh);
             }
             Ok(())

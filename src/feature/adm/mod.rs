@@ -14,6 +14,9 @@
 mod aarch64;
 pub mod cpu;
 pub mod gpu;
+#[cfg(test)]
+pub(crate) mod hipcpu_tests;
+pub(crate) mod launch;
 pub mod tables;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -8,15 +8,14 @@
 //! and pooled with the CPU's own code. The input range check (9..15-bit pictures) and the
 //! 16:8:4:2:1 weighting also stay on the host. Every picture size the CPU accepts works here.
 
+use super::launch::{self, CambiCValues, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN};
 use super::{
     decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, validate,
     weighted_score, Setup, NUM_SCALES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{
-    self, CambiCValues, Sample, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
-};
+use crate::gpu::launch::Sample;
 use crate::gpu::planes::{dense, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
@@ -170,21 +169,21 @@ fn with_c_values<T: Sample + PlaneAs>(
             .upload_async(stream, &mut sc.params_host, 2 * nd)?;
         launch::cambi_preprocess(
             state,
-            stream,
             luma.plane(in_w, in_h),
             &sc.taps,
             bpc,
             s.enc_bitdepth < 10,
             dense(&sc.img[0], w, h),
-        )?;
+        )?
+        .queue(stream)?;
         drop(luma);
         launch::cambi_mask(
             state,
-            stream,
             dense(&sc.img[0], w, h),
             mask_index(w, h),
             dense(&sc.mask[0], w, h),
-        )?;
+        )?
+        .queue(stream)?;
 
         let p = CambiCValues {
             pad,
@@ -201,21 +200,22 @@ fn with_c_values<T: Sample + PlaneAs>(
             if (sw, sh) != (cw, ch) {
                 let [a, b] = &sc.img;
                 let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-                launch::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                launch::cambi_decimate(state, dense(src, cw, ch), dense(dst, sw, sh))?
+                    .queue(stream)?;
                 let [a, b] = &sc.mask;
                 let (src, dst) = if mk == 0 { (a, b) } else { (b, a) };
-                launch::cambi_decimate(state, stream, dense(src, cw, ch), dense(dst, sw, sh))?;
+                launch::cambi_decimate(state, dense(src, cw, ch), dense(dst, sw, sh))?
+                    .queue(stream)?;
                 im ^= 1;
                 mk ^= 1;
                 (cw, ch) = (sw, sh);
             }
             let [a, b] = &sc.img;
             let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-            launch::cambi_mode(state, stream, dense(src, sw, sh), dense(dst, sw, sh))?;
+            launch::cambi_mode(state, dense(src, sw, sh), dense(dst, sw, sh))?.queue(stream)?;
             im ^= 1;
             launch::cambi_cvalues(
                 state,
-                stream,
                 dense(&sc.img[im], sw, sh),
                 dense(&sc.mask[mk], sw, sh),
                 &p,
@@ -223,15 +223,16 @@ fn with_c_values<T: Sample + PlaneAs>(
                 &sc.lut,
                 &sc.cv[scale],
                 0,
-            )?;
+            )?
+            .queue(stream)?;
             launch::cambi_stats(
                 state,
-                stream,
                 &sc.cv[scale],
                 sw * sh,
                 &sc.stats,
                 scale * CAMBI_STATS_LEN,
-            )?;
+            )?
+            .queue(stream)?;
         }
         sc.stats
             .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
@@ -332,8 +333,8 @@ fn pooled_from_stats(stats: &[u64], n: usize, topk: f64) -> Option<f64> {
     Some(total as f64 * unit / f64::from(k))
 }
 
-/// What src/gpu/hipcpu_tests.rs needs to replay [`with_c_values`] on the CPU execution model
-/// of the kernels, with the CPU results the device must equal.
+/// What the kernel-model test (`hipcpu_tests.rs`) needs to replay [`with_c_values`] on the CPU
+/// execution model of the kernels, with the CPU results the device must equal.
 #[cfg(test)]
 pub(crate) struct ModelCase {
     /// Processing size, source size, window half-width.

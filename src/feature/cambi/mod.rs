@@ -26,7 +26,10 @@ use crate::feature::alias::alias;
 mod aarch64;
 mod cpu;
 pub mod gpu;
+#[cfg(test)]
+mod hipcpu_tests;
 mod lanes;
+pub(crate) mod launch;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 use crate::feature::options::{fmt_g, normalize_value};

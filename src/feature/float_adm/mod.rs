@@ -302,7 +302,7 @@ impl Extractor for FloatAdm {
 mod tests {
     use super::*;
     use crate::picture::{Picture, PixelFormat};
-    use crate::testutil::{load_parity_clip, noise_picture, repo_root};
+    use crate::testutil::{expected_float, load_parity_clip, noise_picture};
     use std::sync::Arc;
 
     fn with(opts: &[(&str, &str)]) -> Result<FloatAdm> {
@@ -322,12 +322,6 @@ mod tests {
     /// Values as upstream prints them (6 decimals).
     fn printed(v: f64) -> f64 {
         format!("{v:.6}").parse().unwrap()
-    }
-
-    /// Upstream's log `name` of `tests/data/expected_float`.
-    fn expected_float(name: &str) -> serde_json::Value {
-        let p = repo_root().join("tests/data/expected_float").join(name);
-        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
     }
 
     /// Every frame of `clip` against upstream's `float_features` log, all seven scores.

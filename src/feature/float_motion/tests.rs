@@ -1,13 +1,7 @@
 //! float_motion against upstream's float-build logs (`tests/data/expected_float`).
 
 use super::*;
-use crate::testutil::{load_parity_clip, repo_root, PARITY_CLIPS};
-
-/// Upstream log `name` of `tests/data/expected_float`.
-fn expected(name: &str) -> serde_json::Value {
-    let p = repo_root().join("tests/data/expected_float").join(name);
-    serde_json::from_str(&std::fs::read_to_string(p).expect("read expected")).expect("parse")
-}
+use crate::testutil::{expected_float as expected, load_parity_clip, PARITY_CLIPS};
 
 /// Runs every frame of `clip`, in order, through each extractor; returns the flushed scores.
 fn run(clip: &str, exts: &[&FloatMotion]) -> FeatureCollector {

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use super::launch;
 use crate::error::{Error, Result};
-use crate::gpu::graph::{ReadBack, Replay};
-use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::launch::{self, Sample};
+use crate::gpu::job::{Job, Parts, Queued, ReadBack, Replay};
+use crate::gpu::launch::Sample;
 use crate::gpu::planes::PlaneAs;
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 
 /// Per-row sums and the result, for one picture size.
@@ -58,7 +58,7 @@ fn queue_typed<T: Sample + PlaneAs>(
         // The head reads the frame's pictures: recorded with the reduction, its arguments set
         // each frame.
         let (pd, cd, bpc) = (p.plane(w, h), c.plane(w, h), cur.bpc);
-        let head = |stream: &Stream| launch::motion_rows(state, stream, pd, cd, bpc, rows);
+        let head = launch::motion_rows(state, pd, cd, bpc, rows)?;
         let rb = ReadBack {
             from: out_dev,
             into: &mut s.out_host,
@@ -66,8 +66,8 @@ fn queue_typed<T: Sample + PlaneAs>(
             reset: rows,
         };
         s.tail
-            .run_and_read_back(&(w, size_of::<T>()), stream, rb, head, |stream| {
-                launch::motion_reduce(state, stream, rows, h, out_dev)
+            .run_and_read_back(&(w, size_of::<T>()), stream, rb, &head, |stream| {
+                launch::motion_reduce(state, rows, h, out_dev)?.queue(stream)
             })?;
     }
     // Waits for the read-back (and so for the kernels before it on the stream).
@@ -121,6 +121,25 @@ mod tests {
                 let gpu = motion_sad(&state, &pair[0], &pair[1]).unwrap();
                 assert_eq!(gpu, cpu, "{clip} frames {i}..{}", i + 1);
             }
+        }
+    }
+
+    /// Page-locked pictures (read in place by the uploads) give the CPU's SAD.
+    #[test]
+    fn page_locked_pictures_give_the_cpu_sad() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let (refs, _) = load_parity_clip("natural_576x324_420p8");
+        let pin =
+            |p: &Picture| Arc::new(crate::gpu::pin_picture(state.device(), p.duplicate()).unwrap());
+        let pinned: Vec<_> = refs.iter().take(3).map(pin).collect();
+        for i in 1..3 {
+            let cpu =
+                super::super::motion_sad(&refs[i - 1], &refs[i], crate::simd::CpuLevel::SCALAR)
+                    .unwrap();
+            let gpu = motion_sad(&state, &pinned[i - 1], &pinned[i]).unwrap();
+            assert_eq!(gpu, cpu, "frame {i}");
         }
     }
 }

@@ -17,6 +17,9 @@ use crate::error::{Error, Result};
 mod aarch64;
 mod cpu;
 pub mod gpu;
+#[cfg(test)]
+pub(crate) mod hipcpu_tests;
+pub(crate) mod launch;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, OptSpec, Opts, Scores};

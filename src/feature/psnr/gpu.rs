@@ -5,10 +5,11 @@
 //! reads back three `u64`s. Staging and device buffers live in the [`GpuState`]'s scratch and
 //! are reused while the picture size stays the same.
 
+use super::launch;
 use crate::error::{Error, Result};
 use crate::gpu::frames::{device_frame, DeviceFrame, DevicePlaneAs, FrameReads};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{self, DevicePlane, Sample};
+use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::{Picture, PictureData};
@@ -105,12 +106,12 @@ fn sse_typed<T: Sample + PlaneAs>(
             };
             launch::psnr_sse(
                 state,
-                stream,
                 plane(&s.ref_dev, r_offs[i], r.stride[i]),
                 plane(&s.dis_dev, d_offs[i], d.stride[i]),
                 &s.sums_dev,
                 i,
-            )?;
+            )?
+            .queue(stream)?;
         }
         s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
     }
@@ -167,12 +168,12 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
             };
             launch::psnr_sse(
                 state,
-                stream,
                 plane(r, T::device_plane(fr, i).ok_or_else(missing)?),
                 plane(d, T::device_plane(fd, i).ok_or_else(missing)?),
                 &s.dev,
                 i,
-            )?;
+            )?
+            .queue(stream)?;
         }
         s.dev.download_async(stream, &mut s.host, 3)?;
     }

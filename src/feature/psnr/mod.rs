@@ -13,6 +13,9 @@
 mod aarch64;
 mod cpu;
 pub mod gpu;
+#[cfg(test)]
+mod hipcpu_tests;
+pub(crate) mod launch;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 use crate::gpu::GpuSet;

@@ -10,13 +10,14 @@
 
 use super::float_ms_ssim::{self, MsSsim, SCALES};
 use super::float_ssim::{box_taps, checked_scale};
+use super::launch::{self, DeviceImage};
 use super::tools::{
     check_pair, decimated_len, luma_scaler, means_from_sums, ssim_constants, SsimMeans, GAUSSIAN,
     GAUSSIAN_LEN, LPF_9X9,
 };
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{self, DeviceImage, SsimSample};
+use crate::gpu::launch::Sample;
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
@@ -133,7 +134,7 @@ impl<const MS: bool> Pipeline<MS> {
 
     /// Queues the plan on the job's picture pair: to float, the decimated levels, and the
     /// SSIM row sums of each SSIM level, read back into `sums_host`.
-    fn queue<T: SsimSample + PlaneAs>(job: &mut Job<Self, T, 2>, bpc: u32) -> Result<()> {
+    fn queue<T: Sample + PlaneAs>(job: &mut Job<Self, T, 2>, bpc: u32) -> Result<()> {
         let Parts {
             state,
             stream,
@@ -145,18 +146,17 @@ impl<const MS: bool> Pipeline<MS> {
         let image = |buf, (w, h): (usize, usize)| DeviceImage { buf, w, h };
         launch::ssim_to_float(
             state,
-            stream,
             r.plane(w, h),
             d.plane(w, h),
             scaler,
             image(&p.refs[0], (w, h)),
             image(&p.dis[0], (w, h)),
-        )?;
+        )?
+        .queue(stream)?;
         let plan = &p.plan;
         for l in 1..plan.dims.len() {
             launch::ssim_decimate(
                 state,
-                stream,
                 image(&p.refs[l - 1], plan.dims[l - 1]),
                 image(&p.dis[l - 1], plan.dims[l - 1]),
                 &p.taps,
@@ -164,21 +164,21 @@ impl<const MS: bool> Pipeline<MS> {
                 plan.factor,
                 image(&p.refs[l], plan.dims[l]),
                 image(&p.dis[l], plan.dims[l]),
-            )?;
+            )?
+            .queue(stream)?;
         }
         for (&l, &(offset, _, _)) in plan.ssim_levels.iter().zip(&plan.sum_layout()) {
             let dims = plan.dims[l];
             launch::ssim_hconv(
                 state,
-                stream,
                 image(&p.refs[l], dims),
                 image(&p.dis[l], dims),
                 &p.gauss,
                 &p.hbuf,
-            )?;
+            )?
+            .queue(stream)?;
             launch::ssim_rows(
                 state,
-                stream,
                 &p.hbuf,
                 dims.0,
                 dims.1,
@@ -186,7 +186,8 @@ impl<const MS: bool> Pipeline<MS> {
                 ssim_constants(),
                 &p.sums_dev,
                 offset,
-            )?;
+            )?
+            .queue(stream)?;
         }
         let n = p.sums_dev.len();
         p.sums_dev.download_async(stream, &mut p.sums_host, n)?;
@@ -225,7 +226,7 @@ fn run_plan<const MS: bool>(
     distorted: &Picture,
     plan: Plan,
 ) -> Result<Vec<SsimMeans>> {
-    fn typed<const MS: bool, T: SsimSample + PlaneAs>(
+    fn typed<const MS: bool, T: Sample + PlaneAs>(
         state: &Arc<GpuState>,
         pics: [&Picture; 2],
         plan: Plan,

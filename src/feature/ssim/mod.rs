@@ -7,6 +7,9 @@ mod aarch64;
 pub mod float_ms_ssim;
 pub mod float_ssim;
 pub mod gpu;
+#[cfg(test)]
+mod hipcpu_tests;
+pub(crate) mod launch;
 pub mod tools;
 #[cfg(target_arch = "x86_64")]
 mod x86;

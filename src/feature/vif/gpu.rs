@@ -7,10 +7,10 @@ use crate::error::{Error, Result};
 use crate::gpu::planes::{dense, PlaneAs};
 use std::sync::Arc;
 
-use crate::gpu::graph::{ReadBack, Replay};
-use crate::gpu::job::{Job, Parts, Queued};
-use crate::gpu::launch::{self, Sample};
-use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use super::launch;
+use crate::gpu::job::{Job, Parts, Queued, ReadBack, Replay};
+use crate::gpu::launch::Sample;
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::Picture;
 use std::sync::OnceLock;
 
@@ -125,24 +125,11 @@ fn queue_typed<T: Sample + PlaneAs>(
         );
         // The head reads the frame's pictures (its arguments change each frame); the rest only
         // reads and writes these buffers.
-        let head = |stream: &Stream| {
-            if skip_scale0 {
-                launch::vif_down(state, stream, r0, d0, 0, bpc, down0.0, down0.1)
-            } else {
-                // Scale 0's statistics also write the decimated scale-1 pictures.
-                launch::vif_stats(
-                    state,
-                    stream,
-                    r0,
-                    d0,
-                    0,
-                    bpc,
-                    table,
-                    egl,
-                    acc_dev,
-                    Some(down0),
-                )
-            }
+        let head = if skip_scale0 {
+            launch::vif_down(state, r0, d0, 0, bpc, down0.0, down0.1)?
+        } else {
+            // Scale 0's statistics also write the decimated scale-1 pictures.
+            launch::vif_stats(state, r0, d0, 0, bpc, table, egl, acc_dev, Some(down0))?
         };
         let rb = ReadBack {
             from: acc_dev,
@@ -154,7 +141,7 @@ fn queue_typed<T: Sample + PlaneAs>(
             &(egl.to_bits(), bpc, skip_scale0),
             stream,
             rb,
-            head,
+            &head,
             |stream| {
                 let (mut cw, mut ch) = (w / 2, h / 2);
                 for scale in 1..4 {
@@ -162,15 +149,15 @@ fn queue_typed<T: Sample + PlaneAs>(
                         dense(&pyr_ref[scale - 1], cw, ch),
                         dense(&pyr_dis[scale - 1], cw, ch),
                     );
-                    launch::vif_stats(
-                        state, stream, pr, pd, scale, bpc, table, egl, acc_dev, None,
-                    )?;
+                    launch::vif_stats(state, pr, pd, scale, bpc, table, egl, acc_dev, None)?
+                        .queue(stream)?;
                     if scale < 3 {
                         let next = (
                             dense(&pyr_ref[scale], cw / 2, ch / 2),
                             dense(&pyr_dis[scale], cw / 2, ch / 2),
                         );
-                        launch::vif_down(state, stream, pr, pd, scale, bpc, next.0, next.1)?;
+                        launch::vif_down(state, pr, pd, scale, bpc, next.0, next.1)?
+                            .queue(stream)?;
                     }
                     cw /= 2;
                     ch /= 2;
@@ -277,5 +264,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Page-locked pictures (read in place by the uploads) give the CPU's VIF.
+    #[test]
+    fn page_locked_pictures_give_the_cpu_accums() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let (refs, dists) = load_parity_clip("natural_576x324_420p8");
+        let pin =
+            |p: &Picture| Arc::new(crate::gpu::pin_picture(state.device(), p.duplicate()).unwrap());
+        for i in 0..3 {
+            let (r, d) = (pin(&refs[i]), pin(&dists[i]));
+            assert!(r.pinned().is_some() && d.pinned().is_some());
+            let cpu = super::super::compute_accums(
+                &refs[i],
+                &dists[i],
+                100.0,
+                false,
+                crate::simd::CpuLevel::default(),
+            )
+            .unwrap();
+            let gpu = compute_accums(&state, &r, &d, 100.0, false).unwrap();
+            assert_eq!(gpu, cpu, "frame {i}");
+        }
+    }
+
+    /// Pictures of an upstream-style pool (HOST, `vmaf_preallocate_pictures`) are page-locked at
+    /// their first upload, keep the lock while they wait in the pool, are read in place from then
+    /// on, and give the CPU's VIF; the pool unlocks them when it closes.
+    #[test]
+    fn pooled_pictures_are_locked_at_their_first_upload() {
+        use crate::picture::pool::PicturePool;
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
+        let (r0, d0) = (refs[0].clone(), dists[0].clone());
+        let ref_pool = PicturePool::new(1, move || Ok(r0.duplicate())).unwrap();
+        let dist_pool = PicturePool::new(1, move || Ok(d0.duplicate())).unwrap();
+        let cpu = super::super::compute_accums(
+            &refs[0],
+            &dists[0],
+            100.0,
+            false,
+            crate::simd::CpuLevel::default(),
+        )
+        .unwrap();
+        for round in 0..3 {
+            let r = Arc::new(ref_pool.fetch().unwrap());
+            let d = Arc::new(dist_pool.fetch().unwrap());
+            assert_eq!(
+                r.pinned().is_some(),
+                round > 0,
+                "round {round}: locked from the first upload on"
+            );
+            let gpu = compute_accums(&state, &r, &d, 100.0, false).unwrap();
+            assert_eq!(gpu, cpu, "round {round}");
+            let reg = r
+                .pinned()
+                .and_then(|p| p.as_any().downcast_ref::<crate::gpu::HostRegistration>());
+            assert!(
+                reg.is_some(),
+                "round {round}: a registration of this device"
+            );
+        }
+        assert_eq!(ref_pool.close(), 0);
+        assert_eq!(dist_pool.close(), 0);
     }
 }

@@ -10,6 +10,9 @@
 mod aarch64;
 mod cpu;
 pub mod gpu;
+#[cfg(test)]
+pub(crate) mod hipcpu_tests;
+pub(crate) mod launch;
 mod pipeline;
 #[cfg(target_arch = "x86_64")]
 mod x86;

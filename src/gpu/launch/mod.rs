@@ -1,36 +1,27 @@
-//! Typed, bounds-checked launchers for the kernels in kernels/*.hip, one module per source file.
-//! The raw launch is unsafe (the device trusts its arguments); each launcher checks every access
-//! the kernel will make against the buffers it is given, so callers outside src/gpu stay in
-//! safe Rust.
+//! The typed, bounds-checked launch core that every feature's launchers (`feature/<f>/launch.rs`,
+//! one module per kernels/*.hip file) are written against.
+//!
+//! A launcher builds a [`Launch`]: the kernel, its geometry and its argument tuple, whose device
+//! pointers are [`Span`]s, ranges checked to lie inside live device buffers and borrowed for as
+//! long as the launch is. Each launcher passes spans that cover everything its kernel touches for
+//! the scalars it passes, and declares its kernels' tuple types, which [`signature`] checks
+//! against the `VMAF_KERNEL` declarations in kernels/*.hip. The raw launch, which trusts those
+//! two things, stays here, so callers outside src/gpu stay in safe Rust. A [`Launch`] is data:
+//! it is queued on a stream, or handed to a [`super::graph::Replay`] as a frame's head, which
+//! queues it, records it or updates a recorded node with it.
 
-mod adm;
-mod cambi;
-mod float_ssim;
-mod motion;
-mod psnr;
-mod vif;
-
-pub use adm::{adm_bands_len, adm_cm, adm_dwt0, adm_dwt123, AdmBuffers, AdmScale, ADM_LUT_LEN};
-pub use cambi::{
-    cambi_cvalues, cambi_decimate, cambi_mask, cambi_mode, cambi_preprocess, cambi_stats,
-    CambiCValues, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN,
-};
-pub use float_ssim::{
-    ssim_decimate, ssim_hconv, ssim_hconv_plane, ssim_rows, ssim_to_float, DeviceImage, SsimSample,
-};
-pub use motion::{motion_reduce, motion_rows};
-pub use psnr::psnr_sse;
-pub use vif::{vif_down, vif_stats, VIF_LOG2_WORDS};
+use std::marker::PhantomData;
+use std::sync::Arc;
 
 use super::memory::{DeviceBuffer, DeviceCopy, DevicePtr};
 use super::module::{Kernel, KernelArg, LaunchConfig};
 use super::stream::Stream;
+use super::GpuState;
 use crate::error::{Error, Result};
 
-#[cfg(test)]
-mod signature_tests;
+pub(crate) mod signature;
 
-/// A kernel parameter's C type, spelled as the signature test normalises kernels/*.hip: `i32`,
+/// A kernel parameter's C type, spelled as [`signature`] normalises kernels/*.hip: `i32`,
 /// `u32`, `i64`, `u64`, `f32`, `f64` (also `u8`, `i8`, `u16`, `i16` as pointees), and `*`
 /// before the pointee for a device pointer (`const` is not kept: it does not change the ABI).
 pub trait ParamType {
@@ -50,26 +41,83 @@ macro_rules! param_type {
 }
 param_type!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
 
-impl<T: ParamType> ParamType for DevicePtr<T> {
+/// A range of a device buffer a kernel may access through one pointer parameter: made only by
+/// checking the range against the buffer, which it borrows. Passed as the range's first element
+/// (NULL for [`Span::null`]).
+#[repr(transparent)]
+pub(crate) struct Span<'a, T> {
+    ptr: DevicePtr<T>,
+    _buf: PhantomData<&'a [T]>,
+}
+
+impl<T: Copy> Clone for Span<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Copy> Copy for Span<'_, T> {}
+
+impl<'a, T: DeviceCopy> Span<'a, T> {
+    /// Elements `offset..offset + len` of `buf`.
+    pub(crate) fn of(buf: &'a DeviceBuffer<T>, offset: usize, len: usize) -> Result<Self> {
+        if offset.checked_add(len).is_none_or(|end| end > buf.len()) {
+            return Err(Error::inval(format!(
+                "GPU range {offset}+{len} outside a buffer of {}",
+                buf.len()
+            )));
+        }
+        Ok(Span {
+            ptr: buf.ptr().offset(offset),
+            _buf: PhantomData,
+        })
+    }
+}
+
+impl<T> Span<'static, T> {
+    /// A NULL pointer, for parameters the kernel only reads when they are set.
+    pub(crate) fn null() -> Self {
+        Span {
+            ptr: DevicePtr::from_addr(0),
+            _buf: PhantomData,
+        }
+    }
+}
+
+// SAFETY: repr(transparent) over a `DevicePtr`, the layout of a device `T *` parameter.
+unsafe impl<T> KernelArg for Span<'_, T> {}
+
+impl<T: ParamType> ParamType for Span<'_, T> {
     fn c_type() -> String {
         format!("*{}", T::c_type())
     }
 }
 
-/// A kernel's whole argument list as one tuple type: each launcher module names the tuple of
-/// every kernel it launches (`type ...Args = (...)`), builds exactly that tuple at the launch,
-/// and lists the kernel names with those types in its `signatures()`, which the signature test
-/// compares with the `VMAF_KERNEL` declarations in kernels/*.hip.
+/// A kernel's whole argument list as one tuple of scalars and [`Span`]s: each launcher module
+/// names the tuple of every kernel it launches (`type ...Args<'a> = (...)`), builds exactly that
+/// tuple at the launch, and lists the kernel names with those types in its `signatures()`.
 pub(crate) trait KernelArgs {
     /// The C parameter types, in order.
-    fn c_types() -> Vec<String>;
+    fn c_types() -> Vec<String>
+    where
+        Self: Sized;
     /// The values, in order, as the raw launch takes them.
     fn refs(&self) -> Vec<&dyn KernelArg>;
 }
 
+/// What may stand in a kernel's argument tuple: the scalars and [`Span`]s, never a bare
+/// [`DevicePtr`] (an address nothing checked).
+pub(crate) trait Arg: KernelArg + ParamType {}
+impl Arg for u32 {}
+impl Arg for i32 {}
+impl Arg for u64 {}
+impl Arg for i64 {}
+impl Arg for f32 {}
+impl Arg for f64 {}
+impl<T: ParamType> Arg for Span<'_, T> {}
+
 macro_rules! kernel_args {
     ($($a:ident $i:tt),+) => {
-        impl<$($a: KernelArg + ParamType),+> KernelArgs for ($($a,)+) {
+        impl<$($a: Arg),+> KernelArgs for ($($a,)+) {
             fn c_types() -> Vec<String> {
                 vec![$($a::c_type()),+]
             }
@@ -93,87 +141,86 @@ kernel_args_upto!(A0 0; A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A1
     A23 23);
 
 /// A kernel's name and C parameter types, in order.
+#[cfg(test)]
 pub(crate) type Signature = (&'static str, Vec<String>);
 
 /// `name` with the parameter types of the argument tuple `A`.
-fn sig<A: KernelArgs>(name: &'static str) -> Signature {
+#[cfg(test)]
+pub(crate) fn sig<A: KernelArgs>(name: &'static str) -> Signature {
     (name, A::c_types())
 }
 
 /// A launcher module's list of the kernels it launches.
-type Signatures = fn() -> Vec<Signature>;
+#[cfg(test)]
+pub(crate) type Signatures = fn() -> Vec<Signature>;
 
-/// Per kernels/*.hip file (by stem), the signatures its launcher module declares.
-pub(crate) const MODULES: &[(&str, Signatures)] = &[
-    ("adm", adm::signatures),
-    ("cambi", cambi::signatures),
-    ("float_ssim", float_ssim::signatures),
-    ("motion", motion::signatures),
-    ("psnr", psnr::signatures),
-    ("vif", vif::signatures),
-];
-
-/// The declared parameter types of kernel `name`, if a launcher module declares it.
-fn declared(name: &str) -> Option<Vec<String>> {
-    MODULES
-        .iter()
-        .flat_map(|(_, sigs)| sigs())
-        .find(|(n, _)| *n == name)
-        .map(|(_, types)| types)
+/// One kernel launch, ready to queue: the kernel, its geometry and its checked arguments,
+/// borrowing the buffers they point into.
+pub(crate) struct Launch<'a> {
+    kernel: Arc<Kernel>,
+    cfg: LaunchConfig,
+    args: Box<dyn KernelArgs + 'a>,
 }
 
-/// Queues `kernel` with the argument tuple `args`; in debug builds, first asserts that `A` is
-/// the signature declared for the kernel's name.
-///
-/// # Safety
-/// As [`Kernel::launch`]: `A` must be the kernel's parameter list (the signature test checks
-/// the declared tuple types against kernels/*.hip), every device pointer must cover all elements
-/// the kernel touches for this geometry, and the host must not read memory the kernel writes
-/// until the stream has passed this launch.
-unsafe fn launch<A: KernelArgs>(
-    kernel: &Kernel,
-    stream: &Stream,
-    cfg: LaunchConfig,
-    args: &A,
-) -> Result<()> {
-    debug_assert_eq!(
-        declared(kernel.name()),
-        Some(A::c_types()),
-        "arguments of {}",
-        kernel.name()
-    );
-    // SAFETY: guaranteed by the caller.
-    unsafe { kernel.launch(stream, cfg, &args.refs()) }
+impl<'a> Launch<'a> {
+    /// Entry point `name` of kernels/`file`.hip (loaded on first use) with `args`; debug builds
+    /// first check `A` against the kernel's declaration in its source.
+    pub(crate) fn new<A: KernelArgs + 'a>(
+        state: &GpuState,
+        file: &'static str,
+        name: &'static str,
+        cfg: LaunchConfig,
+        args: A,
+    ) -> Result<Launch<'a>> {
+        if cfg!(debug_assertions) {
+            assert_eq!(
+                signature::declared(file, name),
+                Some(A::c_types()),
+                "arguments of {name}"
+            );
+        }
+        Ok(Launch {
+            kernel: state.kernel(file, name)?,
+            cfg,
+            args: Box::new(args),
+        })
+    }
+
+    /// Queues the launch on `stream`.
+    pub(crate) fn queue(&self, stream: &Stream) -> Result<()> {
+        // SAFETY: the argument tuple is one a launcher module declares for this kernel (checked
+        // against kernels/*.hip by the signature test, and at `new` in debug builds); its
+        // pointers are spans checked to lie inside device buffers borrowed for 'a (freeing device
+        // memory waits for the device, so the buffers outlive the kernel), and the launcher sized
+        // them to cover every element the kernel touches for these scalars (its contract, stated
+        // beside each launcher and run by the kernel-model tests). Kernels write only device
+        // memory, which the host reads only through stream-ordered copies.
+        unsafe { self.kernel.launch(stream, self.cfg, &self.args.refs()) }
+    }
+
+    /// The kernel, geometry and argument values, for a graph to record or update a node with
+    /// (the same contract as [`Self::queue`]).
+    pub(super) fn parts(&self) -> (&Kernel, &LaunchConfig, Vec<&dyn KernelArg>) {
+        (&self.kernel, &self.cfg, self.args.refs())
+    }
 }
 
 /// Sample types the kernels read (8-bit and 9..16-bit pictures).
 pub trait Sample: DeviceCopy + ParamType {
-    /// Entry point of the PSNR kernel for this sample size.
-    const PSNR_SSE_KERNEL: &'static str;
-    /// VIF statistics of one scale.
-    const VIF_STATS_KERNEL: &'static str;
-    /// VIF low-pass and decimation.
-    const VIF_DOWN_KERNEL: &'static str;
-    /// Motion per-row SAD of the blurred difference.
-    const MOTION_ROWS_KERNEL: &'static str;
-    /// ADM scale-0 wavelet level (plus decoupling/CSF maps).
-    const ADM_DWT0_KERNEL: &'static str;
+    /// Of a kernel's 8-bit and 16-bit entry points, the one for this sample type.
+    fn pick(u8_entry: &'static str, u16_entry: &'static str) -> &'static str;
 }
 
 impl Sample for u8 {
-    const PSNR_SSE_KERNEL: &'static str = "vmaf_psnr_sse_u8";
-    const VIF_STATS_KERNEL: &'static str = "vmaf_vif_stats_u8";
-    const VIF_DOWN_KERNEL: &'static str = "vmaf_vif_down_u8";
-    const MOTION_ROWS_KERNEL: &'static str = "vmaf_motion_rows_u8";
-    const ADM_DWT0_KERNEL: &'static str = "vmaf_adm_dwt0_u8";
+    fn pick(u8_entry: &'static str, _: &'static str) -> &'static str {
+        u8_entry
+    }
 }
 
 impl Sample for u16 {
-    const PSNR_SSE_KERNEL: &'static str = "vmaf_psnr_sse_u16";
-    const VIF_STATS_KERNEL: &'static str = "vmaf_vif_stats_u16";
-    const VIF_DOWN_KERNEL: &'static str = "vmaf_vif_down_u16";
-    const MOTION_ROWS_KERNEL: &'static str = "vmaf_motion_rows_u16";
-    const ADM_DWT0_KERNEL: &'static str = "vmaf_adm_dwt0_u16";
+    fn pick(_: &'static str, u16_entry: &'static str) -> &'static str {
+        u16_entry
+    }
 }
 
 /// A `w`x`h` plane stored at element `offset` of a device buffer with rows `stride` elements
@@ -187,10 +234,10 @@ pub struct DevicePlane<'a, T: DeviceCopy> {
     pub stride: usize,
 }
 
-impl<T: DeviceCopy> DevicePlane<'_, T> {
-    /// The plane's first element, after checking that every row lies inside the buffer and
+impl<'a, T: DeviceCopy> DevicePlane<'a, T> {
+    /// The plane's rows as a span, after checking that every row lies inside the buffer and
     /// the geometry fits the kernels' 32-bit parameters.
-    fn checked_ptr(&self) -> Result<DevicePtr<T>> {
+    pub(crate) fn span(&self) -> Result<Span<'a, T>> {
         let too_big = || Error::inval("plane geometry exceeds its GPU buffer");
         if self.w == 0 || self.h == 0 || self.stride < self.w {
             return Err(Error::inval(format!(
@@ -198,15 +245,14 @@ impl<T: DeviceCopy> DevicePlane<'_, T> {
                 self.w, self.h, self.stride
             )));
         }
-        let end = (self.h - 1)
+        let len = (self.h - 1)
             .checked_mul(self.stride)
             .and_then(|v| v.checked_add(self.w))
-            .and_then(|v| v.checked_add(self.offset))
             .ok_or_else(too_big)?;
-        if end > self.buf.len() || u32::try_from(self.stride).is_err() {
+        if u32::try_from(self.stride).is_err() {
             return Err(too_big());
         }
-        Ok(self.buf.ptr().offset(self.offset))
+        Span::of(self.buf, self.offset, len).map_err(|_| too_big())
     }
 }
 
@@ -219,11 +265,12 @@ impl<T> DevicePtr<T> {
 }
 
 /// Threads per block for the row kernels: a multiple of every warp size (32 or 64).
-const ROW_BLOCK: u32 = 256;
+pub(crate) const ROW_BLOCK: u32 = 256;
 /// Row-block count cap: enough blocks to fill a large GPU, few enough atomics per plane.
 pub(crate) const MAX_ROW_BLOCKS: u32 = 512;
 
-fn dims_u32(w: usize, h: usize) -> Result<(u32, u32)> {
+/// A plane's size as kernel dimensions: both at most `i32::MAX`.
+pub(crate) fn dims_u32(w: usize, h: usize) -> Result<(u32, u32)> {
     let w = u32::try_from(w).map_err(|_| Error::inval("plane too wide"))?;
     let h = u32::try_from(h).map_err(|_| Error::inval("plane too tall"))?;
     if w > i32::MAX as u32 || h > i32::MAX as u32 {

@@ -1,25 +1,25 @@
 //! Launchers for kernels/adm.hip.
 
-use super::{dims_u32, launch, sig, DevicePlane, Sample, Signature};
 use crate::error::{Error, Result};
-use crate::gpu::{DeviceBuffer, DevicePtr, GpuState, LaunchConfig, Stream};
+use crate::gpu::launch::{dims_u32, DevicePlane, Launch, Sample, Span};
+use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig};
 
 /// `vmaf_adm_dwt0_{u8,u16}(ref, dis, w, h, stride, bpc, ...)` and, with `T = i32`,
 /// `vmaf_adm_dwt123(ref, dis, w, h, stride, scale, ...)`; both continue `approx_ref,
 /// approx_dis, bands, maps, plane, lut, cl, cr, ct, cb, flags, irf_h, irf_v, irf_d, egl`.
-type DwtArgs<T> = (
-    DevicePtr<T>,
-    DevicePtr<T>,
+type DwtArgs<'a, T> = (
+    Span<'a, T>,
+    Span<'a, T>,
     i32,
     i32,
     i32,
     i32,
-    DevicePtr<i32>,
-    DevicePtr<i32>,
-    DevicePtr<i32>,
-    DevicePtr<i32>,
+    Span<'a, i32>,
+    Span<'a, i32>,
+    Span<'a, i32>,
+    Span<'a, i32>,
     i32,
-    DevicePtr<i32>,
+    Span<'a, i32>,
     i32,
     i32,
     i32,
@@ -32,9 +32,9 @@ type DwtArgs<T> = (
 );
 /// `vmaf_adm_cm(bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube,
 /// cube_h, cube_v, cube_d, cm_row, irf_h, irf_v, irf_d, do_aim, out)`.
-type CmArgs = (
-    DevicePtr<i32>,
-    DevicePtr<i32>,
+type CmArgs<'a> = (
+    Span<'a, i32>,
+    Span<'a, i32>,
     i32,
     i32,
     i32,
@@ -52,17 +52,21 @@ type CmArgs = (
     u32,
     u32,
     i32,
-    DevicePtr<u64>,
+    Span<'a, u64>,
 );
 
+const DWT0_U8_KERNEL: &str = "vmaf_adm_dwt0_u8";
+const DWT0_U16_KERNEL: &str = "vmaf_adm_dwt0_u16";
 const DWT123_KERNEL: &str = "vmaf_adm_dwt123";
 const CM_KERNEL: &str = "vmaf_adm_cm";
 
 /// The kernels of kernels/adm.hip with the argument tuples their launchers pass.
-pub(super) fn signatures() -> Vec<Signature> {
+#[cfg(test)]
+pub(crate) fn signatures() -> Vec<crate::gpu::launch::Signature> {
+    use crate::gpu::launch::sig;
     vec![
-        sig::<DwtArgs<u8>>(u8::ADM_DWT0_KERNEL),
-        sig::<DwtArgs<u16>>(u16::ADM_DWT0_KERNEL),
+        sig::<DwtArgs<u8>>(DWT0_U8_KERNEL),
+        sig::<DwtArgs<u16>>(DWT0_U16_KERNEL),
         sig::<DwtArgs<i32>>(DWT123_KERNEL),
         sig::<CmArgs>(CM_KERNEL),
     ]
@@ -182,6 +186,22 @@ fn adm_check_buffers(bw: usize, bh: usize, b: &AdmBuffers<'_>, p: &AdmScale) -> 
     Ok((bw * bh) as i32)
 }
 
+/// The spans of the shared buffers a kernel of `p.scale` touches for a band of `plane`
+/// elements: the scale's band planes, the 4 map planes and the reciprocal table (lengths
+/// checked by [`adm_check_buffers`]).
+fn adm_spans<'a>(
+    b: &AdmBuffers<'a>,
+    plane: i32,
+    p: &AdmScale,
+) -> Result<(Span<'a, i32>, Span<'a, i32>, Span<'a, i32>)> {
+    let plane = plane as usize;
+    Ok((
+        Span::of(b.bands, 0, band_planes(p.scale) * plane)?,
+        Span::of(b.maps, 0, 4 * plane)?,
+        Span::of(b.lut, 0, ADM_LUT_LEN)?,
+    ))
+}
+
 fn adm_flags(p: &AdmScale) -> i32 {
     let maps = p.csf[0] < p.csf[1] && p.csf[2] < p.csf[3];
     i32::from(maps) | (i32::from(maps && p.aim) << 1)
@@ -199,21 +219,19 @@ fn adm_dwt_cfg(bw: i32, bh: i32) -> LaunchConfig {
     }
 }
 
-/// Queues ADM's scale-0 wavelet level of both pictures (`bpc`-bit samples): writes the
-/// approximation bands (dense, `ceil(w/2)` wide) and the h, v, d bands, and the masking maps
-/// inside `p.csf`.
+/// ADM's scale-0 wavelet level of both pictures (`bpc`-bit samples): writes the approximation
+/// bands (dense, `ceil(w/2)` wide) and the h, v, d bands, and the masking maps inside `p.csf`.
 #[allow(clippy::too_many_arguments)]
-pub fn adm_dwt0<T: Sample>(
+pub fn adm_dwt0<'a, T: Sample>(
     state: &GpuState,
-    stream: &Stream,
-    reference: DevicePlane<'_, T>,
-    distorted: DevicePlane<'_, T>,
+    reference: DevicePlane<'a, T>,
+    distorted: DevicePlane<'a, T>,
     bpc: u32,
-    approx_ref: &DeviceBuffer<i32>,
-    approx_dis: &DeviceBuffer<i32>,
-    b: &AdmBuffers<'_>,
+    approx_ref: &'a DeviceBuffer<i32>,
+    approx_dis: &'a DeviceBuffer<i32>,
+    b: &AdmBuffers<'a>,
     p: &AdmScale,
-) -> Result<()> {
+) -> Result<Launch<'a>> {
     if (reference.w, reference.h, reference.stride) != (distorted.w, distorted.h, distorted.stride)
     {
         return Err(Error::inval("ADM planes differ in geometry"));
@@ -222,57 +240,45 @@ pub fn adm_dwt0<T: Sample>(
         return Err(Error::inval("bad ADM scale-0 parameters"));
     }
     let (bw, bh, plane) = adm_check_dwt(reference.w, reference.h, approx_ref, approx_dis, b, p)?;
-    let r = reference.checked_ptr()?;
-    let d = distorted.checked_ptr()?;
+    let r = reference.span()?;
+    let d = distorted.span()?;
     let (w, h) = (reference.w as i32, reference.h as i32);
     let stride = reference.stride as i32;
     let bpc = bpc as i32;
-    let (ar, ad, bands, maps, lut) = (
-        approx_ref.ptr(),
-        approx_dis.ptr(),
-        b.bands.ptr(),
-        b.maps.ptr(),
-        b.lut.ptr(),
-    );
+    let n = (bw * bh) as usize;
+    let (ar, ad) = (Span::of(approx_ref, 0, n)?, Span::of(approx_dis, 0, n)?);
+    let (bands, maps, lut) = adm_spans(b, plane, p)?;
     let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
     let flags = adm_flags(p);
     let [ih, iv, id] = p.irf;
-    let kernel = state.kernel("adm", T::ADM_DWT0_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_adm_dwt0_{u8,u16}(const T *ref, const T *dis, int w, int h, int stride, int
-    // bpc, i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane, const i32 *lut, int
-    // cl, int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)` in
-    // kernels/adm.hip. Inputs are read at rows/columns mapped into 0..h / 0..w (w, h >= 3) of the
-    // checked planes; writes go to pixel i * bw + j < bw * bh of the approximation buffers (len >=
-    // bw * bh) and, inside the CSF window (checked inside the band), of the 6 (scale 0) or 9
-    // band planes and 4 map planes `plane = bw * bh` apart (lengths checked); the table is read
+    // Inputs are read at rows/columns mapped into 0..h / 0..w (w, h >= 3); writes go to pixel
+    // i * bw + j < bw * bh of the approximation bands and, inside the CSF window (checked
+    // inside the band), of the band and map planes `plane = bw * bh` apart; the table is read
     // below ADM_LUT_LEN.
-    unsafe {
-        launch::<DwtArgs<T>>(
-            &kernel,
-            stream,
-            adm_dwt_cfg(bw, bh),
-            &(
-                r, d, w, h, stride, bpc, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags,
-                ih, iv, id, p.egl,
-            ),
-        )
-    }
+    Launch::new::<DwtArgs<T>>(
+        state,
+        "adm",
+        T::pick(DWT0_U8_KERNEL, DWT0_U16_KERNEL),
+        adm_dwt_cfg(bw, bh),
+        (
+            r, d, w, h, stride, bpc, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags, ih,
+            iv, id, p.egl,
+        ),
+    )
 }
 
-/// Queues one ADM wavelet level of scales 1-3 on the previous approximation bands `prev_ref`
-/// / `prev_dis` (which must not be the output buffers); outputs as [`adm_dwt0`].
+/// One ADM wavelet level of scales 1-3 on the previous approximation bands `prev_ref` /
+/// `prev_dis` (which must not be the output buffers); outputs as [`adm_dwt0`].
 #[allow(clippy::too_many_arguments)]
-pub fn adm_dwt123(
+pub fn adm_dwt123<'a>(
     state: &GpuState,
-    stream: &Stream,
-    prev_ref: DevicePlane<'_, i32>,
-    prev_dis: DevicePlane<'_, i32>,
-    approx_ref: &DeviceBuffer<i32>,
-    approx_dis: &DeviceBuffer<i32>,
-    b: &AdmBuffers<'_>,
+    prev_ref: DevicePlane<'a, i32>,
+    prev_dis: DevicePlane<'a, i32>,
+    approx_ref: &'a DeviceBuffer<i32>,
+    approx_dis: &'a DeviceBuffer<i32>,
+    b: &AdmBuffers<'a>,
     p: &AdmScale,
-) -> Result<()> {
+) -> Result<Launch<'a>> {
     if (prev_ref.w, prev_ref.h, prev_ref.stride) != (prev_dis.w, prev_dis.h, prev_dis.stride) {
         return Err(Error::inval("ADM planes differ in geometry"));
     }
@@ -287,55 +293,44 @@ pub fn adm_dwt123(
         return Err(Error::inval("ADM wavelet input and output buffers overlap"));
     }
     let (bw, bh, plane) = adm_check_dwt(prev_ref.w, prev_ref.h, approx_ref, approx_dis, b, p)?;
-    let r = prev_ref.checked_ptr()?;
-    let d = prev_dis.checked_ptr()?;
+    let r = prev_ref.span()?;
+    let d = prev_dis.span()?;
     let (w, h) = (prev_ref.w as i32, prev_ref.h as i32);
     let stride = prev_ref.stride as i32;
     let scale = p.scale as i32;
-    let (ar, ad, bands, maps, lut) = (
-        approx_ref.ptr(),
-        approx_dis.ptr(),
-        b.bands.ptr(),
-        b.maps.ptr(),
-        b.lut.ptr(),
-    );
+    let n = (bw * bh) as usize;
+    let (ar, ad) = (Span::of(approx_ref, 0, n)?, Span::of(approx_dis, 0, n)?);
+    let (bands, maps, lut) = adm_spans(b, plane, p)?;
     let [cl, cr, ct, cb] = p.csf.map(|v| v as i32);
     let flags = adm_flags(p);
     let [ih, iv, id] = p.irf;
-    let kernel = state.kernel("adm", DWT123_KERNEL)?;
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_adm_dwt123(const i32 *ref, const i32 *dis, int w, int h, int stride, int scale,
-    // i32 *approx_ref, i32 *approx_dis, i32 *bands, i32 *maps, int plane, const i32 *lut, int cl,
-    // int cr, int ct, int cb, int flags, u32 irf_h, u32 irf_v, u32 irf_d, double egl)`; accesses as
-    // in `adm_dwt0` (inputs mapped into the checked w x h planes, outputs below bw * bh or inside
-    // the checked CSF window), and the inputs are distinct from the outputs.
-    unsafe {
-        launch::<DwtArgs<i32>>(
-            &kernel,
-            stream,
-            adm_dwt_cfg(bw, bh),
-            &(
-                r, d, w, h, stride, scale, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags,
-                ih, iv, id, p.egl,
-            ),
-        )
-    }
+    // Accesses as in `adm_dwt0`, and the inputs are distinct from the outputs.
+    Launch::new::<DwtArgs<i32>>(
+        state,
+        "adm",
+        DWT123_KERNEL,
+        adm_dwt_cfg(bw, bh),
+        (
+            r, d, w, h, stride, scale, ar, ad, bands, maps, plane, lut, cl, cr, ct, cb, flags, ih,
+            iv, id, p.egl,
+        ),
+    )
 }
 
-/// Queues ADM's denominator and contrast-masking sums of one `bw`x`bh` scale over
-/// `p.score`: adds den h, v, d, then the DLM and AIM numerators h, v, d (int64 as two's
-/// complement) to `out[out_index..out_index + 9]`, each row rounded and shifted first.
+/// ADM's denominator and contrast-masking sums of one `bw`x`bh` scale over `p.score`: adds
+/// den h, v, d, then the DLM and AIM numerators h, v, d (int64 as two's complement) to
+/// `out[out_index..out_index + 9]`, each row rounded and shifted first. None for an empty score
+/// window (nothing to launch).
 #[allow(clippy::too_many_arguments)]
-pub fn adm_cm(
+pub fn adm_cm<'a>(
     state: &GpuState,
-    stream: &Stream,
-    b: &AdmBuffers<'_>,
+    b: &AdmBuffers<'a>,
     bw: usize,
     bh: usize,
     p: &AdmScale,
-    out: &DeviceBuffer<u64>,
+    out: &'a DeviceBuffer<u64>,
     out_index: usize,
-) -> Result<()> {
+) -> Result<Option<Launch<'a>>> {
     let (w, h) = dims_u32(bw, bh)?;
     if w < 2 || h < 2 || p.scale > 3 {
         return Err(Error::inval("bad ADM masking parameters"));
@@ -352,38 +347,129 @@ pub fn adm_cm(
     }
     let [left, right, top, bottom] = p.score.map(|v| v as i32);
     if left == right || top == bottom {
-        return Ok(());
+        return Ok(None);
     }
-    let (bands, maps) = (b.bands.ptr(), b.maps.ptr());
-    let o = out.ptr().offset(out_index);
+    let (bands, maps, _) = adm_spans(b, plane, p)?;
+    let o = Span::of(out, out_index, 9)?;
     let (bw, bh, scale) = (w as i32, h as i32, p.scale as i32);
     let (den_row, den_cube, cm_row) = (p.den_row as i32, p.den_cube as i32, p.cm_row as i32);
     let [ch, cv, cd] = p.cm_cube.map(|v| v as i32);
     let [ih, iv, id] = p.irf;
     let aim = i32::from(p.aim);
-    let kernel = state.kernel("adm", CM_KERNEL)?;
     let cfg = LaunchConfig {
         grid: ((bottom - top) as u32, 1, 1),
         block: (ADM_CM_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
-    // SAFETY: the argument tuple (its type checked against kernels/*.hip by the signature test)
-    // matches `vmaf_adm_cm(const i32 *bands, const i32 *maps, int plane, int bw, int bh, int scale,
-    // int left, int right, int top, int den_row, int den_cube, int cube_h, int cube_v, int cube_d,
-    // int cm_row, u32 irf_h, u32 irf_v, u32 irf_d, int do_aim, u64 *out)`. Rows top..bottom and
-    // columns left..right lie in the band (checked), threshold neighbours are mapped into 0..bh /
-    // 0..bw (bw, bh >= 2), every index is below bw * bh = plane in one of the 6 (scale 0) or 9
-    // band planes and 4 map planes present (lengths checked), and out[out_index..+9] is inside
-    // `out`.
-    unsafe {
-        launch::<CmArgs>(
-            &kernel,
-            stream,
-            cfg,
-            &(
-                bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube, ch, cv, cd,
-                cm_row, ih, iv, id, aim, o,
-            ),
-        )
+    // Rows top..bottom and columns left..right lie in the band (checked), threshold
+    // neighbours are mapped into 0..bh / 0..bw (bw, bh >= 2), and every index is below
+    // bw * bh = plane in one of the band and map planes.
+    Launch::new::<CmArgs>(
+        state,
+        "adm",
+        CM_KERNEL,
+        cfg,
+        (
+            bands, maps, plane, bw, bh, scale, left, right, top, den_row, den_cube, ch, cv, cd,
+            cm_row, ih, iv, id, aim, o,
+        ),
+    )
+    .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ADM's launchers refuse, before any launch, buffers too small for a scale's band planes (6
+    /// at scale 0, 9 at scales 1-3, `bw * bh` apart) and a score window reaching outside the CSF
+    /// window (where the masking kernel would read decoupled parts nobody wrote); in-range calls
+    /// run.
+    #[test]
+    fn adm_launchers_refuse_short_buffers_and_windows_outside_the_csf() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let (dev, stream) = (state.device(), state.stream());
+        let (w, h) = (64, 36);
+        let (bw, bh) = (w / 2, h / 2);
+        let plane = bw * bh;
+        let buf = |n: usize| {
+            let b = DeviceBuffer::<i32>::new(dev, n).unwrap();
+            b.zero(stream).unwrap();
+            b
+        };
+        let (bands, short9, short6) = (buf(9 * plane), buf(9 * plane - 1), buf(6 * plane - 1));
+        let (maps, lut) = (buf(4 * plane), buf(ADM_LUT_LEN));
+        let (prev_r, prev_d, out_r, out_d) = (buf(w * h), buf(w * h), buf(plane), buf(plane));
+        let out = DeviceBuffer::<u64>::new(dev, 9).unwrap();
+        let scale = |s: usize, score: [usize; 4]| AdmScale {
+            scale: s,
+            csf: [2, bw - 2, 2, bh - 2],
+            score,
+            den_row: 0,
+            den_cube: 0,
+            cm_cube: [1, 1, 1],
+            cm_row: 1,
+            irf: [1, 1, 1],
+            egl: 1.0,
+            aim: true,
+        };
+        let inside = [3, bw - 3, 3, bh - 3];
+        let b = |bands| AdmBuffers {
+            bands,
+            maps: &maps,
+            lut: &lut,
+        };
+        let invalid = |r: crate::error::Result<()>, what: &str| {
+            assert!(matches!(r, Err(Error::Invalid(_))), "{what}: {r:?}");
+        };
+        let plane_of = |buf| DevicePlane {
+            buf,
+            offset: 0,
+            w,
+            h,
+            stride: w,
+        };
+        let dwt = |bands, s| {
+            adm_dwt123(
+                &state,
+                plane_of(&prev_r),
+                plane_of(&prev_d),
+                &out_r,
+                &out_d,
+                &b(bands),
+                &scale(s, inside),
+            )
+            .and_then(|l| l.queue(stream))
+        };
+        dwt(&bands, 1).unwrap();
+        invalid(dwt(&short9, 1), "scale 1 with 9 planes less one element");
+        let cm = |bands, s, score| {
+            adm_cm(&state, &b(bands), bw, bh, &scale(s, score), &out, 0)
+                .and_then(|l| l.map_or(Ok(()), |l| l.queue(stream)))
+        };
+        cm(&bands, 1, inside).unwrap();
+        cm(&short9, 0, inside).unwrap();
+        invalid(
+            cm(&short9, 1, inside),
+            "masking at scale 1 with 9 planes less one element",
+        );
+        invalid(
+            cm(&short6, 0, inside),
+            "masking at scale 0 with 6 planes less one element",
+        );
+        for (score, what) in [
+            ([1, bw - 3, 3, bh - 3], "left"),
+            ([3, bw - 1, 3, bh - 3], "right"),
+            ([3, bw - 3, 1, bh - 3], "top"),
+            ([3, bw - 3, 3, bh - 1], "bottom"),
+        ] {
+            invalid(
+                cm(&bands, 1, score),
+                &format!("score window past the CSF window's {what} edge"),
+            );
+        }
+        stream.synchronize().unwrap();
     }
 }
