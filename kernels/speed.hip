@@ -39,7 +39,8 @@
 /* Side of the GSM neighbourhood and entries of its covariance matrix. */
 #define SPEED_BLOCK 5
 #define SPEED_NB (SPEED_BLOCK * SPEED_BLOCK)
-/* Threads of vmaf_speed_moments (at least the 325 covariances of the lower triangle). */
+/* Threads of vmaf_speed_moments (at least the 325 covariances of the lower triangle; its
+ * launch bounds spell the number). */
 #define SPEED_MOMENTS_THREADS 384
 
 /* The CPU's `reflect`: mirrors once at each edge without repeating the edge sample. */
@@ -280,7 +281,7 @@ VMAF_KERNEL void vmaf_speed_resample(const float *src, int w, int h, int sw, int
  * norm + z * dw * dh, then the 25 window means over the subw x subh windows (float sums in
  * sample order) and their covariances (double sums in sample order, rounded to float) to
  * cov + z * 625, both triangles. One block of SPEED_MOMENTS_THREADS threads per picture. */
-VMAF_KERNEL void VMAF_BOUNDS(SPEED_MOMENTS_THREADS, 1)
+VMAF_KERNEL void VMAF_BOUNDS(384, 1)
     vmaf_speed_moments(const float *dec, int dw, int dh, const float *mtaps, int nm, int subw,
                        int subh, float *norm, float *cov)
 {

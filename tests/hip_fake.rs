@@ -512,11 +512,18 @@ fn launches_of(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>, kernel: &
 }
 
 fn check_launches(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>) -> Vec<Launch> {
-    let launches = r.launches();
+    let launches = check_each_launch(r, sigs);
     let names: BTreeSet<&str> = launches.iter().map(|l| l.kernel.as_str()).collect();
     for k in EXPECTED_KERNELS {
         assert!(names.contains(k), "{k} never launched: {names:?}");
     }
+    launches
+}
+
+/// The run's launches, each checked: a declared kernel, its argument count, within its launch
+/// bounds, not failed.
+fn check_each_launch(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>) -> Vec<Launch> {
+    let launches = r.launches();
     for l in &launches {
         let (params, bound) = sigs
             .get(&l.kernel)
@@ -1046,6 +1053,55 @@ fn cli_hip_backend_runs_on_the_fake() {
             .map(Vec::len),
         Some(3)
     );
+}
+
+/// SpEED on the fake through the CLI: speed_chroma with prescaling (conversion, resampling,
+/// decimation of float planes) and speed_temporal (decimation of frame differences), each with
+/// its moments kernel, launched with the argument counts and block sizes the sources declare.
+#[test]
+fn cli_hip_backend_runs_speed_on_the_fake() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let sigs = kernel_signatures();
+    let dir = common::work_dir("hip_fake_cli_speed");
+    let out = dir.join("out.json");
+    let mut args = common::clip_args("life_320x240_420p8");
+    args.extend(
+        [
+            "--frame_cnt",
+            "3",
+            "-q",
+            "--no_prediction",
+            "--feature",
+            "speed_chroma=speed_prescale=1.5:speed_prescale_method=bilinear",
+            "--feature",
+            "speed_temporal",
+            "--json",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(out.display().to_string());
+    args.extend(["--backend", "hip"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run_with(
+        kit,
+        "cli-speed",
+        Path::new(env!("CARGO_BIN_EXE_vmaf")),
+        &args,
+        &[],
+    );
+    assert!(r.out.status.success(), "{}", show(&r.out));
+    let launches = check_each_launch(&r, &sigs);
+    let count = |k: &str| launches.iter().filter(|l| l.kernel == k).count();
+    // speed_chroma: U and V of each of the 3 frames; speed_temporal: frames 1 and 2.
+    assert_eq!(count("vmaf_speed_to_float_u8"), 6);
+    assert_eq!(count("vmaf_speed_resample"), 6);
+    assert_eq!(count("vmaf_speed_decimate_f32"), 6);
+    assert_eq!(count("vmaf_speed_decimate_u8"), 2);
+    assert_eq!(count("vmaf_speed_moments"), 8);
+    r.assert_no_failed_calls();
 }
 
 // ---------------------------------------------------------------- run-time compiling (hiprtc)

@@ -14,6 +14,7 @@
 #include "float_ssim.hip"
 #include "motion.hip"
 #include "psnr.hip"
+#include "speed.hip"
 #include "vif.hip"
 
 #include <utility>
@@ -133,6 +134,13 @@ const Entry ENTRIES[] = {
     HIPCPU_KERNEL(vmaf_ssim_decimate),
     HIPCPU_KERNEL(vmaf_ssim_hconv),
     HIPCPU_KERNEL(vmaf_ssim_rows),
+    HIPCPU_KERNEL(vmaf_speed_decimate_u8),
+    HIPCPU_KERNEL(vmaf_speed_decimate_u16),
+    HIPCPU_KERNEL(vmaf_speed_decimate_f32),
+    HIPCPU_KERNEL(vmaf_speed_to_float_u8),
+    HIPCPU_KERNEL(vmaf_speed_to_float_u16),
+    HIPCPU_KERNEL(vmaf_speed_resample),
+    HIPCPU_KERNEL(vmaf_speed_moments),
     HIPCPU_KERNEL(vmaf_cambi_preprocess_u8),
     HIPCPU_KERNEL(vmaf_cambi_preprocess_u16),
     HIPCPU_KERNEL(vmaf_cambi_mask),

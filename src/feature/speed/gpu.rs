@@ -35,7 +35,11 @@ struct Consts {
 
 /// A key that tells option sets apart for [`Consts`] (the values the device work depends on).
 fn params_key(p: &Params) -> (u32, u64, u32) {
-    (p.kernelscale.to_bits(), p.prescale.to_bits(), p.method as u32)
+    (
+        p.kernelscale.to_bits(),
+        p.prescale.to_bits(),
+        p.method as u32,
+    )
 }
 
 fn upload<T: crate::gpu::DeviceCopy>(
@@ -59,8 +63,14 @@ impl Consts {
             let taps = x.taps;
             (
                 Some([
-                    (upload(state, stream, &x.idx)?, upload(state, stream, &x.wt)?),
-                    (upload(state, stream, &y.idx)?, upload(state, stream, &y.wt)?),
+                    (
+                        upload(state, stream, &x.idx)?,
+                        upload(state, stream, &x.wt)?,
+                    ),
+                    (
+                        upload(state, stream, &y.idx)?,
+                        upload(state, stream, &y.wt)?,
+                    ),
                 ]),
                 taps,
             )
@@ -197,7 +207,8 @@ fn queue_pair<T: Sample>(
         &b.cov,
     )?
     .queue(stream)?;
-    b.norm.download_async(stream, &mut b.norm_host, 2 * d.dw * d.dh)?;
+    b.norm
+        .download_async(stream, &mut b.norm_host, 2 * d.dw * d.dh)?;
     b.cov.download_async(stream, &mut b.cov_host, 2 * NB * NB)
 }
 

@@ -170,7 +170,9 @@ fn pair_span<T: crate::gpu::DeviceCopy>(buf: &DeviceBuffer<T>, n: usize) -> Resu
 /// way (the kernels mirror once at each edge).
 fn taps_span(taps: &DeviceBuffer<f32>, n: usize, side: usize) -> Result<Span<'_, f32>> {
     if n == 0 || n % 2 == 0 || n / 2 >= side {
-        return Err(Error::inval(format!("SpEED filter of {n} taps on a side of {side}")));
+        return Err(Error::inval(format!(
+            "SpEED filter of {n} taps on a side of {side}"
+        )));
     }
     Span::of(taps, 0, n)
 }
@@ -244,7 +246,20 @@ pub(crate) fn to_float<'a, T: Sample>(
         FILE,
         T::pick(TO_FLOAT_U8, TO_FLOAT_U16),
         grid(w, h)?,
-        (a0, sa0, b0, sb0, a1, sa1, b1, sb1, int(w)?, int(h)?, scaler, o),
+        (
+            a0,
+            sa0,
+            b0,
+            sb0,
+            a1,
+            sa1,
+            b1,
+            sb1,
+            int(w)?,
+            int(h)?,
+            scaler,
+            o,
+        ),
     )
 }
 
@@ -274,7 +289,9 @@ pub(crate) fn resample<'a>(
         ScaleMethod::Lanczos4 => 9,
     };
     if taps != want || w == 0 || h == 0 {
-        return Err(Error::inval("SpEED resampling tables do not match the method"));
+        return Err(Error::inval(
+            "SpEED resampling tables do not match the method",
+        ));
     }
     let s = pair_span(src, w * h)?;
     let d = pair_span(dst, sw * sh)?;
@@ -333,16 +350,7 @@ pub(crate) fn decimate_f32<'a>(
         FILE,
         DECIMATE_F32,
         grid(dw, dh)?,
-        (
-            s,
-            int(sw)?,
-            int(sh)?,
-            int(dw)?,
-            int(dh)?,
-            t,
-            int(ntaps)?,
-            o,
-        ),
+        (s, int(sw)?, int(sh)?, int(dw)?, int(dh)?, t, int(ntaps)?, o),
     )
 }
 

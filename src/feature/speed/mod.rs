@@ -24,10 +24,10 @@
 
 mod chroma;
 mod gpu;
+mod gsm;
 #[cfg(test)]
 mod hipcpu_tests;
-mod gsm;
-mod launch;
+pub(crate) mod launch;
 mod linalg;
 pub(crate) mod scale;
 mod temporal;
