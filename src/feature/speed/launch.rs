@@ -169,7 +169,7 @@ fn pair_span<T: crate::gpu::DeviceCopy>(buf: &DeviceBuffer<T>, n: usize) -> Resu
 /// The first `n` taps of `taps`, which must be odd in number and reach less than `side` each
 /// way (the kernels mirror once at each edge).
 fn taps_span(taps: &DeviceBuffer<f32>, n: usize, side: usize) -> Result<Span<'_, f32>> {
-    if n == 0 || n % 2 == 0 || n / 2 >= side {
+    if n == 0 || n.is_multiple_of(2) || n / 2 >= side {
         return Err(Error::inval(format!(
             "SpEED filter of {n} taps on a side of {side}"
         )));
