@@ -238,12 +238,12 @@ static void *blocked_fetch(void *p)
 static void phase_close_while_waiting(void)
 {
     struct waiter w = { NULL, 1 };
-    VmafPicture held[3];
+    VmafPicture held[4];
     EXPECT(vmaf_init(&w.vmaf, config(0)), 0);
     EXPECT(vmaf_preallocate_pictures(w.vmaf, pool_config(1)), 0);
-    /* A dry pool lends two pictures more (for the references a context keeps) before a
-     * fetch blocks. */
-    for (int i = 0; i < 3; i++) EXPECT(vmaf_fetch_preallocated_picture(w.vmaf, &held[i]), 0);
+    /* A dry pool lends three pictures more (for the previous pictures a context keeps) before
+     * a fetch blocks. */
+    for (int i = 0; i < 4; i++) EXPECT(vmaf_fetch_preallocated_picture(w.vmaf, &held[i]), 0);
 
     pthread_t t;
     pthread_create(&t, NULL, blocked_fetch, &w);
@@ -253,7 +253,7 @@ static void phase_close_while_waiting(void)
     pthread_join(t, NULL);
     EXPECT(w.rc, -EINVAL);
     /* The pictures outlive their context and are freed on release. */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         memset(held[i].data[0], 1, (size_t)held[i].stride[0] * held[i].h[0]);
         EXPECT(vmaf_picture_unref(&held[i]), 0);
     }

@@ -281,7 +281,7 @@ int vmaf_preallocate_pictures(VmafContext *vmaf, struct VmafPictureConfiguration
 
 /**
  * Takes a picture from the pool into `*pic`, blocking while every pooled picture is in use (a
- * pool that runs dry first makes up to two pictures more, once, for the previous references a
+ * pool that runs dry first makes up to three pictures more, once, for the previous pictures a
  * context keeps).
  * It returns to the pool when released (by `vmaf_picture_unref()` or after
  * `vmaf_read_pictures()` is done with it). Sample contents are not cleared. Safe to call from

@@ -67,7 +67,7 @@ typedef struct VmafCudaPictureConfiguration {
 } VmafCudaPictureConfiguration;
 
 /* Allocates the context's picture pool (sized for its worker threads; a
- * dry pool lends two pictures more, then blocks). NONE does nothing.
+ * dry pool lends three pictures more, then blocks). NONE does nothing.
  * -EINVAL: vmaf is NULL, a bad size, format or depth, an unknown method, or
  *          DEVICE / HOST_PINNED before vmaf_cuda_import_state().
  * -ENOMEM: memory could not be allocated. */

@@ -124,8 +124,8 @@ typedef struct VmafHipPictureConfiguration {
 int vmaf_hip_preallocate_pictures(VmafContext *vmaf, VmafHipPictureConfiguration cfg);
 
 /* Takes a picture from the pool into *pic, blocking while all are in use (a
- * pool that runs dry first makes up to two pictures more, once, for the
- * previous references a context keeps). It goes back to the pool when
+ * pool that runs dry first makes up to three pictures more, once, for the
+ * previous pictures a context keeps). It goes back to the pool when
  * released: by vmaf_picture_unref(), or by the library after
  * vmaf_read_pictures() has used it. Safe from several threads.
  * -EINVAL: NULL arguments, no pool, or the pool was closed by vmaf_close(). */

@@ -7,7 +7,7 @@
 //! library's after extraction) the buffer goes back to the free list and one waiter wakes.
 //! `vmaf_close` closes the pool instead of waiting for outstanding pictures (upstream blocks):
 //! blocked fetchers fail with -EINVAL and pictures still out are freed when released.
-//! Pools lend two pictures beyond their size: see [`PicturePool`].
+//! Pools lend three pictures beyond their size: see [`PicturePool`].
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
