@@ -41,7 +41,7 @@ struct Args {
     pinned: bool,
     /// Also time GPU runs from pictures over caller-owned device memory.
     device_memory: bool,
-    /// A VMAF v1.0.16 model file (by path: not built in) for extra 1080p/2160p 8-bit rows.
+    /// A VMAF v1.0.16 model file for extra 1080p/2160p rows (8- and 10-bit).
     v1016: Option<String>,
 }
 
@@ -318,7 +318,7 @@ fn main() {
         }
         println!("  pooled vmaf {s1:.6} (identical for every thread count and backend)");
         if let (Some(path), Some(g)) = (&args.v1016, &gpu) {
-            if name.contains("8-bit") && !name.starts_with("576") {
+            if !name.starts_with("576") {
                 v1016_row(path, name, refs, dists, &args, cores, g);
             }
         }

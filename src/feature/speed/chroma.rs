@@ -5,7 +5,9 @@ use super::scale::load;
 use super::{check_pair, Dims, SpeedOpts, CHROMA_FEATURES, CHROMA_OPTIONS};
 use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, FrameInput, Scores};
+use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
+use crate::picture::PictureData;
 use crate::picture::PixelFormat;
 
 /// The `speed_chroma` extractor.
@@ -62,10 +64,42 @@ impl Extractor for SpeedChroma {
         self.opts.feature_name(full_name)
     }
 
-    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
+        let Some(g) = &self.gpu else { return Ok(None) };
+        // Queued extractors fetch their own host copies (the GPU path stages the chroma planes).
+        input.fetch_host(self.host_planes())?;
         let (r, dp) = (&**input.reference, &**input.distorted);
+        let d = self.dims(r, dp)?;
+        let q = super::gpu::queue_chroma(g.for_frame(input.index), &d, &self.opts.params, r, dp)?;
+        Ok(Some(Box::new(move || {
+            let mut out = Scores::new();
+            self.finish(q()?, &mut out);
+            Ok(out)
+        })))
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        if let Some(q) = self.queue(input)? {
+            out.extend(q()?);
+            return Ok(());
+        }
+        let (r, dp) = (&**input.reference, &**input.distorted);
+        let d = self.dims(r, dp)?;
+        let p = &self.opts.params;
+        let planes = [
+            extract_score(input.cpu, &d, p, load(r, 1, &d, p)?, load(dp, 1, &d, p)?)?,
+            extract_score(input.cpu, &d, p, load(r, 2, &d, p)?, load(dp, 2, &d, p)?)?,
+        ];
+        self.finish(planes, out);
+        Ok(())
+    }
+}
+
+impl SpeedChroma {
+    /// The chroma geometry of a checked picture pair (from the luma size, as upstream's init
+    /// derives it).
+    fn dims(&self, r: &PictureData, dp: &PictureData) -> Result<Dims> {
         check_pair("speed_chroma", r, dp)?;
-        // Chroma size from the luma size, as upstream's init derives it.
         let (w, h) = (r.w[0], r.h[0]);
         let (w, h) = match r.pix_fmt {
             PixelFormat::Yuv420p => (w / 2, h / 2),
@@ -75,15 +109,11 @@ impl Extractor for SpeedChroma {
                 return Err(Error::inval("speed_chroma: needs chroma planes"));
             }
         };
-        let d = Dims::new(w, h, self.opts.params.prescale)?;
-        let p = &self.opts.params;
-        let [(su, eu), (sv, ev)] = match &self.gpu {
-            Some(g) => super::gpu::chroma(g.for_frame(input.index), &d, p, r, dp)?,
-            None => [
-                extract_score(input.cpu, &d, p, load(r, 1, &d, p)?, load(dp, 1, &d, p)?)?,
-                extract_score(input.cpu, &d, p, load(r, 2, &d, p)?, load(dp, 2, &d, p)?)?,
-            ],
-        };
+        Dims::new(w, h, self.opts.params.prescale)
+    }
+
+    /// The three scores from each plane's (score, singular).
+    fn finish(&self, [(su, eu), (sv, ev)]: [(f32, bool); 2], out: &mut Scores) {
         // A channel whose covariance is singular (e.g. flat) takes the other channel's score.
         let suv = match (eu, ev) {
             (true, false) => sv,
@@ -93,6 +123,5 @@ impl Extractor for SpeedChroma {
         for (full, s) in CHROMA_FEATURES.iter().zip([su, sv, suv]) {
             out.push((self.opts.feature_name(full), cap(s, self.max_val)));
         }
-        Ok(())
     }
 }

@@ -14,7 +14,7 @@ use super::launch::{self, DeviceAxis, PairPlanes};
 use super::scale::{antialias_filter, mean_filter, prescales, resample_axis};
 use super::{Dims, Params, NB};
 use crate::error::{Error, Result};
-use crate::gpu::job::{Job, Parts};
+use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
@@ -234,14 +234,15 @@ struct ChromaScratch<T: Sample> {
     plane_len: usize,
 }
 
-/// (score, singular) of the U and V planes of a picture pair, `d` their geometry.
-pub(super) fn chroma(
+/// Queues the device work of the U and V planes of a picture pair (`d` their geometry); the
+/// returned closure waits and gives each plane's (score, singular).
+pub(super) fn queue_chroma(
     state: &Arc<GpuState>,
     d: &Dims,
     p: &Params,
     r: &PictureData,
     dp: &PictureData,
-) -> Result<[(f32, bool); 2]> {
+) -> Result<Queued<'static, [(f32, bool); 2]>> {
     if r.bpc == 8 {
         chroma_typed::<u8>(state, d, p, r, dp)
     } else {
@@ -255,7 +256,7 @@ fn chroma_typed<T: Sample + PlaneAs>(
     p: &Params,
     r: &PictureData,
     dp: &PictureData,
-) -> Result<[(f32, bool); 2]> {
+) -> Result<Queued<'static, [(f32, bool); 2]>> {
     let depth = || Error::inval("speed_chroma: sample depth mismatch");
     let planes: [&[T]; 4] = [
         T::plane_of(r, 1).ok_or_else(depth)?,
@@ -312,7 +313,9 @@ fn chroma_typed<T: Sample + PlaneAs>(
             queue_pair(state, stream, &input, d, p, scaler, &s.consts, pair)?;
         }
     }
-    job.wait(|s, _| Ok([s.pairs[0].score(d, p)?, s.pairs[1].score(d, p)?]))
+    let (d, p) = (*d, *p);
+    // The second pair's read-back is the job's last work: waiting for it covers everything.
+    Ok(job.finish(move |s| Ok([s.pairs[0].score(&d, &p)?, s.pairs[1].score(&d, &p)?])))
 }
 
 /// Scratch of `speed_temporal`.
@@ -321,15 +324,16 @@ struct TemporalScratch {
     pair: PairBufs,
 }
 
-/// (score, singular) of the frame differences `prev - cur` of the luma planes, reference and
-/// distorted (or the reference's difference for both with `use_ref_diff`).
-pub(super) fn temporal(
+/// Queues the device work of the frame differences `prev - cur` of the luma planes, reference
+/// and distorted (or the reference's difference for both with `use_ref_diff`); the returned
+/// closure waits and gives (score, singular).
+pub(super) fn queue_temporal(
     state: &Arc<GpuState>,
     d: &Dims,
     p: &Params,
     [pr, pd, r, dp]: [&Picture; 4],
     use_ref_diff: bool,
-) -> Result<(f32, bool)> {
+) -> Result<Queued<'static, (f32, bool)>> {
     if r.bpc == 8 {
         temporal_typed::<u8>(state, d, p, [pr, pd, r, dp], use_ref_diff)
     } else {
@@ -343,7 +347,7 @@ fn temporal_typed<T: Sample + PlaneAs>(
     p: &Params,
     pics: [&Picture; 4],
     use_ref_diff: bool,
-) -> Result<(f32, bool)> {
+) -> Result<Queued<'static, (f32, bool)>> {
     let scaler = scaler(pics[2].bpc)?;
     let mut job = Job::<TemporalScratch, T, 4>::start(
         state,
@@ -375,7 +379,8 @@ fn temporal_typed<T: Sample + PlaneAs>(
         };
         queue_pair(state, stream, &input, d, p, scaler, &s.consts, &mut s.pair)?;
     }
-    job.wait(|s, _| s.pair.score(d, p))
+    let (d, p) = (*d, *p);
+    Ok(job.finish(move |s| s.pair.score(&d, &p)))
 }
 
 #[cfg(test)]

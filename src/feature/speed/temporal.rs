@@ -5,7 +5,9 @@ use super::scale::load;
 use super::{check_pair, Dims, SpeedOpts, TEMPORAL_FEATURES, TEMPORAL_OPTIONS};
 use crate::error::Result;
 use crate::feature::{Dict, Extractor, ExtractorFlags, FrameInput, Scores};
+use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
+use crate::picture::Picture;
 
 /// The `speed_temporal` extractor: SpEED of frame differences (previous minus current). It
 /// reads the previous pictures the context keeps (PREV_REF, PREV_DIST) rather than state of
@@ -67,43 +69,71 @@ impl Extractor for SpeedTemporal {
         self.opts.feature_name(full_name)
     }
 
-    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
-        let (r, dp) = (&**input.reference, &**input.distorted);
-        check_pair("speed_temporal", r, dp)?;
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
+        let Some(g) = &self.gpu else { return Ok(None) };
         let name = self.opts.feature_name(TEMPORAL_FEATURES[0]);
-        // The first frame has no predecessor: upstream stores 0. (Upstream keys this on index 0.)
-        let (Some(pr), Some(pd)) = (input.prev_ref, input.prev_dist) else {
-            out.push((name, 0.0));
-            return Ok(());
+        let Some((pr, pd, d)) = self.frames(input)? else {
+            return Ok(Some(Box::new(move || Ok(vec![(name, 0.0)]))));
         };
-        if input.index == 0 {
-            out.push((name, 0.0));
+        let pics = [pr, pd, input.reference, input.distorted];
+        let state = g.for_frame(input.index);
+        let q = super::gpu::queue_temporal(state, &d, &self.opts.params, pics, self.use_ref_diff)?;
+        Ok(Some(Box::new(move || {
+            let (score, _) = q()?;
+            Ok(vec![(name, f64::from(score))])
+        })))
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        if let Some(q) = self.queue(input)? {
+            out.extend(q()?);
             return Ok(());
         }
-        check_pair("speed_temporal", pr, r)?;
-        check_pair("speed_temporal", pd, dp)?;
-        let d = Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?;
-        let p = &self.opts.params;
-        let (score, _) = match &self.gpu {
-            Some(g) => {
-                let pics = [pr, pd, input.reference, input.distorted];
-                super::gpu::temporal(g.for_frame(input.index), &d, p, pics, self.use_ref_diff)?
-            }
-            None => {
-                let cur_r = load(r, 0, &d, p)?;
-                let mut diff_r = load(pr, 0, &d, p)?;
-                let mut diff_d = load(pd, 0, &d, p)?;
-                diff_r.subtract(&cur_r)?;
-                if self.use_ref_diff {
-                    diff_d.subtract(&cur_r)?;
-                } else {
-                    diff_d.subtract(&load(dp, 0, &d, p)?)?;
-                }
-                extract_score(input.cpu, &d, p, diff_r, diff_d)?
-            }
+        let name = self.opts.feature_name(TEMPORAL_FEATURES[0]);
+        let Some((pr, pd, d)) = self.frames(input)? else {
+            out.push((name, 0.0));
+            return Ok(());
         };
+        let (r, dp) = (&**input.reference, &**input.distorted);
+        let p = &self.opts.params;
+        let cur_r = load(r, 0, &d, p)?;
+        let mut diff_r = load(pr, 0, &d, p)?;
+        let mut diff_d = load(pd, 0, &d, p)?;
+        diff_r.subtract(&cur_r)?;
+        if self.use_ref_diff {
+            diff_d.subtract(&cur_r)?;
+        } else {
+            diff_d.subtract(&load(dp, 0, &d, p)?)?;
+        }
+        let (score, _) = extract_score(input.cpu, &d, p, diff_r, diff_d)?;
         // No max_val clipping here: upstream's temporal extractor stores the raw score.
         out.push((name, f64::from(score)));
         Ok(())
+    }
+}
+
+impl SpeedTemporal {
+    /// The previous reference and distorted pictures and the geometry, after checking all four
+    /// pictures agree; None for a frame without a predecessor, which upstream scores 0 (it keys
+    /// this on index 0).
+    fn frames<'a>(
+        &self,
+        input: &FrameInput<'a>,
+    ) -> Result<Option<(&'a Picture, &'a Picture, Dims)>> {
+        let (r, dp) = (&**input.reference, &**input.distorted);
+        check_pair("speed_temporal", r, dp)?;
+        let (Some(pr), Some(pd)) = (input.prev_ref, input.prev_dist) else {
+            return Ok(None);
+        };
+        if input.index == 0 {
+            return Ok(None);
+        }
+        check_pair("speed_temporal", pr, r)?;
+        check_pair("speed_temporal", pd, dp)?;
+        Ok(Some((
+            pr,
+            pd,
+            Dims::new(r.w[0], r.h[0], self.opts.params.prescale)?,
+        )))
     }
 }
