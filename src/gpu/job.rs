@@ -107,6 +107,27 @@ impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
         })
     }
 
+    /// [`Self::finish`] for a `read` that may queue more copies on the job's stream once the
+    /// first read-back shows what else it needs (and then waits for them); its first wait must
+    /// cover all of the job's earlier work.
+    pub(crate) fn finish_then<R: 'static>(
+        self,
+        read: impl FnOnce(&mut S, &Stream) -> Result<R> + Send + 'static,
+    ) -> Queued<'static, R> {
+        let Job {
+            state,
+            stream,
+            mut scratch,
+            luma,
+        } = self;
+        Box::new(move || {
+            let r = read(&mut scratch, &stream)?;
+            luma.release_waited();
+            state.put_scratch(scratch);
+            Ok(r)
+        })
+    }
+
     /// [`Self::finish`] and wait, on the calling thread: for features whose host side needs
     /// the results to decide what else to read back (`read` may queue more copies on the
     /// scratch and wait again; its first wait must cover all of the job's work).

@@ -14,7 +14,7 @@ use super::{
     weighted_score, Setup, NUM_SCALES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::job::{Job, Parts};
+use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::launch::Sample;
 use crate::gpu::planes::{dense, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
@@ -106,14 +106,57 @@ enum ScaleData<'a> {
 }
 
 /// Runs the kernels for `pic` and gives `each` the statistics of every scale's c-value map in
-/// scale order; then the maps of the scales for which `each` answered true.
+/// scale order; then the maps of the scales for which `each` answered true (the tests' view of
+/// what [`queue_score`] pools).
+#[cfg(test)]
 fn with_c_values<T: Sample + PlaneAs>(
     state: &Arc<GpuState>,
     s: &Setup,
     pic: &Picture,
     is_src: bool,
+    each: impl FnMut(usize, ScaleData<'_>) -> bool,
+) -> Result<()> {
+    let sizes = scale_sizes(s, s.geometry(is_src).0, s.geometry(is_src).1);
+    let job = queue_c_values::<T>(state, s, pic, is_src)?;
+    job.wait(|sc, stream| read_c_values(sc, stream, &sizes, each))
+}
+
+/// Gives `each` the read-back statistics of every scale in scale order, then downloads and
+/// gives the maps of the scales for which it answered true (all queued before the first wait).
+fn read_c_values(
+    sc: &mut Scratch,
+    stream: &crate::gpu::Stream,
+    sizes: &[(usize, usize)],
     mut each: impl FnMut(usize, ScaleData<'_>) -> bool,
 ) -> Result<()> {
+    let mut wanted = [false; NUM_SCALES];
+    for (scale, want) in wanted.iter_mut().enumerate() {
+        let st = &sc.stats_host.as_slice()?[scale * CAMBI_STATS_LEN..][..CAMBI_STATS_LEN];
+        *want = each(scale, ScaleData::Stats(st));
+    }
+    for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+        if wanted[scale] {
+            sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
+        }
+    }
+    for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+        if wanted[scale] {
+            each(
+                scale,
+                ScaleData::Map(&mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Queues the kernels for `pic` and the read-back of every scale's map statistics.
+fn queue_c_values<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
+    s: &Setup,
+    pic: &Picture,
+    is_src: bool,
+) -> Result<Job<Scratch, T, 1>> {
     let (w, h, window) = s.geometry(is_src);
     let (in_w, in_h, bpc) = (pic.w[0], pic.h[0], pic.bpc);
     let pad = window >> 1;
@@ -237,60 +280,48 @@ fn with_c_values<T: Sample + PlaneAs>(
         sc.stats
             .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
     }
-    job.wait(|sc, stream| {
-        let mut wanted = [false; NUM_SCALES];
-        for (scale, want) in wanted.iter_mut().enumerate() {
-            let st = &sc.stats_host.as_slice()?[scale * CAMBI_STATS_LEN..][..CAMBI_STATS_LEN];
-            *want = each(scale, ScaleData::Stats(st));
-        }
-        // Maps only for the scales the statistics could not pool; all queued before the first
-        // wait.
-        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
-            if wanted[scale] {
-                sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
-            }
-        }
-        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
-            if wanted[scale] {
-                each(
-                    scale,
-                    ScaleData::Map(&mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]),
-                );
-            }
-        }
-        Ok(())
-    })
+    Ok(job)
 }
 
-/// The cambi score of `pic` (the distorted picture, or the source when `is_src`) with its
-/// per-pixel stages on `state`; same contract as the CPU's per-picture score.
-pub(super) fn score(state: &Arc<GpuState>, s: &Setup, pic: &Picture, is_src: bool) -> Result<f64> {
+/// Queues the cambi score of `pic` (the distorted picture, or the source when `is_src`) with
+/// its per-pixel stages on `state`; the returned closure waits and finishes it on the host,
+/// with the same contract as the CPU's per-picture score.
+pub(super) fn queue_score(
+    state: &Arc<GpuState>,
+    s: &Setup,
+    pic: &Picture,
+    is_src: bool,
+) -> Result<Queued<'static, f64>> {
     validate(pic)?;
     let (w, h, window) = s.geometry(is_src);
     let sizes = scale_sizes(s, w, h);
-    let mut per_scale = [0.0f64; NUM_SCALES];
-    let pool = |scale: usize, data: ScaleData<'_>| match data {
-        ScaleData::Stats(st) => {
-            let (sw, sh) = sizes[scale];
-            match pooled_from_stats(st, sw * sh, s.topk) {
-                Some(v) => {
-                    per_scale[scale] = v;
-                    false
+    let topk = s.topk;
+    let finish = move |sc: &mut Scratch, stream: &crate::gpu::Stream| {
+        let mut per_scale = [0.0f64; NUM_SCALES];
+        let pool = |scale: usize, data: ScaleData<'_>| match data {
+            ScaleData::Stats(st) => {
+                let (sw, sh) = sizes[scale];
+                match pooled_from_stats(st, sw * sh, topk) {
+                    Some(v) => {
+                        per_scale[scale] = v;
+                        false
+                    }
+                    None => true,
                 }
-                None => true,
             }
-        }
-        ScaleData::Map(cv) => {
-            per_scale[scale] = spatial_pooling(cv, s.topk);
-            false
-        }
+            ScaleData::Map(cv) => {
+                per_scale[scale] = spatial_pooling(cv, topk);
+                false
+            }
+        };
+        read_c_values(sc, stream, &sizes, pool)?;
+        Ok(weighted_score(&per_scale, window))
     };
-    if pic.bpc == 8 {
-        with_c_values::<u8>(state, s, pic, is_src, pool)?;
+    Ok(if pic.bpc == 8 {
+        queue_c_values::<u8>(state, s, pic, is_src)?.finish_then(finish)
     } else {
-        with_c_values::<u16>(state, s, pic, is_src, pool)?;
-    }
-    Ok(weighted_score(&per_scale, window))
+        queue_c_values::<u16>(state, s, pic, is_src)?.finish_then(finish)
+    })
 }
 
 /// `spatial_pooling` of an `n`-value map from its statistics alone, when that provably gives

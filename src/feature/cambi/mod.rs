@@ -34,6 +34,7 @@ pub(crate) mod launch;
 mod x86;
 use crate::feature::options::{fmt_g, normalize_value};
 use crate::feature::{c_min, Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::job::Queued;
 use crate::gpu::GpuSet;
 use crate::picture::{Picture, PictureData};
 
@@ -314,21 +315,42 @@ impl Extractor for Cambi {
         self.stored_name(full_name)
     }
 
-    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+    fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
+        let Some(g) = &self.gpu else { return Ok(None) };
+        // The input range check reads host samples (queued extractors fetch their own).
+        input.fetch_host(self.host_planes())?;
         let setup = self.setup_for(input.distorted)?;
-        let gpu = self.gpu.as_ref().map(|g| g.for_frame(input.index));
+        let state = g.for_frame(input.index);
+        let dist = gpu::queue_score(state, setup, input.distorted, false)?;
+        let src = if self.full_ref {
+            Some(gpu::queue_score(state, setup, input.reference, true)?)
+        } else {
+            None
+        };
+        Ok(Some(Box::new(move || {
+            let mut out = Scores::new();
+            let dist = dist();
+            let src = src.map(|q| q());
+            self.push_scores(dist?, src.transpose()?, &mut out);
+            Ok(out)
+        })))
+    }
+
+    fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
+        if let Some(q) = self.queue(input)? {
+            out.extend(q()?);
+            return Ok(());
+        }
+        let setup = self.setup_for(input.distorted)?;
         let mut work = self.works.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let mut score = |pic: &Picture, is_src: bool| match gpu {
-            Some(state) => gpu::score(state, setup, pic, is_src),
-            None => {
-                let mut w = match work.take() {
-                    Some(w) => w,
-                    None => Work::new(setup)?,
-                };
-                let r = w.score(setup, pic, is_src, input.cpu);
-                work = Some(w);
-                r
-            }
+        let mut score = |pic: &Picture, is_src: bool| {
+            let mut w = match work.take() {
+                Some(w) => w,
+                None => Work::new(setup)?,
+            };
+            let r = w.score(setup, pic, is_src, input.cpu);
+            work = Some(w);
+            r
         };
         let dist_score = score(input.distorted, false);
         let src_score = match (&dist_score, self.full_ref) {
@@ -338,17 +360,23 @@ impl Extractor for Cambi {
         if let Some(w) = work {
             self.works.lock().unwrap_or_else(|e| e.into_inner()).push(w);
         }
-        let dist_score = dist_score?;
+        self.push_scores(dist_score?, src_score.transpose()?, out);
+        Ok(())
+    }
+}
+
+impl Cambi {
+    /// The stored scores from the distorted picture's score and, in full-reference mode, the
+    /// source's.
+    fn push_scores(&self, dist_score: f64, src_score: Option<f64>, out: &mut Scores) {
         out.push((self.score_name.clone(), c_min(dist_score, self.max_val)));
         if let Some(src_score) = src_score {
-            let src_score = src_score?;
             out.push((SOURCE_NAME.to_string(), c_min(src_score, self.max_val)));
             // C's MAX(0, x) with an integer zero.
             let diff = dist_score - src_score;
             let combined = if 0.0 > diff { 0.0 } else { diff };
             out.push((FULL_REF_NAME.to_string(), c_min(combined, self.max_val)));
         }
-        Ok(())
     }
 }
 
