@@ -14,6 +14,7 @@ use crate::simd::CpuLevel;
 // `cpu`'s level, bit-exact with the scalar loops below, and returns the prefix's length (0
 // without a SIMD level); those loops finish the row.
 use super::kernels as arch;
+use super::kernels::Sample;
 
 /// Number of wavelet scales.
 pub const NUM_SCALES: usize = 4;
@@ -133,44 +134,6 @@ fn pad_row<T: Copy>(row: &mut [T], n: usize) {
     row[0] = row[2];
     row[n + 1] = row[n];
     row[n + 2] = row[n - 1];
-}
-
-/// A luma sample type, with the SIMD vertical DWT pass of scale 0 for it.
-pub(crate) trait Sample: Copy + Into<i32> {
-    fn dwt0_vert(
-        cpu: CpuLevel,
-        rows: [&[Self]; 4],
-        ahead: [&[Self]; 2],
-        bpc: u32,
-        lo: &mut [i16],
-        hi: &mut [i16],
-    ) -> usize;
-}
-
-impl Sample for u8 {
-    fn dwt0_vert(
-        cpu: CpuLevel,
-        rows: [&[u8]; 4],
-        ahead: [&[u8]; 2],
-        bpc: u32,
-        lo: &mut [i16],
-        hi: &mut [i16],
-    ) -> usize {
-        arch::dwt0_vert_u8(cpu, rows, ahead, bpc, lo, hi)
-    }
-}
-
-impl Sample for u16 {
-    fn dwt0_vert(
-        cpu: CpuLevel,
-        rows: [&[u16]; 4],
-        ahead: [&[u16]; 2],
-        bpc: u32,
-        lo: &mut [i16],
-        hi: &mut [i16],
-    ) -> usize {
-        arch::dwt0_vert_u16(cpu, rows, ahead, bpc, lo, hi)
-    }
 }
 
 /// Scale-0 coefficient bands of one picture (int16 like upstream) and its approximation band

@@ -36,6 +36,12 @@ pub(super) trait Ops: Copy {
     /// i32 lanes of [`Ops::V`].
     const L: usize;
 
+    /// [`Ops::L`].
+    #[inline(always)]
+    fn lanes(self) -> usize {
+        Self::L
+    }
+
     /// Runs `f` with the token's instruction sets enabled. `f` must be an `#[inline(always)]`
     /// closure: it is compiled without the instruction sets, and unless it is inlined into
     /// the `#[target_feature]` function that calls it, every operation in it is a call.
@@ -177,6 +183,10 @@ pub(super) trait Ops: Copy {
 }
 
 /// `body` with `$s` bound to the best token `cpu` allows, inside its `run`; `none` without one.
+/// `body` with `$s` bound to the best token `cpu` allows, inside its `run`; `none` without one.
+/// The body is a closure generic only by expansion (once per token), so it names no token
+/// type: `s.lanes()` is its width. It takes its captures by value: through references, which
+/// the kernels' stores might alias, every use would load them again.
 macro_rules! dispatch {
     ($cpu:expr, |$s:ident| $body:expr, $none:expr) => {{
         #[cfg(target_arch = "x86_64")]
@@ -184,13 +194,13 @@ macro_rules! dispatch {
             if let Some($s) = super::x86::Avx512::new($cpu) {
                 return $s.run(
                     #[inline(always)]
-                    || $body,
+                    move || $body,
                 );
             }
             if let Some($s) = super::x86::Avx2::new($cpu) {
                 return $s.run(
                     #[inline(always)]
-                    || $body,
+                    move || $body,
                 );
             }
         }
@@ -198,27 +208,44 @@ macro_rules! dispatch {
         if let Some($s) = super::aarch64::Neon::new($cpu) {
             return $s.run(
                 #[inline(always)]
-                || $body,
+                move || $body,
             );
         }
         $none
     }};
 }
 
-/// Starts of the vectors of `w` elements covering `0..n` (n >= w): the last one is moved back
-/// to end at n, recomputing a few outputs of the one before it. For element-wise kernels,
-/// whose outputs depend only on their own inputs, this finishes the row without scalar code.
+// For the reason given at `Ops::run`, the kernels' own closures are `#[inline(always)]` too,
+// and none is handed to a function that is not.
+
+/// The length an element-wise kernel of `w`-element vectors covers: all of `n`, or nothing
+/// when it holds no whole vector.
+fn whole(n: usize, w: usize) -> usize {
+    if n < w {
+        0
+    } else {
+        n
+    }
+}
+
+/// Starts of the vectors of `w` elements covering `0..n` (`n` from [`whole`]): the last one is
+/// moved back to end at n, recomputing a few outputs of the one before it. For element-wise
+/// kernels, whose outputs depend only on their own inputs, this finishes the row without
+/// scalar code.
 fn starts(n: usize, w: usize) -> impl Iterator<Item = usize> {
     (0..n).step_by(w).map(move |j| j.min(n - w))
 }
-
-// The kernels use no closures: for the reason given at `Ops::run`, each would need
-// `#[inline(always)]`.
 
 /// `(x * w + add) >> n`.
 #[inline(always)]
 fn mul_round<S: Ops>(s: S, x: S::V, w: S::V, add: S::V, n: u32) -> S::V {
     s.sra32(s.add32(s.mullo32(x, w), add), n)
+}
+
+/// `x as i16 as i32`.
+#[inline(always)]
+fn sext16<S: Ops>(s: S, x: S::V) -> S::V {
+    s.sra32(s.sll32(x, 16), 16)
 }
 
 /// `(a + k) >> n` of both halves.
@@ -238,12 +265,6 @@ fn ld4<S: Ops>(s: S, r: [&[i32]; 4], x: usize) -> [S::V; 4] {
     ]
 }
 
-/// Column `x` of three bands.
-#[inline(always)]
-fn ld3<S: Ops>(s: S, b: [&[i32]; 3], x: usize) -> [S::V; 3] {
-    [s.ld32(&b[0][x..]), s.ld32(&b[1][x..]), s.ld32(&b[2][x..])]
-}
-
 /// Column `x` of three bands of i16.
 #[inline(always)]
 fn ld3h<S: Ops>(s: S, b: [&[i16]; 3], x: usize) -> [S::H; 3] {
@@ -252,6 +273,12 @@ fn ld3h<S: Ops>(s: S, b: [&[i16]; 3], x: usize) -> [S::H; 3] {
         s.ld16h(&b[1][x..]),
         s.ld16h(&b[2][x..]),
     ]
+}
+
+/// Column `x` of three bands.
+#[inline(always)]
+fn ld3<S: Ops>(s: S, b: [&[i32]; 3], x: usize) -> [S::V; 3] {
+    [s.ld32(&b[0][x..]), s.ld32(&b[1][x..]), s.ld32(&b[2][x..])]
 }
 
 /// `L` i16 values widened.
@@ -276,13 +303,14 @@ const HI16: [i16; 4] = taps16(DWT_HI);
 // ---------------------------------------------------------------------------------------------
 // DWT, scale 0.
 
-/// A luma sample type as the scale-0 vertical pass loads it.
-trait Px: Copy {
+/// A luma sample type, with the SIMD vertical DWT pass of scale 0 for it.
+pub(crate) trait Sample: Copy + Into<i32> {
     /// Whether the sums fit in i16 (8-bit samples: |sum| <= 27411 * 255 / 2^8 < 2^15 for any
     /// bpc >= 8).
     const FITS: bool;
     /// Whether samples enter as `s ^ 0x8000 = s - 32768`.
     const BIASED: bool;
+
     /// `2 L` samples as i16 lanes.
     fn load<S: Ops>(s: S, r: &[Self]) -> S::V;
 
@@ -296,9 +324,49 @@ trait Px: Copy {
             Self::load(s, &r[3][x..]),
         ]
     }
+
+    /// Scale-0 vertical pass into `lo`/`hi` (the row's columns, unpadded); `ahead` are the rows
+    /// of the next output row (prefetched).
+    fn dwt0_vert(
+        cpu: CpuLevel,
+        rows: [&[Self]; 4],
+        ahead: [&[Self]; 2],
+        bpc: u32,
+        lo: &mut [i16],
+        hi: &mut [i16],
+    ) -> usize {
+        let round = 1i32 << (bpc - 1);
+        // Biased samples: add back 32768 * (tap sum), exact modulo 2^32 like the scalar
+        // wrapping sum (high-pass taps sum to 0).
+        let bias = if Self::BIASED {
+            32768i32.wrapping_mul(DWT_LO_SUM)
+        } else {
+            0
+        };
+        let kl = round.wrapping_sub(DWT_LO_SUM.wrapping_mul(round));
+        let kl = kl.wrapping_add(bias);
+        dispatch!(
+            cpu,
+            |s| {
+                let w = 2 * s.lanes();
+                let n = whole(lo.len(), w);
+                let (kl, kh) = (s.splat32(kl), s.splat32(round));
+                for x in starts(n, w) {
+                    s.prefetch(&ahead, x);
+                    let v = Self::load4(s, rows, x);
+                    let l = s.narrow_dot(round2(s, s.dot16(v, LO16), kl, bpc), Self::FITS);
+                    let h = s.narrow_dot(round2(s, s.dot16(v, HI16), kh, bpc), Self::FITS);
+                    s.st16(&mut lo[x..], l);
+                    s.st16(&mut hi[x..], h);
+                }
+                n
+            },
+            0
+        )
+    }
 }
 
-impl Px for u8 {
+impl Sample for u8 {
     const FITS: bool = true;
     const BIASED: bool = false;
     #[inline(always)]
@@ -307,74 +375,13 @@ impl Px for u8 {
     }
 }
 
-impl Px for u16 {
+impl Sample for u16 {
     const FITS: bool = false;
     const BIASED: bool = true;
     #[inline(always)]
     fn load<S: Ops>(s: S, r: &[u16]) -> S::V {
         s.xor(s.ld_u16(r), s.splat16(i16::MIN))
     }
-}
-
-/// Scale-0 vertical pass of 8-bit rows into `lo`/`hi` (the row's columns, unpadded); `ahead`
-/// are the rows of the next output row (prefetched).
-pub fn dwt0_vert_u8(
-    cpu: CpuLevel,
-    rows: [&[u8]; 4],
-    ahead: [&[u8]; 2],
-    bpc: u32,
-    lo: &mut [i16],
-    hi: &mut [i16],
-) -> usize {
-    dispatch!(cpu, |s| dwt0_vert(s, rows, ahead, bpc, lo, hi), 0)
-}
-
-/// Scale-0 vertical pass of 9..16-bit rows.
-pub fn dwt0_vert_u16(
-    cpu: CpuLevel,
-    rows: [&[u16]; 4],
-    ahead: [&[u16]; 2],
-    bpc: u32,
-    lo: &mut [i16],
-    hi: &mut [i16],
-) -> usize {
-    dispatch!(cpu, |s| dwt0_vert(s, rows, ahead, bpc, lo, hi), 0)
-}
-
-#[inline(always)]
-fn dwt0_vert<S: Ops, T: Px>(
-    s: S,
-    rows: [&[T]; 4],
-    ahead: [&[T]; 2],
-    bpc: u32,
-    lo: &mut [i16],
-    hi: &mut [i16],
-) -> usize {
-    let w = 2 * S::L;
-    let n = lo.len();
-    if n < w {
-        return 0;
-    }
-    let round = 1i32 << (bpc - 1);
-    // Biased samples: add back 32768 * (tap sum), exact modulo 2^32 like the scalar wrapping
-    // sum (high-pass taps sum to 0).
-    let bias = if T::BIASED {
-        32768i32.wrapping_mul(DWT_LO_SUM)
-    } else {
-        0
-    };
-    let kl = round.wrapping_sub(DWT_LO_SUM.wrapping_mul(round));
-    let kl = s.splat32(kl.wrapping_add(bias));
-    let kh = s.splat32(round);
-    for x in starts(n, w) {
-        s.prefetch(&ahead, x);
-        let v = T::load4(s, rows, x);
-        let l = s.narrow_dot(round2(s, s.dot16(v, LO16), kl, bpc), T::FITS);
-        let h = s.narrow_dot(round2(s, s.dot16(v, HI16), kh, bpc), T::FITS);
-        s.st16(&mut lo[x..], l);
-        s.st16(&mut hi[x..], h);
-    }
-    n
 }
 
 /// Scale-0 horizontal pass: output `j` reads `lo[2j..2j+4]` (padded rows, at least
@@ -388,88 +395,29 @@ pub fn dwt0_horiz(
     h: &mut [i16],
     d: &mut [i16],
 ) -> usize {
-    dispatch!(cpu, |s| dwt0_horiz_k(s, lo, hi, approx, v, h, d), 0)
-}
-
-#[inline(always)]
-fn dwt0_horiz_k<S: Ops>(
-    s: S,
-    lo: &[i16],
-    hi: &[i16],
-    approx: &mut [i32],
-    v: &mut [i16],
-    h: &mut [i16],
-    d: &mut [i16],
-) -> usize {
-    let w = 2 * S::L;
-    let n = approx.len();
-    if n < w {
-        return 0;
-    }
-    let k = s.splat32(32768);
-    for j in starts(n, w) {
-        let (l, hh) = (s.hload16(&lo[2 * j..]), s.hload16(&hi[2 * j..]));
-        let a = round2(s, s.hdot16(l, LO16), k, 16);
-        s.st32(&mut approx[j..], a[0]);
-        s.st32(&mut approx[j + S::L..], a[1]);
-        s.st16(&mut v[j..], s.pack16(round2(s, s.hdot16(l, HI16), k, 16)));
-        s.st16(&mut h[j..], s.pack16(round2(s, s.hdot16(hh, LO16), k, 16)));
-        s.st16(&mut d[j..], s.pack16(round2(s, s.hdot16(hh, HI16), k, 16)));
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let w = 2 * s.lanes();
+            let n = whole(approx.len(), w);
+            let k = s.splat32(32768);
+            for j in starts(n, w) {
+                let (l, hh) = (s.hload16(&lo[2 * j..]), s.hload16(&hi[2 * j..]));
+                let a = round2(s, s.hdot16(l, LO16), k, 16);
+                s.st32(&mut approx[j..], a[0]);
+                s.st32(&mut approx[j + s.lanes()..], a[1]);
+                s.st16(&mut v[j..], s.pack16(round2(s, s.hdot16(l, HI16), k, 16)));
+                s.st16(&mut h[j..], s.pack16(round2(s, s.hdot16(hh, LO16), k, 16)));
+                s.st16(&mut d[j..], s.pack16(round2(s, s.hdot16(hh, HI16), k, 16)));
+            }
+            n
+        },
+        0
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
 // DWT, scales 1-3.
-
-/// Scales 1-3 vertical pass: `((sum + rv) >> sv) as i32` per column (without a shift, the
-/// wrapping i32 sum of wrapping products is the same low 32 bits).
-pub fn dwt123_vert(
-    cpu: CpuLevel,
-    rows: [&[i32]; 4],
-    ahead: [&[i32]; 2],
-    rv: i64,
-    sv: u32,
-    lo: &mut [i32],
-    hi: &mut [i32],
-) -> usize {
-    if !((sv == 0 && rv == 0) || split_ok(rv, sv)) {
-        return 0;
-    }
-    dispatch!(cpu, |s| dwt123_vert_k(s, rows, ahead, rv, sv, lo, hi), 0)
-}
-
-#[inline(always)]
-fn dwt123_vert_k<S: Ops>(
-    s: S,
-    rows: [&[i32]; 4],
-    ahead: [&[i32]; 2],
-    rv: i64,
-    sv: u32,
-    lo: &mut [i32],
-    hi: &mut [i32],
-) -> usize {
-    let n = lo.len();
-    if n < S::L {
-        return 0;
-    }
-    if sv == 0 {
-        for x in starts(n, S::L) {
-            s.prefetch(&ahead, x);
-            let v = ld4(s, rows, x);
-            s.st32(&mut lo[x..], dot32(s, v, DWT_LO));
-            s.st32(&mut hi[x..], dot32(s, v, DWT_HI));
-        }
-        return n;
-    }
-    for x in starts(n, S::L) {
-        s.prefetch(&ahead, x);
-        let p = s.pairs64(ld4(s, rows, x));
-        s.st32(&mut lo[x..], s.dot64(p, DWT_LO, rv, sv));
-        s.st32(&mut hi[x..], s.dot64(p, DWT_HI, rv, sv));
-    }
-    n
-}
 
 /// `Σ t_k·x_k` in wrapping i32.
 #[inline(always)]
@@ -483,6 +431,43 @@ fn dot32<S: Ops>(s: S, x: [S::V; 4], t: [i32; 4]) -> S::V {
         s.mullo32(x[3], s.splat32(t[3])),
     );
     s.add32(a, b)
+}
+
+/// Scales 1-3 vertical pass: `((sum + rv) >> sv) as i32` per column (without a shift, the
+/// wrapping i32 sum of wrapping products is the same low 32 bits).
+pub fn dwt123_vert(
+    cpu: CpuLevel,
+    rows: [&[i32]; 4],
+    ahead: [&[i32]; 2],
+    rv: i64,
+    sv: u32,
+    lo: &mut [i32],
+    hi: &mut [i32],
+) -> usize {
+    let unshifted = sv == 0 && rv == 0;
+    if !unshifted && !split_ok(rv, sv) {
+        return 0;
+    }
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(lo.len(), s.lanes());
+            for x in starts(n, s.lanes()) {
+                s.prefetch(&ahead, x);
+                let v = ld4(s, rows, x);
+                let (l, h) = if unshifted {
+                    (dot32(s, v, DWT_LO), dot32(s, v, DWT_HI))
+                } else {
+                    let p = s.pairs64(v);
+                    (s.dot64(p, DWT_LO, rv, sv), s.dot64(p, DWT_HI, rv, sv))
+                };
+                s.st32(&mut lo[x..], l);
+                s.st32(&mut hi[x..], h);
+            }
+            n
+        },
+        0
+    )
 }
 
 /// Scales 1-3 horizontal pass (same layout as [`dwt0_horiz`]).
@@ -503,57 +488,46 @@ pub fn dwt123_horiz(
     }
     dispatch!(
         cpu,
-        |s| dwt123_horiz_k(s, lo, hi, rh, sh, approx, v, h, d),
+        |s| {
+            let n = whole(approx.len(), s.lanes());
+            for j in starts(n, s.lanes()) {
+                let (l, hh) = (s.hpairs64(&lo[2 * j..]), s.hpairs64(&hi[2 * j..]));
+                s.st32(&mut approx[j..], s.hdot64(l, DWT_LO, rh, sh));
+                s.st32(&mut v[j..], s.hdot64(l, DWT_HI, rh, sh));
+                s.st32(&mut h[j..], s.hdot64(hh, DWT_LO, rh, sh));
+                s.st32(&mut d[j..], s.hdot64(hh, DWT_HI, rh, sh));
+            }
+            n
+        },
         0
     )
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn dwt123_horiz_k<S: Ops>(
-    s: S,
-    lo: &[i32],
-    hi: &[i32],
-    rh: i64,
-    sh: u32,
-    approx: &mut [i32],
-    v: &mut [i32],
-    h: &mut [i32],
-    d: &mut [i32],
-) -> usize {
-    let n = approx.len();
-    if n < S::L {
-        return 0;
-    }
-    for j in starts(n, S::L) {
-        let (l, hh) = (s.hpairs64(&lo[2 * j..]), s.hpairs64(&hi[2 * j..]));
-        s.st32(&mut approx[j..], s.hdot64(l, DWT_LO, rh, sh));
-        s.st32(&mut v[j..], s.hdot64(l, DWT_HI, rh, sh));
-        s.st32(&mut h[j..], s.hdot64(hh, DWT_LO, rh, sh));
-        s.st32(&mut d[j..], s.hdot64(hh, DWT_HI, rh, sh));
-    }
-    n
 }
 
 // ---------------------------------------------------------------------------------------------
 // Decoupling.
 
-/// The gain `k` of pixels whose sign test leaves `kq`: 0 where o and t differ in sign or t is
-/// 0 (the scalar quotient is <= 0 there), 32768 where o is 0.
+/// The restored coefficients `rst` of gains `kq` (before their sign test): `k` is 0 where o and
+/// t differ in sign or t is 0 (the scalar quotient is <= 0 there) and 32768 where o is 0;
+/// `rst` is enhanced where `angle && k > 0 && o != 0`, towards the distorted `t`: `o > 0` ?
+/// `min(rst * egl, t)` : `max(rst * egl, t)` in f64, truncated (with `egl == 1` the product
+/// is `rst` itself and the integer min/max is the same). `rst(k)` is the stage's
+/// `((k * o + 2^14) >> 15) as i32`.
 #[inline(always)]
-fn gain_signs<S: Ops>(s: S, kq: S::V, o: S::V, t: S::V) -> S::V {
+#[allow(clippy::too_many_arguments)]
+fn restore<S: Ops>(
+    s: S,
+    kq: S::V,
+    o: S::V,
+    t: S::V,
+    angle: S::V,
+    egl: f64,
+    rst: impl FnOnce(S::V) -> S::V,
+) -> S::V {
     let z = s.zero();
     let differ = s.sra32(s.xor(o, t), 31);
     let k = s.andnot(s.or(differ, s.cmpeq32(t, z)), kq);
-    s.select(s.cmpeq32(o, z), s.splat32(32768), k)
-}
-
-/// `rst` enhanced where `angle && k > 0 && o != 0`, towards the distorted `t`: `o > 0` ?
-/// `min(rst * egl, t)` : `max(rst * egl, t)` in f64, truncated. With `egl == 1` the product is
-/// `rst` itself and the integer min/max is the same.
-#[inline(always)]
-fn enhance<S: Ops>(s: S, rst: S::V, o: S::V, t: S::V, angle: S::V, k: S::V, egl: f64) -> S::V {
-    let z = s.zero();
+    let k = s.select(s.cmpeq32(o, z), s.splat32(32768), k);
+    let rst = rst(k);
     let cond = s.andnot(s.cmpeq32(o, z), s.and(angle, s.cmpgt32(k, z)));
     if !s.any(cond) {
         return rst;
@@ -576,53 +550,50 @@ pub fn decouple0(
     r: [&mut [i16]; 3],
     a: [&mut [i16]; 3],
 ) -> usize {
-    dispatch!(cpu, |s| decouple0_k(s, o, t, egl, r, a), 0)
-}
-
-#[inline(always)]
-fn decouple0_k<S: Ops>(
-    s: S,
-    o: [&[i16]; 3],
-    t: [&[i16]; 3],
-    egl: f64,
-    r: [&mut [i16]; 3],
-    a: [&mut [i16]; 3],
-) -> usize {
     let lut = div_lookup();
-    let n = o[0].len();
-    if n < S::L {
-        return 0;
-    }
-    let k32768 = s.splat32(32768);
-    let k16384 = s.splat32(16384);
-    for j in starts(n, S::L) {
-        let (ov, tv) = (ld3h(s, o, j), ld3h(s, t, j));
-        let [dp, om, tm] = s.dots16([ov[0], ov[1]], [tv[0], tv[1]]);
-        // The dot product wraps only at 2^31 (-32768 * -32768 twice), which reads as i32::MIN:
-        // flip that one's sign. Squared magnitudes are >= 0: |f32| undoes their wrap.
-        let min = s.splat32(i32::MIN);
-        let dp = s.xor(s.cvt_f32(dp), s.and(s.cmpeq32(dp, min), min));
-        let abs = s.splat32(i32::MAX);
-        let (om, tm) = (s.and(s.cvt_f32(om), abs), s.and(s.cvt_f32(tm), abs));
-        let angle = s.angle(dp, om, tm);
-        for b in 0..3 {
-            let (ob, tb) = (s.widen(ov[b]), s.widen(tv[b]));
-            let (ao, at) = (s.abs32(ob), s.abs32(tb));
-            // With |t| <= |o| the product lut[|o|] * |t| is at most 2^30; with |t| > |o| it
-            // is at least 2^30, whose gain clamps to 32768.
-            let q = s.mullo32(s.lut(lut, ao), at);
-            let kq = s.sra32(s.add32(q, k16384), 15);
-            let kq = s.select(s.cmpgt32(at, ao), k32768, s.min32(kq, k32768));
-            let k = gain_signs(s, kq, ob, tb);
-            let rst = mul_round(s, k, ob, k16384, 15);
-            let rst = enhance(s, rst, ob, tb, angle, k, egl);
-            // rst fits in i16; `(t - rst) as i16` is the wrapping i16 difference.
-            let r16 = s.narrow(rst);
-            s.st16h(&mut r[b][j..], r16);
-            s.st16h(&mut a[b][j..], s.sub16h(tv[b], r16));
-        }
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(o[0].len(), s.lanes());
+            let (k32768, k16384) = (s.splat32(32768), s.splat32(16384));
+            let (min, abs) = (s.splat32(i32::MIN), s.splat32(i32::MAX));
+            for j in starts(n, s.lanes()) {
+                let (ov, tv) = (ld3h(s, o, j), ld3h(s, t, j));
+                let [dp, om, tm] = s.dots16([ov[0], ov[1]], [tv[0], tv[1]]);
+                // The dot product wraps only at 2^31 (-32768 * -32768 twice), which reads as
+                // i32::MIN: flip that one's sign. Squared magnitudes are >= 0: |f32| undoes
+                // their wrap.
+                let dp = s.xor(s.cvt_f32(dp), s.and(s.cmpeq32(dp, min), min));
+                let (om, tm) = (s.and(s.cvt_f32(om), abs), s.and(s.cvt_f32(tm), abs));
+                let angle = s.angle(dp, om, tm);
+                for b in 0..3 {
+                    let (ob, tb) = (s.widen(ov[b]), s.widen(tv[b]));
+                    let (ao, at) = (s.abs32(ob), s.abs32(tb));
+                    // With |t| <= |o| the product lut[|o|] * |t| is at most 2^30; with
+                    // |t| > |o| it is at least 2^30, whose gain clamps to 32768.
+                    let q = s.mullo32(s.lut(lut, ao), at);
+                    let kq = s.sra32(s.add32(q, k16384), 15);
+                    let kq = s.select(s.cmpgt32(at, ao), k32768, s.min32(kq, k32768));
+                    let rst = restore(
+                        s,
+                        kq,
+                        ob,
+                        tb,
+                        angle,
+                        egl,
+                        #[inline(always)]
+                        move |k| mul_round(s, k, ob, k16384, 15),
+                    );
+                    // rst fits in i16; `(t - rst) as i16` is the wrapping i16 difference.
+                    let r16 = s.narrow(rst);
+                    s.st16h(&mut r[b][j..], r16);
+                    s.st16h(&mut a[b][j..], s.sub16h(tv[b], r16));
+                }
+            }
+            n
+        },
+        0
+    )
 }
 
 /// Scales 1-3 decoupling of a row.
@@ -634,51 +605,50 @@ pub fn decouple123(
     r: [&mut [i32]; 3],
     a: [&mut [i32]; 3],
 ) -> usize {
-    dispatch!(cpu, |s| decouple123_k(s, o, t, egl, r, a), 0)
-}
-
-#[inline(always)]
-fn decouple123_k<S: Ops>(
-    s: S,
-    o: [&[i32]; 3],
-    t: [&[i32]; 3],
-    egl: f64,
-    r: [&mut [i32]; 3],
-    a: [&mut [i32]; 3],
-) -> usize {
     let lut = div_lookup();
-    let n = o[0].len();
-    if n < S::L {
-        return 0;
-    }
-    let one = s.splat32(1);
-    for j in starts(n, S::L) {
-        let (ov, tv) = (ld3(s, o, j), ld3(s, t, j));
-        let [dp, om, tm] = s.dots32([ov[0], ov[1]], [tv[0], tv[1]]);
-        let angle = s.angle(dp, om, tm);
-        for b in 0..3 {
-            let (ob, tb) = (ov[b], tv[b]);
-            let (ao, at) = (s.abs32(ob), s.abs32(tb));
-            // reduce15: |o| >= 2^15 is rounded to 15 significant bits, shift sh = bits - 15;
-            // 1 << (sh - 1) is 0 for sh = 0.
-            let sh = s.shift15(ao);
-            let rnd = s.sllv32(one, s.sub32(sh, one));
-            let l = s.lut(lut, s.srlv32(s.add32(ao, rnd), sh));
-            // Same signs: k = min((l * |t| + 2^(14+sh)) >> (15+sh), 32768) in u64 lanes.
-            let sh = s.add64(s.widen_u32(sh), s.splat64(14));
-            let q = s.add64(s.mulw_u32(l, at), s.sllv64(s.splat64(1), sh));
-            let q = s.srlv64(q, s.add64(sh, s.splat64(1)));
-            let kq = s.narrow64(s.min_u64(q, s.splat64(32768)));
-            let k = gain_signs(s, kq, ob, tb);
-            // ((k * o + 16384) >> 15) as i32.
-            let rst = s.add64(s.mulw_i32(k, ob), s.splat64(16384));
-            let rst = s.narrow64(s.srl64(rst, 15));
-            let rst = enhance(s, rst, ob, tb, angle, k, egl);
-            s.st32(&mut r[b][j..], rst);
-            s.st32(&mut a[b][j..], s.sub32(tb, rst));
-        }
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(o[0].len(), s.lanes());
+            let one = s.splat32(1);
+            for j in starts(n, s.lanes()) {
+                let (ov, tv) = (ld3(s, o, j), ld3(s, t, j));
+                let [dp, om, tm] = s.dots32([ov[0], ov[1]], [tv[0], tv[1]]);
+                let angle = s.angle(dp, om, tm);
+                for b in 0..3 {
+                    let (ob, tb) = (ov[b], tv[b]);
+                    let (ao, at) = (s.abs32(ob), s.abs32(tb));
+                    // reduce15: |o| >= 2^15 is rounded to 15 significant bits, shift
+                    // sh = bits - 15; 1 << (sh - 1) is 0 for sh = 0.
+                    let sh = s.shift15(ao);
+                    let rnd = s.sllv32(one, s.sub32(sh, one));
+                    let l = s.lut(lut, s.srlv32(s.add32(ao, rnd), sh));
+                    // k = min((l * |t| + 2^(14+sh)) >> (15+sh), 32768) in u64 lanes.
+                    let sh = s.add64(s.widen_u32(sh), s.splat64(14));
+                    let q = s.add64(s.mulw_u32(l, at), s.sllv64(s.splat64(1), sh));
+                    let q = s.srlv64(q, s.add64(sh, s.splat64(1)));
+                    let kq = s.narrow64(s.min_u64(q, s.splat64(32768)));
+                    let rst = restore(
+                        s,
+                        kq,
+                        ob,
+                        tb,
+                        angle,
+                        egl,
+                        #[inline(always)]
+                        move |k| {
+                            let p = s.add64(s.mulw_i32(k, ob), s.splat64(16384));
+                            s.narrow64(s.srl64(p, 15))
+                        },
+                    );
+                    s.st32(&mut r[b][j..], rst);
+                    s.st32(&mut a[b][j..], s.sub32(tb, rst));
+                }
+            }
+            n
+        },
+        0
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -718,61 +688,42 @@ pub fn csf0(
     if shift >= 32 {
         return 0;
     }
-    dispatch!(cpu, |s| csf0_k(s, src, w, round, shift, dst, flt), 0)
-}
-
-#[inline(always)]
-fn csf0_k<S: Ops>(
-    s: S,
-    src: &[i16],
-    w: i32,
-    round: i32,
-    shift: u32,
-    dst: &mut [i16],
-    flt: &mut [i16],
-) -> usize {
-    let n = src.len();
-    if n < 2 * S::L {
-        return 0;
-    }
-    let (w, round) = (s.splat32(w), s.splat32(round));
-    let (k4369, k2048) = (s.splat32(4369), s.splat32(2048));
-    for j in starts(n, 2 * S::L) {
-        let [x0, x1] = s.widen16(s.ld16(&src[j..]));
-        let v = [
-            mul_round(s, x0, w, round, shift),
-            mul_round(s, x1, w, round, shift),
-        ];
-        let v = s.narrow16(v);
-        s.st16(&mut dst[j..], v);
-        // |-32768| wraps to 0x8000, read as unsigned 32768.
-        let [a0, a1] = s.widen_u16(s.abs16(v));
-        let f = [
-            mul_round(s, a0, k4369, k2048, 12),
-            mul_round(s, a1, k4369, k2048, 12),
-        ];
-        s.st16(&mut flt[j..], s.narrow16(f));
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(src.len(), 2 * s.lanes());
+            let (w, round) = (s.splat32(w), s.splat32(round));
+            let (k4369, k2048) = (s.splat32(4369), s.splat32(2048));
+            for j in starts(n, 2 * s.lanes()) {
+                let [x0, x1] = s.widen16(s.ld16(&src[j..]));
+                let v0 = sext16(s, mul_round(s, x0, w, round, shift));
+                let v1 = sext16(s, mul_round(s, x1, w, round, shift));
+                s.st16(&mut dst[j..], s.pack16([v0, v1]));
+                let f0 = mul_round(s, s.abs32(v0), k4369, k2048, 12);
+                let f1 = mul_round(s, s.abs32(v1), k4369, k2048, 12);
+                s.st16(&mut flt[j..], s.narrow16([f0, f1]));
+            }
+            n
+        },
+        0
+    )
 }
 
 /// Scales 1-3 CSF of a row (Q32 weight `w`).
 pub fn csf123(cpu: CpuLevel, src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i32]) -> usize {
-    dispatch!(cpu, |s| csf123_k(s, src, w, dst, flt), 0)
-}
-
-#[inline(always)]
-fn csf123_k<S: Ops>(s: S, src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i32]) -> usize {
-    let n = src.len();
-    if n < S::L {
-        return 0;
-    }
-    for j in starts(n, S::L) {
-        let v = q28(s, s.ld32(&src[j..]), w);
-        s.st32(&mut dst[j..], v);
-        s.st32(&mut flt[j..], mul_hi_wrapped(s, v, 143165577));
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(src.len(), s.lanes());
+            for j in starts(n, s.lanes()) {
+                let v = q28(s, s.ld32(&src[j..]), w);
+                s.st32(&mut dst[j..], v);
+                s.st32(&mut flt[j..], mul_hi_wrapped(s, v, 143165577));
+            }
+            n
+        },
+        0
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -780,21 +731,22 @@ fn csf123_k<S: Ops>(s: S, src: &[i32], w: u32, dst: &mut [i32], flt: &mut [i32])
 
 /// Scale-0 denominator of a row: `sum |c|^3` (u64).
 pub fn den0(cpu: CpuLevel, row: &[i16]) -> (u64, usize) {
-    dispatch!(cpu, |s| den0_k(s, row), (0, 0))
-}
-
-#[inline(always)]
-fn den0_k<S: Ops>(s: S, row: &[i16]) -> (u64, usize) {
-    let w = 2 * S::L;
-    let mut acc = s.splat64(0);
-    let n = row.len() / w * w;
-    for j in (0..n).step_by(w) {
-        // |-32768| = 0x8000 read as unsigned.
-        for a in s.widen_u16(s.abs16(s.ld16(&row[j..]))) {
-            acc = s.add64(acc, s.mulw_u32(s.mullo32(a, a), a));
-        }
-    }
-    (s.sum64(acc), n)
+    dispatch!(
+        cpu,
+        |s| {
+            let w = 2 * s.lanes();
+            let n = row.len() / w * w;
+            let mut acc = s.splat64(0);
+            for j in (0..n).step_by(w) {
+                // |-32768| = 0x8000 read as unsigned.
+                for a in s.widen_u16(s.abs16(s.ld16(&row[j..]))) {
+                    acc = s.add64(acc, s.mulw_u32(s.mullo32(a, a), a));
+                }
+            }
+            (s.sum64(acc), n)
+        },
+        (0, 0)
+    )
 }
 
 /// Scales 1-3 denominator of a row: `sum ((((m*m + 2^ssq) >> ssq) * m + add) >> cube)`.
@@ -802,23 +754,23 @@ pub fn den123(cpu: CpuLevel, row: &[i32], ssq: u32, add: u64, cube: u32) -> (u64
     if ssq >= 64 || cube >= 64 {
         return (0, 0);
     }
-    dispatch!(cpu, |s| den123_k(s, row, ssq, add, cube), (0, 0))
-}
-
-#[inline(always)]
-fn den123_k<S: Ops>(s: S, row: &[i32], ssq: u32, add: u64, cube: u32) -> (u64, usize) {
-    let rsq = s.splat64((1u64 << ssq) as i64);
-    let add = s.splat64(add as i64);
-    let mut acc = s.splat64(0);
-    let n = row.len() / S::L * S::L;
-    for j in (0..n).step_by(S::L) {
-        let m = s.abs32(s.ld32(&row[j..]));
-        // m <= 2^31: m*m exact; the rounded square has up to 33 bits.
-        let t = s.srl64(s.add64(s.mulw_u32(m, m), rsq), ssq);
-        let p = s.add64(s.mul64_u32(t, m), add);
-        acc = s.add64(acc, s.srl64(p, cube));
-    }
-    (s.sum64(acc), n)
+    dispatch!(
+        cpu,
+        |s| {
+            let n = row.len() / s.lanes() * s.lanes();
+            let (rsq, add) = (s.splat64((1u64 << ssq) as i64), s.splat64(add as i64));
+            let mut acc = s.splat64(0);
+            for j in (0..n).step_by(s.lanes()) {
+                let m = s.abs32(s.ld32(&row[j..]));
+                // m <= 2^31: m*m exact; the rounded square has up to 33 bits.
+                let t = s.srl64(s.add64(s.mulw_u32(m, m), rsq), ssq);
+                let p = s.add64(s.mul64_u32(t, m), add);
+                acc = s.add64(acc, s.srl64(p, cube));
+            }
+            (s.sum64(acc), n)
+        },
+        (0, 0)
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -835,39 +787,28 @@ pub fn cm_cols0(
     col: &mut [i32],
     cen: &mut [i32],
 ) -> usize {
-    dispatch!(cpu, |s| cm_cols0_k(s, fu, fm, fd, dm, col, cen), 0)
-}
-
-#[inline(always)]
-fn cm_cols0_k<S: Ops>(
-    s: S,
-    fu: [&[i16]; 3],
-    fm: [&[i16]; 3],
-    fd: [&[i16]; 3],
-    dm: [&[i16]; 3],
-    col: &mut [i32],
-    cen: &mut [i32],
-) -> usize {
-    let n = col.len();
-    if n < S::L {
-        return 0;
-    }
-    let (k8738, k2048) = (s.splat32(8738), s.splat32(2048));
-    for j in starts(n, S::L) {
-        let (mut c, mut e) = (s.zero(), s.zero());
-        for b in 0..3 {
-            let m = ld16w(s, &fm[b][j..]);
-            let ud = s.add32(ld16w(s, &fu[b][j..]), ld16w(s, &fd[b][j..]));
-            c = s.add32(c, s.add32(ud, m));
-            let x = mul_round(s, s.abs32(ld16w(s, &dm[b][j..])), k8738, k2048, 12);
-            // as i16, sign-extended again.
-            let x = s.sra32(s.sll32(x, 16), 16);
-            e = s.add32(e, s.sub32(x, m));
-        }
-        s.st32(&mut col[j..], c);
-        s.st32(&mut cen[j..], e);
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(col.len(), s.lanes());
+            let (k8738, k2048) = (s.splat32(8738), s.splat32(2048));
+            for j in starts(n, s.lanes()) {
+                let (mut c, mut e) = (s.zero(), s.zero());
+                for b in 0..3 {
+                    let m = ld16w(s, &fm[b][j..]);
+                    let ud = s.add32(ld16w(s, &fu[b][j..]), ld16w(s, &fd[b][j..]));
+                    c = s.add32(c, s.add32(ud, m));
+                    let x = mul_round(s, s.abs32(ld16w(s, &dm[b][j..])), k8738, k2048, 12);
+                    let x = sext16(s, x);
+                    e = s.add32(e, s.sub32(x, m));
+                }
+                s.st32(&mut col[j..], c);
+                s.st32(&mut cen[j..], e);
+            }
+            n
+        },
+        0
+    )
 }
 
 /// Scales 1-3 column sums of a row (centre term `((286331153 * |dm| - 2^31) >> 32) as i32`).
@@ -880,64 +821,70 @@ pub fn cm_cols123(
     col: &mut [i32],
     cen: &mut [i32],
 ) -> usize {
-    dispatch!(cpu, |s| cm_cols123_k(s, fu, fm, fd, dm, col, cen), 0)
-}
-
-#[inline(always)]
-fn cm_cols123_k<S: Ops>(
-    s: S,
-    fu: [&[i32]; 3],
-    fm: [&[i32]; 3],
-    fd: [&[i32]; 3],
-    dm: [&[i32]; 3],
-    col: &mut [i32],
-    cen: &mut [i32],
-) -> usize {
-    let n = col.len();
-    if n < S::L {
-        return 0;
-    }
-    for j in starts(n, S::L) {
-        let (mut c, mut e) = (s.zero(), s.zero());
-        for b in 0..3 {
-            let m = s.ld32(&fm[b][j..]);
-            let ud = s.add32(s.ld32(&fu[b][j..]), s.ld32(&fd[b][j..]));
-            c = s.add32(c, s.add32(ud, m));
-            let x = mul_hi_wrapped(s, s.ld32(&dm[b][j..]), 286331153);
-            e = s.add32(e, s.sub32(x, m));
-        }
-        s.st32(&mut col[j..], c);
-        s.st32(&mut cen[j..], e);
-    }
-    n
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(col.len(), s.lanes());
+            for j in starts(n, s.lanes()) {
+                let (u, m, d, x) = (ld3(s, fu, j), ld3(s, fm, j), ld3(s, fd, j), ld3(s, dm, j));
+                let (mut c, mut e) = (s.zero(), s.zero());
+                for b in 0..3 {
+                    c = s.add32(c, s.add32(s.add32(u[b], d[b]), m[b]));
+                    let x = mul_hi_wrapped(s, x[b], 286331153);
+                    e = s.add32(e, s.sub32(x, m[b]));
+                }
+                s.st32(&mut col[j..], c);
+                s.st32(&mut cen[j..], e);
+            }
+            n
+        },
+        0
+    )
 }
 
 /// Masking thresholds: `thr[k] = col[k] + col[k+1] + col[k+2] + cen[k]` (`col` starts one
 /// column left of `thr`).
 pub fn cm_thr(cpu: CpuLevel, col: &[i32], cen: &[i32], thr: &mut [i32]) -> usize {
-    dispatch!(cpu, |s| cm_thr_k(s, col, cen, thr), 0)
+    dispatch!(
+        cpu,
+        |s| {
+            let n = whole(thr.len(), s.lanes());
+            for j in starts(n, s.lanes()) {
+                let a = s.add32(s.ld32(&col[j..]), s.ld32(&col[j + 1..]));
+                let b = s.add32(s.ld32(&col[j + 2..]), s.ld32(&cen[j..]));
+                s.st32(&mut thr[j..], s.add32(a, b));
+            }
+            n
+        },
+        0
+    )
 }
 
+/// Sum of `(xsq * x + add) >> cube` over the rows' lanes `x >= 0` from `px(j)` (`L` of them at
+/// `j`), with `xsq = ((x * x + rsq) >> sq) as i32`. The arithmetic shift is a logical one of
+/// the biased `xsq * x + add + 2^62 >= 0` (|xsq * x| < 2^62), whose extra `2^(62 - cube)` per
+/// pixel is removed from the sum.
 #[inline(always)]
-fn cm_thr_k<S: Ops>(s: S, col: &[i32], cen: &[i32], thr: &mut [i32]) -> usize {
-    let n = thr.len();
-    if n < S::L {
-        return 0;
+fn cube_sum<S: Ops>(
+    s: S,
+    n: usize,
+    (rsq, sq): (i64, u32),
+    (add, cube): (i64, u32),
+    px: impl Fn(usize) -> S::V,
+) -> (i64, usize) {
+    let n = n / s.lanes() * s.lanes();
+    let (rsq, bias) = (s.splat64(rsq), s.splat64(add + (1i64 << 62)));
+    let mut acc = s.splat64(0);
+    for j in (0..n).step_by(s.lanes()) {
+        let x = px(j);
+        // x in 0..2^31: unsigned and signed products agree.
+        let xsq = s.srl64(s.add64(s.mulw_u32(x, x), rsq), sq);
+        let p = s.add64(s.mul_lo32(xsq, x), bias);
+        acc = s.add64(acc, s.srl64(p, cube));
     }
-    for j in starts(n, S::L) {
-        let a = s.add32(s.ld32(&col[j..]), s.ld32(&col[j + 1..]));
-        let b = s.add32(s.ld32(&col[j + 2..]), s.ld32(&cen[j..]));
-        s.st32(&mut thr[j..], s.add32(a, b));
-    }
-    n
-}
-
-/// `(xsq * x + add) >> cube` of `xsq` (the low 32 bits of each lane, signed) and `x >= 0`, as
-/// a logical shift of the biased `xsq * x + add + 2^62 >= 0` (|xsq * x| < 2^62): the caller
-/// removes the extra `2^(62 - cube)` per pixel from the sum.
-#[inline(always)]
-fn cube<S: Ops>(s: S, xsq: S::D, x: S::V, biased_add: S::D, cube: u32) -> S::D {
-    s.srl64(s.add64(s.mul_lo32(xsq, x), biased_add), cube)
+    let sum = s.sum64(acc);
+    let sum = sum.wrapping_sub((n as u64).wrapping_mul(1u64 << (62 - cube)));
+    (sum as i64, n)
 }
 
 /// Scale-0 masked sum of a row: `x = max(|s * irf| - (thr << sub), 0)`,
@@ -954,36 +901,26 @@ pub fn cm_pix0(
     if cube >= 62 || !(1..63).contains(&k[2]) || !(0..32).contains(&k[1]) {
         return (0, 0);
     }
-    dispatch!(cpu, |s| cm_pix0_k(s, src, thr, k, add, cube), (0, 0))
-}
-
-#[inline(always)]
-fn cm_pix0_k<S: Ops>(
-    s: S,
-    src: &[i16],
-    thr: &[i32],
-    k: [i32; 3],
-    add: i64,
-    cube_shift: u32,
-) -> (i64, usize) {
-    let irf = s.splat32(k[0]);
     let (sub, sq) = (k[1] as u32, k[2] as u32);
-    let rsq = s.splat64(1i64 << (sq - 1));
-    let bias = s.splat64(add + (1i64 << 62));
-    let zero = s.zero();
-    let mut acc = s.splat64(0);
-    let n = src.len() / S::L * S::L;
-    for j in (0..n).step_by(S::L) {
-        let x = s.abs32(s.mullo32(ld16w(s, &src[j..]), irf));
-        let t = s.sll32(s.ld32(&thr[j..]), sub);
-        let x = s.max32(s.sub32(x, t), zero);
-        // x in 0..2^31: unsigned and signed products agree.
-        let xsq = s.srl64(s.add64(s.mulw_u32(x, x), rsq), sq);
-        acc = s.add64(acc, cube(s, xsq, x, bias, cube_shift));
-    }
-    let sum = s.sum64(acc);
-    let sum = sum.wrapping_sub((n as u64).wrapping_mul(1u64 << (62 - cube_shift)));
-    (sum as i64, n)
+    dispatch!(
+        cpu,
+        |s| {
+            let (irf, zero) = (s.splat32(k[0]), s.zero());
+            cube_sum(
+                s,
+                src.len(),
+                (1i64 << (sq - 1), sq),
+                (add, cube),
+                #[inline(always)]
+                move |j| {
+                    let x = s.abs32(s.mullo32(ld16w(s, &src[j..]), irf));
+                    let t = s.sll32(s.ld32(&thr[j..]), sub);
+                    s.max32(s.sub32(x, t), zero)
+                },
+            )
+        },
+        (0, 0)
+    )
 }
 
 /// Scales 1-3 masked sum of a row: `x = ((s * irf + 2^27) >> 28) as i32`,
@@ -1000,32 +937,24 @@ pub fn cm_pix123(
     if cube >= 62 {
         return (0, 0);
     }
-    dispatch!(cpu, |s| cm_pix123_k(s, src, thr, irf, add, cube), (0, 0))
-}
-
-#[inline(always)]
-fn cm_pix123_k<S: Ops>(
-    s: S,
-    src: &[i32],
-    thr: &[i32],
-    irf: u32,
-    add: i64,
-    cube_shift: u32,
-) -> (i64, usize) {
-    let rsq = s.splat64(1i64 << 29);
-    let bias = s.splat64(add + (1i64 << 62));
-    let zero = s.zero();
-    let mut acc = s.splat64(0);
-    let n = src.len() / S::L * S::L;
-    for j in (0..n).step_by(S::L) {
-        let x = q28(s, s.ld32(&src[j..]), irf);
-        let x = s.max32(s.sub32(s.abs32(x), s.ld32(&thr[j..])), zero);
-        let xsq = s.srl64(s.add64(s.mulw_u32(x, x), rsq), 30);
-        acc = s.add64(acc, cube(s, xsq, x, bias, cube_shift));
-    }
-    let sum = s.sum64(acc);
-    let sum = sum.wrapping_sub((n as u64).wrapping_mul(1u64 << (62 - cube_shift)));
-    (sum as i64, n)
+    dispatch!(
+        cpu,
+        |s| {
+            let zero = s.zero();
+            cube_sum(
+                s,
+                src.len(),
+                (1i64 << 29, 30),
+                (add, cube),
+                #[inline(always)]
+                move |j| {
+                    let x = q28(s, s.ld32(&src[j..]), irf);
+                    s.max32(s.sub32(s.abs32(x), s.ld32(&thr[j..])), zero)
+                },
+            )
+        },
+        (0, 0)
+    )
 }
 
 #[cfg(test)]

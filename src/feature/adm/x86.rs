@@ -448,9 +448,15 @@ impl<const AVX512: bool> Ops for X86<AVX512> {
     fn cmpeq32(self, a: __m256i, b: __m256i) -> __m256i {
         isa!(_mm256_cmpeq_epi32(a, b))
     }
+    /// AVX-512: a bitwise select (`vpternlogd`), which the all-ones or zero lanes of a mask
+    /// make a lane select; LLVM would turn `vpblendvb` into a mask move and a masked move.
     #[inline(always)]
     fn select(self, m: __m256i, a: __m256i, b: __m256i) -> __m256i {
-        isa!(_mm256_blendv_epi8(b, a, m))
+        if AVX512 {
+            isa!(_mm256_ternarylogic_epi32::<0xca>(m, a, b))
+        } else {
+            isa!(_mm256_blendv_epi8(b, a, m))
+        }
     }
     #[inline(always)]
     fn any(self, m: __m256i) -> bool {
