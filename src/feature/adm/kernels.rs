@@ -191,13 +191,13 @@ macro_rules! dispatch {
     ($cpu:expr, |$s:ident| $body:expr, $none:expr) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if let Some($s) = super::x86::Avx512::new($cpu) {
+            if let Some($s) = $crate::feature::adm::x86::Avx512::new($cpu) {
                 return $s.run(
                     #[inline(always)]
                     move || $body,
                 );
             }
-            if let Some($s) = super::x86::Avx2::new($cpu) {
+            if let Some($s) = $crate::feature::adm::x86::Avx2::new($cpu) {
                 return $s.run(
                     #[inline(always)]
                     move || $body,
@@ -205,7 +205,7 @@ macro_rules! dispatch {
             }
         }
         #[cfg(target_arch = "aarch64")]
-        if let Some($s) = super::aarch64::Neon::new($cpu) {
+        if let Some($s) = $crate::feature::adm::aarch64::Neon::new($cpu) {
             return $s.run(
                 #[inline(always)]
                 move || $body,
@@ -959,15 +959,85 @@ pub fn cm_pix123(
 
 #[cfg(test)]
 pub(super) mod tests {
+    use super::*;
     use crate::testutil::checkasm::Rng;
+
+    /// [`Ops::dots32`] of every column at `cpu`'s level (f32 bits), or false without one.
+    fn dots32_at(cpu: CpuLevel, o: [&[i32]; 2], t: [&[i32]; 2], out: [&mut [i32]; 3]) -> bool {
+        let [dp, om, tm] = out;
+        dispatch!(
+            cpu,
+            |s| {
+                for j in (0..o[0].len()).step_by(s.lanes()) {
+                    let ov = [s.ld32(&o[0][j..]), s.ld32(&o[1][j..])];
+                    let tv = [s.ld32(&t[0][j..]), s.ld32(&t[1][j..])];
+                    let [d, m, n] = s.dots32(ov, tv);
+                    s.st32(&mut dp[j..], d);
+                    s.st32(&mut om[j..], m);
+                    s.st32(&mut tm[j..], n);
+                }
+                true
+            },
+            false
+        )
+    }
+
+    /// The angle test's int64 dot products reach f32 as `as` rounds them, at every level:
+    /// sums on the delicate cases of [`rounding_cases`] (as `(v >> 30) * 2^30 + (v & (2^30 - 1))
+    /// * 1`), the extremes, and random coefficients of every magnitude, so that the x86
+    /// levels' exact-f64, emulated and `vcvtqq2ps` paths all run.
+    #[test]
+    fn dots32_round_like_as() {
+        let mut rng = Rng::new(10);
+        let (mut oh, mut ov, mut th, mut tv) = (vec![], vec![], vec![], vec![]);
+        for v in rounding_cases() {
+            if (v >> 30) as i32 as i64 == v >> 30 {
+                oh.push((v >> 30) as i32);
+                th.push(1 << 30);
+                ov.push((v & ((1 << 30) - 1)) as i32);
+                tv.push(1);
+            }
+        }
+        for k in 0..4000 {
+            let mut r = || rng.next_u32() as i32 >> rng.below(32);
+            let x = [r(), r(), r(), r()];
+            let x = if k % 7 == 0 { x.map(|_| i32::MIN) } else { x };
+            oh.push(x[0]);
+            ov.push(x[1]);
+            th.push(x[2]);
+            tv.push(x[3]);
+        }
+        let n = oh.len().next_multiple_of(16);
+        for v in [&mut oh, &mut ov, &mut th, &mut tv] {
+            v.resize(n, 0);
+        }
+        let f = |a: i32, b: i32, c: i32, d: i32| {
+            let s = (a as i64 * b as i64).wrapping_add(c as i64 * d as i64);
+            (s as f32).to_bits() as i32
+        };
+        let want: Vec<[i32; 3]> = (0..n)
+            .map(|j| {
+                let (a, b, c, d) = (oh[j], ov[j], th[j], tv[j]);
+                [f(a, c, b, d), f(a, a, b, b), f(c, c, d, d)]
+            })
+            .collect();
+        for level in CpuLevel::available() {
+            let mut got = [vec![0; n], vec![0; n], vec![0; n]];
+            let [g0, g1, g2] = &mut got;
+            if !dots32_at(level, [&oh, &ov], [&th, &tv], [g0, g1, g2]) {
+                continue;
+            }
+            for (j, w) in want.iter().enumerate() {
+                let g = [got[0][j], got[1][j], got[2][j]];
+                let x = (oh[j], ov[j], th[j], tv[j]);
+                assert_eq!(g, *w, "{level}: column {j} of {x:?}");
+            }
+        }
+    }
 
     /// i64 values whose f32 rounding is delicate: exact ties of the f32 grid at every
     /// magnitude (where an f64 intermediate would double-round), one off either side, the
     /// extremes, and random values of every bit length.
-    #[cfg_attr(
-        not(any(target_arch = "x86_64", target_arch = "aarch64")),
-        allow(dead_code)
-    )]
     pub(in super::super) fn rounding_cases() -> Vec<i64> {
         let mut v = vec![
             0,
