@@ -108,6 +108,7 @@ pub(super) trait Ops: Copy {
     /// The low 16 bits of the lanes of `[first, second]`, in column order.
     fn narrow16(self, a: [Self::V; 2]) -> Self::V;
     /// [`Ops::narrow16`] of values that fit in i16.
+    #[inline(always)]
     fn pack16(self, a: [Self::V; 2]) -> Self::V {
         self.narrow16(a)
     }
@@ -182,7 +183,6 @@ pub(super) trait Ops: Copy {
     fn sum64(self, a: Self::D) -> u64;
 }
 
-/// `body` with `$s` bound to the best token `cpu` allows, inside its `run`; `none` without one.
 /// `body` with `$s` bound to the best token `cpu` allows, inside its `run`; `none` without one.
 /// The body is a closure generic only by expansion (once per token), so it names no token
 /// type: `s.lanes()` is its width. It takes its captures by value: through references, which
@@ -304,7 +304,7 @@ const HI16: [i16; 4] = taps16(DWT_HI);
 // DWT, scale 0.
 
 /// A luma sample type, with the SIMD vertical DWT pass of scale 0 for it.
-pub(crate) trait Sample: Copy + Into<i32> {
+pub(super) trait Sample: Copy + Into<i32> {
     /// Whether the sums fit in i16 (8-bit samples: |sum| <= 27411 * 255 / 2^8 < 2^15 for any
     /// bpc >= 8).
     const FITS: bool;

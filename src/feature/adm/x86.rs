@@ -2,7 +2,7 @@
 //! [`Avx2`] and [`Avx512`]: one type, [`X86`], on 256-bit registers at both levels (512-bit
 //! ones gained nothing measurable on Zen 4, which double-pumps them). The AVX-512 form differs
 //! where AVX2 has to emulate: int64 -> f32 rounding (`vcvtqq2ps`), leading-zero counts, 64-bit
-//! minima, and the f64 work of decoupling, done on 8 lanes at once.
+//! minima, selects (`vpternlogd`), and the f64 work of decoupling, done on 8 lanes at once.
 //!
 //! Filter taps are `vpmaddwd`, two taps per 32-bit lane: vertically on the rows of two taps
 //! interleaved by `vpunpck[lh]wd` (whose sums `vpack[us]sdw` puts back in order), horizontally
@@ -68,7 +68,7 @@ macro_rules! isa {
 #[inline(always)]
 fn load256<T: Copy>(s: &[T]) -> __m256i {
     let s = &s[..32 / size_of::<T>()];
-    // SAFETY: `s` holds 32 bytes; unaligned load (AVX, which every token implies).
+    // SAFETY: `s` holds 32 bytes; unaligned load. Callers hold a token, so AVX runs.
     unsafe { _mm256_loadu_si256(s.as_ptr().cast()) }
 }
 
@@ -83,7 +83,7 @@ fn load128<T: Copy>(s: &[T]) -> __m128i {
 #[inline(always)]
 fn store256<T: Copy>(d: &mut [T], v: __m256i) {
     let d = &mut d[..32 / size_of::<T>()];
-    // SAFETY: `d` holds 32 bytes; unaligned store (AVX, which every token implies).
+    // SAFETY: `d` holds 32 bytes; unaligned store. Callers hold a token, so AVX runs.
     unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), v) }
 }
 
@@ -253,17 +253,13 @@ impl<const AVX512: bool> X86<AVX512> {
     }
 
     /// `a * b + c * d` of 8 i64 lanes in wrapping i64, rounded by `vcvtqq2ps` (round to
-    /// nearest even, as `as`).
-    ///
-    /// # Safety
-    /// AVX-512 runs.
+    /// nearest even, as `as`). AVX-512 only.
     #[inline(always)]
-    unsafe fn dot2_i64_512(a: __m512i, b: __m512i, c: __m512i, d: __m512i) -> __m256i {
-        // SAFETY: value intrinsics; the caller runs AVX-512.
-        unsafe {
+    fn dot2_i64_512(self, a: __m512i, b: __m512i, c: __m512i, d: __m512i) -> __m256i {
+        isa!({
             let s = _mm512_add_epi64(_mm512_mul_epi32(a, b), _mm512_mul_epi32(c, d));
             _mm256_castps_si256(_mm512_cvtepi64_ps(s))
-        }
+        })
     }
 
     /// The angle test of 4 pixels in f64 (see [`Ops::angle`]): all-ones 64-bit lanes where it
@@ -621,18 +617,17 @@ impl<const AVX512: bool> Ops for X86<AVX512> {
         if !AVX512 {
             return self.dots32_avx2(o, t);
         }
-        // SAFETY: value intrinsics; an `X86<true>` exists only on a CPU that runs AVX-512.
-        unsafe {
-            let oh = _mm512_cvtepi32_epi64(o[0]);
-            let ov = _mm512_cvtepi32_epi64(o[1]);
-            let th = _mm512_cvtepi32_epi64(t[0]);
-            let tv = _mm512_cvtepi32_epi64(t[1]);
-            [
-                Self::dot2_i64_512(oh, th, ov, tv),
-                Self::dot2_i64_512(oh, oh, ov, ov),
-                Self::dot2_i64_512(th, th, tv, tv),
-            ]
-        }
+        let (oh, ov, th, tv) = isa!((
+            _mm512_cvtepi32_epi64(o[0]),
+            _mm512_cvtepi32_epi64(o[1]),
+            _mm512_cvtepi32_epi64(t[0]),
+            _mm512_cvtepi32_epi64(t[1]),
+        ));
+        [
+            self.dot2_i64_512(oh, th, ov, tv),
+            self.dot2_i64_512(oh, oh, ov, ov),
+            self.dot2_i64_512(th, th, tv, tv),
+        ]
     }
     #[inline(always)]
     fn cvt_f32(self, a: __m256i) -> __m256i {
