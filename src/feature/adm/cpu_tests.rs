@@ -505,8 +505,8 @@ fn kernels_engage() {
         let r16 = [&i16s[..n]; 3];
         let r32 = [&i32s[..n]; 3];
         let done = [
-            arch::dwt0_vert_u8(cpu, [&u8s; 4], [&u8s; 2], 8, &mut a16, &mut b16),
-            arch::dwt0_vert_u16(cpu, [&u16s; 4], [&u16s; 2], 10, &mut a16, &mut b16),
+            u8::dwt0_vert(cpu, [&u8s; 4], [&u8s; 2], 8, &mut a16, &mut b16),
+            u16::dwt0_vert(cpu, [&u16s; 4], [&u16s; 2], 10, &mut a16, &mut b16),
             arch::dwt0_horiz(cpu, &i16s, &i16s, &mut a32, &mut a16, &mut b16, &mut c16),
             arch::dwt123_vert(cpu, [&i32s[..n]; 4], [&i32s; 2], 0, 0, &mut a32, &mut b32),
             arch::dwt123_vert(

@@ -16,6 +16,7 @@ pub mod cpu;
 pub mod gpu;
 #[cfg(test)]
 pub(crate) mod hipcpu_tests;
+mod kernels;
 pub(crate) mod launch;
 pub mod tables;
 #[cfg(target_arch = "x86_64")]
