@@ -501,8 +501,6 @@ fn no_device_is_enodev() {
 
 // ---------------------------------------------------------------- a scoring run
 
-/// The launches of run `r`: every expected kernel launched, each with as many arguments as its
-/// source declares and within its launch bounds, none failed.
 /// How many launches of `kernel` a run logged (checked against the signatures).
 fn launches_of(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>, kernel: &str) -> usize {
     check_launches(r, sigs)
@@ -511,6 +509,8 @@ fn launches_of(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>, kernel: &
         .count()
 }
 
+/// The launches of run `r` ([`check_each_launch`]), among them every kernel of a vif + adm +
+/// motion run.
 fn check_launches(r: &Run, sigs: &BTreeMap<String, (usize, Option<u32>)>) -> Vec<Launch> {
     let launches = check_each_launch(r, sigs);
     let names: BTreeSet<&str> = launches.iter().map(|l| l.kernel.as_str()).collect();
