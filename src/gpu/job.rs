@@ -93,18 +93,7 @@ impl<S: Any + Send, T: PlaneAs, const N: usize> Job<S, T, N> {
         self,
         read: impl FnOnce(&mut S) -> Result<R> + Send + 'static,
     ) -> Queued<'static, R> {
-        let Job {
-            state,
-            stream: _,
-            mut scratch,
-            luma,
-        } = self;
-        Box::new(move || {
-            let r = read(&mut scratch)?;
-            luma.release_waited();
-            state.put_scratch(scratch);
-            Ok(r)
-        })
+        self.finish_then(move |s, _| read(s))
     }
 
     /// [`Self::finish`] for a `read` that may queue more copies on the job's stream once the

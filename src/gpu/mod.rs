@@ -51,7 +51,7 @@ pub use sys::Vendor;
 pub struct GpuState {
     device: Arc<Device>,
     stream: Stream,
-    kernels: Mutex<HashMap<(&'static str, String), Arc<Kernel>>>,
+    kernels: Mutex<HashMap<(&'static str, &'static str), Arc<Kernel>>>,
     /// Per scratch type, the idle values: a call takes one (or starts with none) and puts it
     /// back, so concurrent frames never share buffers, and buffers are allocated only up to the
     /// peak number of frames in flight, whichever threads or contexts score them.
@@ -204,9 +204,9 @@ impl GpuState {
     }
 
     /// Entry point `entry` of kernels/`file`.hip, loading the module on first use.
-    pub fn kernel(&self, file: &'static str, entry: &str) -> Result<Arc<Kernel>> {
+    pub fn kernel(&self, file: &'static str, entry: &'static str) -> Result<Arc<Kernel>> {
         let mut map = lock(&self.kernels);
-        if let Some(k) = map.get(&(file, entry.to_string())) {
+        if let Some(k) = map.get(&(file, entry)) {
             return Ok(k.clone());
         }
         let module = match map.iter().find(|((f, _), _)| *f == file) {
@@ -214,7 +214,7 @@ impl GpuState {
             None => code::load_module(&self.device, code::embedded(file)?)?,
         };
         let k = Arc::new(module.kernel(entry)?);
-        map.insert((file, entry.to_string()), k.clone());
+        map.insert((file, entry), k.clone());
         Ok(k)
     }
 

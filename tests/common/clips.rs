@@ -105,8 +105,9 @@ fn read_data(dir: &str, name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
 }
 
-fn json(text: &str, name: &str) -> serde_json::Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("{name} is not valid JSON: {e}"))
+/// `text` parsed as JSON; a panic naming `what` when it is not.
+pub fn parse_json(text: &str, what: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not valid JSON: {e}"))
 }
 
 /// Expected upstream log `name` from `tests/data/expected`, as text.
@@ -116,10 +117,10 @@ pub fn expected_text(name: &str) -> String {
 
 /// Expected upstream JSON log `name` (file in `tests/data/expected`).
 pub fn expected_json(name: &str) -> serde_json::Value {
-    json(&expected_text(name), name)
+    parse_json(&expected_text(name), name)
 }
 
 /// Expected log `name` of upstream's float build (`tests/data/expected_float`).
 pub fn expected_float(name: &str) -> serde_json::Value {
-    json(&read_data("expected_float", name), name)
+    parse_json(&read_data("expected_float", name), name)
 }

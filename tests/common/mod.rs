@@ -64,10 +64,6 @@ pub fn vmaf_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
 }
 
 /// Parses a JSON log.
-pub fn parse_json(text: &str, what: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not valid JSON: {e}"))
-}
-
 fn frames(v: &Value) -> BTreeMap<i64, &serde_json::Map<String, Value>> {
     v["frames"]
         .as_array()

@@ -14,6 +14,7 @@ use super::launch::{self, DeviceAxis, PairPlanes};
 use super::scale::{antialias_filter, mean_filter, prescales, resample_axis};
 use super::{Dims, Params, NB};
 use crate::error::{Error, Result};
+use crate::feature::ssim::tools::luma_scaler;
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
@@ -213,15 +214,9 @@ fn queue_pair<T: Sample>(
     b.cov.download_async(stream, &mut b.cov_host, 2 * NB * NB)
 }
 
-/// The float scale of `bpc`-bit samples: what they are divided by to reach the 8-bit scale.
+/// What `bpc`-bit samples are divided by to reach the 8-bit scale.
 fn scaler(bpc: u32) -> Result<f32> {
-    Ok(match bpc {
-        8 => 1.0,
-        10 => 4.0,
-        12 => 16.0,
-        16 => 256.0,
-        b => return Err(Error::inval(format!("speed: unsupported bit depth {b}"))),
-    })
+    luma_scaler(bpc).map_err(|e| e.prefixed("speed"))
 }
 
 /// Scratch of `speed_chroma`: constants, the U and V pairs, and the staged planes.

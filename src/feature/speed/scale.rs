@@ -8,6 +8,7 @@ use std::f64::consts::PI;
 
 use super::{Dims, Params, NUM_SCALES};
 use crate::error::{Error, Result};
+use crate::feature::ssim::tools::luma_scaler;
 use crate::picture::{PictureData, PlaneRef};
 use crate::simd::CpuLevel;
 
@@ -74,14 +75,7 @@ pub(crate) fn plane_to_float_sized(
             }
         }
         PlaneRef::U16(p) => {
-            let scaler = match pic.bpc {
-                10 => 4.0f32,
-                12 => 16.0,
-                16 => 256.0,
-                b => {
-                    return Err(Error::inval(format!("{who}: unsupported bit depth {b}")));
-                }
-            };
+            let scaler = luma_scaler(pic.bpc).map_err(|e| e.prefixed(who))?;
             if p.len() < need {
                 return Err(short());
             }
@@ -638,12 +632,7 @@ pub(super) fn load(pic: &PictureData, c: usize, d: &Dims, p: &Params) -> Result<
             }
         }
         PlaneRef::U16(px) => {
-            let scaler = match pic.bpc {
-                10 => 4.0f32,
-                12 => 16.0,
-                16 => 256.0,
-                b => return Err(Error::inval(format!("speed: unsupported bit depth {b}"))),
-            };
+            let scaler = luma_scaler(pic.bpc).map_err(|e| e.prefixed("speed"))?;
             for (r, out) in rows.rows_mut().filter(|(r, _)| *r < d.h) {
                 let src = px.get(r * stride..r * stride + cols).ok_or_else(short)?;
                 for (o, &v) in out.iter_mut().zip(src) {
