@@ -56,10 +56,14 @@ VMAF_BARE int __clzll(long long a)
 {
     return a == 0 ? 64 : __builtin_clzll((unsigned long long)a);
 }
-/* The one atomicAdd overload the kernels use (global or shared memory). */
+/* The atomicAdd overloads the kernels use (global or shared memory). */
 VMAF_BARE unsigned long long atomicAdd(unsigned long long *p, unsigned long long v)
 {
     return (unsigned long long)__nvvm_atom_add_gen_ll((long long *)p, (long long)v);
+}
+VMAF_BARE unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    return (unsigned)__nvvm_atom_add_gen_i((int *)p, (int)v);
 }
 /* shfl.sync.down over the whole warp (clamp 31); 64-bit values move as two halves. */
 VMAF_BARE unsigned vmaf_shfl_down_sync(unsigned v, int offset)

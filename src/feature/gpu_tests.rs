@@ -22,7 +22,7 @@ fn launchers_match_kernel_signatures() {
     let (problems, kernels) = signature::check(LAUNCHERS);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     // Every entry point of today's seven sources (keeps the test from passing vacuously).
-    assert!(kernels >= 32, "only {kernels} kernels checked");
+    assert!(kernels >= 31, "only {kernels} kernels checked");
 }
 
 mod hipcpu {

@@ -24,9 +24,12 @@ use std::sync::Arc;
 /// Device buffers of one frame in flight (pooled per state), sized for pictures up to `cap` pixels at the processing size.
 struct Scratch {
     cap: usize,
-    /// Ping-pong pictures and masks (decimation and the mode filter are out of place).
-    img: [DeviceBuffer<u16>; 2],
-    mask: [DeviceBuffer<u16>; 2],
+    /// The preprocessed picture, the first scale's mask, each scale's mode-filtered picture
+    /// (ping-pong: the next scale reads the previous one) and its window values.
+    pre: DeviceBuffer<u16>,
+    mask: DeviceBuffer<u16>,
+    mode: [DeviceBuffer<u16>; 2],
+    wv: DeviceBuffer<u16>,
     /// Each scale's c-value map, on the device and (when the statistics cannot pool it) in
     /// pinned memory.
     cv: Vec<DeviceBuffer<f32>>,
@@ -66,8 +69,10 @@ impl Scratch {
         let lens = cv_lens(w, h);
         Ok(Scratch {
             cap,
-            img: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
-            mask: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
+            pre: DeviceBuffer::new(dev, cap)?,
+            mask: DeviceBuffer::new(dev, cap)?,
+            mode: [DeviceBuffer::new(dev, cap)?, DeviceBuffer::new(dev, cap)?],
+            wv: DeviceBuffer::new(dev, cap)?,
             cv: lens
                 .iter()
                 .map(|&n| DeviceBuffer::new(dev, n))
@@ -216,15 +221,19 @@ fn queue_c_values<T: Sample + PlaneAs>(
             &sc.taps,
             bpc,
             s.enc_bitdepth < 10,
-            dense(&sc.img[0], w, h),
+            dense(&sc.pre, w, h),
         )?
         .queue(stream)?;
         drop(luma);
+        // The mask is only ever read where the first scale samples the picture.
+        let (fw, fh) = sizes[0];
+        let step0 = if (fw, fh) == (w, h) { 1 } else { 2 };
         launch::cambi_mask(
             state,
-            dense(&sc.img[0], w, h),
+            dense(&sc.pre, w, h),
             mask_index(w, h),
-            dense(&sc.mask[0], w, h),
+            step0,
+            dense(&sc.mask, fw, fh),
         )?
         .queue(stream)?;
 
@@ -236,42 +245,35 @@ fn queue_c_values<T: Sample + PlaneAs>(
             vlt: s.vlt_luma,
         };
         sc.stats.zero(stream)?;
-        // Index of the buffer holding the current picture / mask.
-        let (mut im, mut mk) = (0usize, 0usize);
-        let (mut cw, mut ch) = (w, h);
         for (scale, &(sw, sh)) in sizes.iter().enumerate() {
-            if (sw, sh) != (cw, ch) {
-                let [a, b] = &sc.img;
-                let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-                launch::cambi_decimate(state, dense(src, cw, ch), dense(dst, sw, sh))?
-                    .queue(stream)?;
-                let [a, b] = &sc.mask;
-                let (src, dst) = if mk == 0 { (a, b) } else { (b, a) };
-                launch::cambi_decimate(state, dense(src, cw, ch), dense(dst, sw, sh))?
-                    .queue(stream)?;
-                im ^= 1;
-                mk ^= 1;
-                (cw, ch) = (sw, sh);
-            }
-            let [a, b] = &sc.img;
-            let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-            launch::cambi_mode(state, dense(src, sw, sh), dense(dst, sw, sh))?.queue(stream)?;
-            im ^= 1;
+            let [a, b] = &sc.mode;
+            let (prev, step) = match scale {
+                0 => (dense(&sc.pre, w, h), step0),
+                _ => {
+                    let (pw, ph) = sizes[scale - 1];
+                    (dense(if scale % 2 == 1 { a } else { b }, pw, ph), 2)
+                }
+            };
+            let out = if scale % 2 == 0 { a } else { b };
+            launch::cambi_scale(
+                state,
+                prev,
+                step,
+                dense(&sc.mask, fw, fh),
+                1 << scale,
+                s.band_base,
+                s.band_size,
+                dense(out, sw, sh),
+                dense(&sc.wv, sw, sh),
+            )?
+            .queue(stream)?;
             launch::cambi_cvalues(
                 state,
-                dense(&sc.img[im], sw, sh),
-                dense(&sc.mask[mk], sw, sh),
+                dense(&sc.wv, sw, sh),
                 &p,
                 &sc.params,
                 &sc.lut,
                 &sc.cv[scale],
-                0,
-            )?
-            .queue(stream)?;
-            launch::cambi_stats(
-                state,
-                &sc.cv[scale],
-                sw * sh,
                 &sc.stats,
                 scale * CAMBI_STATS_LEN,
             )?
@@ -440,6 +442,18 @@ impl ModelCase {
             topk: s.topk,
             window,
         })
+    }
+
+    /// The sliding kernel [`launch::cambi_cvalues`] takes for this case, if any.
+    pub(crate) fn sliding_kernel(&self) -> Option<(&'static str, usize)> {
+        CambiCValues {
+            pad: self.pad,
+            band_base: self.band_base,
+            band_size: self.band_size,
+            num_diffs: self.num_diffs,
+            vlt: self.vlt,
+        }
+        .sliding_kernel()
     }
 
     /// The score the host finishes from the device's statistics and maps, as [`score`] does.

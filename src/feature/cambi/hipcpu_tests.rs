@@ -10,22 +10,22 @@ use crate::gpu::hipcpu::{
 use crate::picture::{Picture, PictureData, PixelFormat};
 use crate::testutil::{load_parity_clip, noise_picture};
 
-/// The cambi sequence of gpu.rs (`with_c_values`: preprocessing, mask,
-/// then per scale decimation, mode filter, c-values and statistics) with the launches of
-/// launch.rs: each scale's c-value map and statistics.
+/// The cambi sequence of gpu.rs (`with_c_values`: preprocessing, the first scale's mask,
+/// then per scale the decimated, mode-filtered picture with its window values and the
+/// c-values with their statistics) with the launches of launch.rs, through the sliding or the
+/// direct c-value kernel: each scale's c-value map and statistics.
 fn cambi_on_model(
     f: LaunchFn,
     c: &super::gpu::ModelCase,
     pic: &PictureData,
     warp: c_int,
+    slide: Option<(&str, usize)>,
 ) -> (Vec<Vec<f32>>, Vec<Vec<u64>>) {
     let (w, h, in_w, in_h) = (c.w, c.h, c.in_w, c.in_h);
     let (taps, params, lut) = (&c.taps, &c.params, c.lut);
     let fail = |e: String| panic!("cambi wave {warp}: {e}");
     let px = |w: usize, h: usize| ((w as u32).div_ceil(32), (h as u32).div_ceil(8), 1);
-    let (mut img, mut mask) = ([vec![0u16; w * h], vec![0u16; w * h]], {
-        [vec![0u16; w * h], vec![0u16; w * h]]
-    });
+    let mut pre = vec![0u16; w * h];
     let (p8, p16);
     let (kernel, src) = if pic.bpc == 8 {
         p8 = dense_u8(pic, 0);
@@ -36,7 +36,7 @@ fn cambi_on_model(
     };
     let (wi, hi) = (w as i32, h as i32);
     // the dense in_w x in_h source is read at taps clamped inside it; taps holds
-    // w + h entries; img[0] is w x h.
+    // w + h entries; pre is w x h.
     launch(
         f,
         kernel,
@@ -51,92 +51,101 @@ fn cambi_on_model(
             ptr(taps),
             A::I32(pic.bpc as i32),
             A::I32(i32::from(c.dither)),
-            mptr(&mut img[0]),
+            mptr(&mut pre),
             A::I32(wi),
             A::I32(hi),
             A::I32(wi),
         ],
     )
     .unwrap_or_else(fail);
-    // w x h image and mask.
+    let (fw, fh) = c.sizes[0];
+    let step0 = if (fw, fh) == (w, h) { 1 } else { 2 };
+    let mut mask = vec![0u16; fw * fh];
+    // w x h image; fw x fh = ceil(w / step0) x ceil(h / step0) mask.
     launch(
         f,
         "vmaf_cambi_mask",
-        px(w, h),
+        px(fw, fh),
         (32, 8, 1),
         warp,
         &[
-            ptr(&img[0]),
+            ptr(&pre),
             A::I32(wi),
             A::I32(hi),
             A::I32(wi),
             A::U32(c.mask_threshold),
-            mptr(&mut mask[0]),
-            A::I32(wi),
+            A::I32(step0),
+            mptr(&mut mask),
+            A::I32(fw as i32),
+            A::I32(fh as i32),
+            A::I32(fw as i32),
         ],
     )
     .unwrap_or_else(fail);
-    let (mut im, mut mk) = (0usize, 0usize);
-    let (mut cw, mut ch) = (w, h);
     let (mut maps, mut stats) = (Vec::new(), Vec::new());
-    for &(sw, sh) in &c.sizes {
+    let mut prev = (pre, w, 1);
+    for (scale, &(sw, sh)) in c.sizes.iter().enumerate() {
         let (swi, shi) = (sw as i32, sh as i32);
-        if (sw, sh) != (cw, ch) {
-            for (bufs, i) in [(&mut img, &mut im), (&mut mask, &mut mk)] {
-                let [a, b] = bufs;
-                let (src, dst) = if *i == 0 { (a, b) } else { (b, a) };
-                // a dense cw x ch input read at even coordinates; a sw x sh output
-                // (sw = ceil(cw / 2), sh = ceil(ch / 2)) in a different buffer.
-                launch(
-                    f,
-                    "vmaf_cambi_decimate",
-                    px(sw, sh),
-                    (32, 8, 1),
-                    warp,
-                    &[
-                        ptr(src),
-                        A::I32(cw as i32),
-                        mptr(dst),
-                        A::I32(swi),
-                        A::I32(shi),
-                        A::I32(swi),
-                    ],
-                )
-                .unwrap_or_else(fail);
-                *i ^= 1;
-            }
-            (cw, ch) = (sw, sh);
-        }
-        {
-            let [a, b] = &mut img;
-            let (src, dst) = if im == 0 { (a, b) } else { (b, a) };
-            // dense sw x sh planes in different buffers.
-            launch(
-                f,
-                "vmaf_cambi_mode",
-                px(sw, sh),
-                (32, 8, 1),
-                warp,
-                &[ptr(src), mptr(dst), A::I32(swi), A::I32(shi), A::I32(swi)],
-            )
-            .unwrap_or_else(fail);
-            im ^= 1;
-        }
-        let mut cv = vec![0f32; sw * sh];
-        // dense sw x sh image and mask; params holds 2 * nd values; the LUT is
-        // longer than the window area (as cambi_cvalues checks); cv holds sw * sh.
+        let (mut mode, mut wv) = (vec![0u16; sw * sh], vec![0u16; sw * sh]);
+        // prev is read at (i * step, j * step) inside its plane (sizes halve with ceil), the
+        // mask at (i << scale, j << scale) inside fw x fh; mode and wv are sw x sh.
         launch(
             f,
-            "vmaf_cambi_cvalues",
-            ((sw as u32).div_ceil(16), (sh as u32).div_ceil(16), 1),
-            (16, 16, 1),
+            "vmaf_cambi_scale",
+            px(sw, sh),
+            (32, 8, 1),
             warp,
             &[
-                ptr(&img[im]),
-                ptr(&mask[mk]),
+                ptr(&prev.0),
+                A::I32(prev.1 as i32),
+                A::I32(prev.2),
+                ptr(&mask),
+                A::I32(fw as i32),
+                A::I32(1 << scale),
+                A::I32(i32::from(c.band_base)),
+                A::I32(i32::from(c.band_size)),
+                mptr(&mut mode),
+                mptr(&mut wv),
                 A::I32(swi),
                 A::I32(shi),
+            ],
+        )
+        .unwrap_or_else(fail);
+        let mut cv = vec![0f32; sw * sh];
+        let mut st = vec![0u64; super::launch::CAMBI_STATS_LEN];
+        let (kernel, grid, block, rows) = if let Some((kernel, rows)) = slide {
+            let bw = super::launch::CAMBI_SLIDE_W as u32;
+            (
+                kernel,
+                (
+                    (sw as u32).div_ceil(bw),
+                    (sh as u32).div_ceil(rows as u32),
+                    1,
+                ),
+                (bw, 1, 1),
+                rows,
+            )
+        } else {
+            (
+                "vmaf_cambi_cvalues",
+                ((sw as u32).div_ceil(16), (sh as u32).div_ceil(16), 1),
+                (16, 16, 1),
+                0,
+            )
+        };
+        // dense sw x sh window values below band_size or the no-value mark; params holds
+        // 2 * nd values; the LUT is longer than the window area (as cambi_cvalues checks); cv
+        // holds sw * sh, st 257 zeroed entries.
+        launch(
+            f,
+            kernel,
+            grid,
+            block,
+            warp,
+            &[
+                ptr(&wv),
                 A::I32(swi),
+                A::I32(shi),
                 A::I32(c.pad as i32),
                 A::I32(i32::from(c.band_base)),
                 A::I32(i32::from(c.band_size)),
@@ -144,29 +153,15 @@ fn cambi_on_model(
                 A::I32(i32::from(c.vlt)),
                 ptr(params),
                 ptr(lut),
+                A::I32(rows as i32),
                 mptr(&mut cv),
+                mptr(&mut st),
             ],
-        )
-        .unwrap_or_else(fail);
-        let mut st = vec![0u64; super::launch::CAMBI_STATS_LEN];
-        // reads cv[0..sw * sh], adds to st[0..257].
-        launch(
-            f,
-            "vmaf_cambi_stats",
-            (
-                ((sw * sh) as u32)
-                    .div_ceil(256)
-                    .min(crate::gpu::launch::MAX_ROW_BLOCKS),
-                1,
-                1,
-            ),
-            (256, 1, 1),
-            warp,
-            &[ptr(&cv), A::I32((sw * sh) as i32), mptr(&mut st)],
         )
         .unwrap_or_else(fail);
         maps.push(cv);
         stats.push(st);
+        prev = (mode, sw, 2);
     }
     (maps, stats)
 }
@@ -188,7 +183,7 @@ fn cambi_equals_cpu_at_wave64_and_wave32() {
         let (_, dists) = load_parity_clip(clip);
         pics.push((format!("{clip} frame 1"), dists[1].clone()));
     }
-    for (k, (bpc, w, h)) in [(8u32, 231usize, 97usize), (10, 150, 219)]
+    for (k, (bpc, w, h)) in [(8u32, 231usize, 97usize), (10, 150, 219), (8, 1200, 360)]
         .into_iter()
         .enumerate()
     {
@@ -200,17 +195,29 @@ fn cambi_equals_cpu_at_wave64_and_wave32() {
         "enc_bitdepth=8",
         "enc_width=400:enc_height=300:topk=0.01",
         "window_size=15:max_log_contrast=1:cambi_high_res_speedup=200",
+        "window_size=127",
     ];
     let mut runs = 0;
+    let mut sliding = std::collections::BTreeMap::new();
     for (what, pic) in &pics {
         for opts in option_sets {
             let Some(c) = ModelCase::new(opts, pic) else {
                 println!("cambi: the CPU refuses {what} [{opts}]");
                 continue;
             };
-            for warp in WAVES {
-                let at = format!("{what} [{opts}] wave {warp}");
-                let (maps, stats) = cambi_on_model(f, &c, pic, warp);
+            // The direct kernel always, and the sliding one where it applies.
+            let kernels: Vec<_> = std::iter::once(None)
+                .chain(c.sliding_kernel().map(Some))
+                .collect();
+            for (warp, slide) in WAVES
+                .iter()
+                .flat_map(|&w| kernels.iter().map(move |&k| (w, k)))
+            {
+                if let Some((k, rows)) = slide {
+                    *sliding.entry((k, rows)).or_insert(0) += 1;
+                }
+                let at = format!("{what} [{opts}] wave {warp} kernel {slide:?}");
+                let (maps, stats) = cambi_on_model(f, &c, pic, warp, slide);
                 for (scale, (g, want)) in maps.iter().zip(&c.cpu_maps).enumerate() {
                     assert_eq!(g.len(), want.len(), "{at} scale {scale}");
                     if let Some(i) = (0..g.len()).find(|&i| g[i].to_bits() != want[i].to_bits()) {
@@ -235,7 +242,13 @@ fn cambi_equals_cpu_at_wave64_and_wave32() {
             }
         }
     }
-    // Cambi needs a side of at least 216: every picture above is taken.
-    assert_eq!(runs, 40);
-    println!("cambi: {runs} runs in {:.1?}", t0.elapsed());
+    println!(
+        "cambi: {runs} runs in {:.1?}; sliding kernels: {sliding:?}",
+        t0.elapsed()
+    );
+    // Cambi needs a side of at least 216: every picture above is taken. Both sliding kernels
+    // ran, and the direct kernel alone where the contrast steps are not 4.
+    assert_eq!(runs, 108);
+    let kernels: std::collections::BTreeSet<_> = sliding.keys().map(|k| k.0).collect();
+    assert_eq!(kernels.len(), 2, "{sliding:?}");
 }

@@ -1,7 +1,7 @@
 //! Launchers for kernels/cambi.hip.
 
 use crate::error::{Error, Result};
-use crate::gpu::launch::{dims_u32, DevicePlane, Launch, Sample, Span, MAX_ROW_BLOCKS};
+use crate::gpu::launch::{dims_u32, DevicePlane, Launch, Sample, Span};
 use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig};
 
 /// `vmaf_cambi_preprocess_{u8,u16}(src, in_w, in_h, in_stride, taps, bpc, dither, out, out_w,
@@ -19,18 +19,39 @@ type PreprocessArgs<'a, T> = (
     i32,
     i32,
 );
-/// `vmaf_cambi_mask(img, w, h, stride, threshold, mask, mask_stride)`.
-type MaskArgs<'a> = (Span<'a, u16>, i32, i32, i32, u32, Span<'a, u16>, i32);
-/// `vmaf_cambi_decimate(in, in_stride, out, w, h, out_stride)`.
-type DecimateArgs<'a> = (Span<'a, u16>, i32, Span<'a, u16>, i32, i32, i32);
-/// `vmaf_cambi_mode(in, out, w, h, stride)`.
-type ModeArgs<'a> = (Span<'a, u16>, Span<'a, u16>, i32, i32, i32);
-/// `vmaf_cambi_cvalues(img, mask, w, h, stride, pad, band_base, band_size, nd, vlt, params,
-/// lut, cv)`.
-type CValuesArgs<'a> = (
+/// `vmaf_cambi_mask(img, w, h, stride, threshold, step, mask, mw, mh, mask_stride)`.
+type MaskArgs<'a> = (
+    Span<'a, u16>,
+    i32,
+    i32,
+    i32,
+    u32,
+    i32,
+    Span<'a, u16>,
+    i32,
+    i32,
+    i32,
+);
+/// `vmaf_cambi_scale(prev, prev_stride, step, mask, mask_stride, mstep, band_base, band_size,
+/// mode, wv, w, h)`.
+type ScaleArgs<'a> = (
+    Span<'a, u16>,
+    i32,
+    i32,
+    Span<'a, u16>,
+    i32,
+    i32,
+    i32,
+    i32,
     Span<'a, u16>,
     Span<'a, u16>,
     i32,
+    i32,
+);
+/// `vmaf_cambi_cvalues{,_slide}(wv, w, h, pad, band_base, band_size, nd, vlt, params, lut,
+/// rows, cv, stats)`.
+type CValuesArgs<'a> = (
+    Span<'a, u16>,
     i32,
     i32,
     i32,
@@ -40,18 +61,18 @@ type CValuesArgs<'a> = (
     i32,
     Span<'a, i32>,
     Span<'a, f32>,
+    i32,
     Span<'a, f32>,
+    Span<'a, u64>,
 );
-/// `vmaf_cambi_stats(cv, n, out)`.
-type StatsArgs<'a> = (Span<'a, f32>, i32, Span<'a, u64>);
 
 const PREPROCESS_U8_KERNEL: &str = "vmaf_cambi_preprocess_u8";
 const PREPROCESS_U16_KERNEL: &str = "vmaf_cambi_preprocess_u16";
 const MASK_KERNEL: &str = "vmaf_cambi_mask";
-const DECIMATE_KERNEL: &str = "vmaf_cambi_decimate";
-const MODE_KERNEL: &str = "vmaf_cambi_mode";
+const SCALE_KERNEL: &str = "vmaf_cambi_scale";
 const CVALUES_KERNEL: &str = "vmaf_cambi_cvalues";
-const STATS_KERNEL: &str = "vmaf_cambi_stats";
+const CVALUES_SLIDE_KERNEL: &str = "vmaf_cambi_cvalues_slide";
+const CVALUES_SLIDE_BIG_KERNEL: &str = "vmaf_cambi_cvalues_slide_big";
 
 /// The kernels of kernels/cambi.hip with the argument tuples their launchers pass.
 #[cfg(test)]
@@ -61,10 +82,10 @@ pub(crate) fn signatures() -> Vec<crate::gpu::launch::Signature> {
         sig::<PreprocessArgs<u8>>(PREPROCESS_U8_KERNEL),
         sig::<PreprocessArgs<u16>>(PREPROCESS_U16_KERNEL),
         sig::<MaskArgs>(MASK_KERNEL),
-        sig::<DecimateArgs>(DECIMATE_KERNEL),
-        sig::<ModeArgs>(MODE_KERNEL),
+        sig::<ScaleArgs>(SCALE_KERNEL),
         sig::<CValuesArgs>(CVALUES_KERNEL),
-        sig::<StatsArgs>(STATS_KERNEL),
+        sig::<CValuesArgs>(CVALUES_SLIDE_KERNEL),
+        sig::<CValuesArgs>(CVALUES_SLIDE_BIG_KERNEL),
     ]
 }
 
@@ -72,8 +93,19 @@ pub(crate) fn signatures() -> Vec<crate::gpu::launch::Signature> {
 pub const CAMBI_MAX_PAD: usize = 32;
 /// Largest number of contrast steps (`CAMBI_MAX_DIFFS`).
 pub const CAMBI_MAX_DIFFS: usize = 32;
-/// Output tile of the c-value kernel (`CAMBI_TILE`).
+/// Output tile of the direct c-value kernel (`CAMBI_TILE`).
 const CAMBI_TILE: u32 = 16;
+/// Output columns per block of the sliding c-value kernels (`CAMBI_SLIDE_W`), the contrast
+/// steps they take (`CAMBI_SLIDE_ND`), their zero rows on each side of the band
+/// (`CAMBI_SLIDE_GUARD`), the shared bytes of each (`CAMBI_SLIDE_BYTES`,
+/// `CAMBI_SLIDE_BIG_BYTES`), and the output rows each block slides over (fewer where the
+/// staged window values would not fit otherwise).
+pub const CAMBI_SLIDE_W: usize = 32;
+const CAMBI_SLIDE_ND: usize = 4;
+const CAMBI_SLIDE_GUARD: usize = CAMBI_SLIDE_ND;
+const CAMBI_SLIDE_BYTES: usize = 32768;
+const CAMBI_SLIDE_BIG_BYTES: usize = 45056;
+const CAMBI_SLIDE_ROWS: [usize; 2] = [16, 8];
 /// Block of the mask kernel (`CAMBI_MASK_BW` x `CAMBI_MASK_BH`).
 const CAMBI_MASK_BLOCK: (u32, u32) = (32, 8);
 /// Block of the element-wise cambi kernels.
@@ -127,90 +159,111 @@ pub fn cambi_preprocess<'a, T: Sample>(
     )
 }
 
-/// Cambi's flat-area mask of `img` into `mask` (same size): 1 where more than `threshold`
-/// pixels of the 7x7 square have both derivatives zero.
+/// Cambi's flat-area mask of `img`, sampled at every `step`-th row and column (1 or 2), into
+/// `mask` (`ceil(w / step)` x `ceil(h / step)`): 1 where more than `threshold` pixels of the
+/// 7x7 square have both derivatives zero.
 pub fn cambi_mask<'a>(
     state: &GpuState,
     img: DevicePlane<'a, u16>,
     threshold: u32,
+    step: usize,
     mask: DevicePlane<'a, u16>,
 ) -> Result<Launch<'a>> {
-    if (img.w, img.h) != (mask.w, mask.h) {
+    if !(1..=2).contains(&step) || (img.w.div_ceil(step), img.h.div_ceil(step)) != (mask.w, mask.h)
+    {
         return Err(Error::inval("cambi mask planes differ in size"));
     }
     let i = img.span()?;
     let m = mask.span()?;
     let (w, h) = dims_u32(img.w, img.h)?;
+    let (mw, mh) = dims_u32(mask.w, mask.h)?;
     let cfg = LaunchConfig {
         grid: (
-            w.div_ceil(CAMBI_MASK_BLOCK.0),
-            h.div_ceil(CAMBI_MASK_BLOCK.1),
+            mw.div_ceil(CAMBI_MASK_BLOCK.0),
+            mh.div_ceil(CAMBI_MASK_BLOCK.1),
             1,
         ),
         block: (CAMBI_MASK_BLOCK.0, CAMBI_MASK_BLOCK.1, 1),
         shared_mem_bytes: 0,
     };
     let (w, h, stride, mstride) = (w as i32, h as i32, img.stride as i32, mask.stride as i32);
+    let (mw, mh, step) = (mw as i32, mh as i32, step as i32);
     // Reads are at rows < h and columns < w of the image (neighbours only when inside), writes
-    // inside the mask.
+    // at rows < mh and columns < mw of the mask.
     Launch::new::<MaskArgs>(
         state,
         "cambi",
         MASK_KERNEL,
         cfg,
-        (i, w, h, stride, threshold, m, mstride),
+        (i, w, h, stride, threshold, step, m, mw, mh, mstride),
     )
 }
 
-/// `out` = the even rows and columns of `input`; `out` must be `ceil(w/2)` x `ceil(h/2)` of
-/// `input` and a different buffer.
-pub fn cambi_decimate<'a>(
+/// One scale's picture: `prev` read at every `step`-th row and column (1, or 2 to decimate),
+/// mode filtered into `mode`, and its window values (band value where `mask`, read at every
+/// `mstep`-th row and column, keeps the pixel and the band holds it) into `wv`; `mode` and
+/// `wv` are dense `w` x `h` planes of other buffers.
+#[allow(clippy::too_many_arguments)]
+pub fn cambi_scale<'a>(
     state: &GpuState,
-    input: DevicePlane<'a, u16>,
-    out: DevicePlane<'a, u16>,
+    prev: DevicePlane<'a, u16>,
+    step: usize,
+    mask: DevicePlane<'a, u16>,
+    mstep: usize,
+    band_base: u16,
+    band_size: u16,
+    mode: DevicePlane<'a, u16>,
+    wv: DevicePlane<'a, u16>,
 ) -> Result<Launch<'a>> {
-    if out.w != input.w.div_ceil(2) || out.h != input.h.div_ceil(2) {
-        return Err(Error::inval("cambi decimation sizes do not match"));
+    let (w, h) = (mode.w, mode.h);
+    let sampled =
+        |len: usize, n: usize, step: usize| (n - 1).checked_mul(step).is_some_and(|v| v < len);
+    if !(1..=2).contains(&step)
+        || mstep == 0
+        || (wv.w, wv.h) != (w, h)
+        || mode.stride != w
+        || wv.stride != w
+        || !sampled(prev.w, w, step)
+        || !sampled(prev.h, h, step)
+        || !sampled(mask.w, w, mstep)
+        || !sampled(mask.h, h, mstep)
+    {
+        return Err(Error::inval("cambi scale planes do not match"));
     }
-    if input.buf.ptr().addr() == out.buf.ptr().addr() {
-        return Err(Error::inval("cambi decimation in place"));
+    let p = prev.span()?;
+    let m = mask.span()?;
+    let o = mode.span()?;
+    let v = wv.span()?;
+    if [mode.buf.ptr().addr(), wv.buf.ptr().addr()].contains(&prev.buf.ptr().addr())
+        || mode.buf.ptr().addr() == wv.buf.ptr().addr()
+    {
+        return Err(Error::inval("cambi scale planes overlap"));
     }
-    let i = input.span()?;
-    let o = out.span()?;
-    let (w, h) = dims_u32(out.w, out.h)?;
-    let cfg = cambi_pixel_cfg(w, h);
-    let (w, h, istride, ostride) = (w as i32, h as i32, input.stride as i32, out.stride as i32);
-    // Reads at (2i, 2j) with i < ceil(in.h/2), j < ceil(in.w/2), inside the input; writes
-    // inside the output, another buffer.
-    Launch::new::<DecimateArgs>(
+    let (wu, hu) = dims_u32(w, h)?;
+    let cfg = cambi_pixel_cfg(wu, hu);
+    // Reads prev at (i * step, j * step) for i < h, j < w (and their in-picture neighbours),
+    // the mask at (i * mstep, j * mstep), all checked inside their planes above; writes
+    // w * h values of two other buffers.
+    Launch::new::<ScaleArgs>(
         state,
         "cambi",
-        DECIMATE_KERNEL,
+        SCALE_KERNEL,
         cfg,
-        (i, istride, o, w, h, ostride),
+        (
+            p,
+            prev.stride as i32,
+            step as i32,
+            m,
+            mask.stride as i32,
+            mstep as i32,
+            i32::from(band_base),
+            i32::from(band_size),
+            o,
+            v,
+            wu as i32,
+            hu as i32,
+        ),
     )
-}
-
-/// Cambi's 3x3 mode filter of `input` into `out` (same geometry, different buffer).
-pub fn cambi_mode<'a>(
-    state: &GpuState,
-    input: DevicePlane<'a, u16>,
-    out: DevicePlane<'a, u16>,
-) -> Result<Launch<'a>> {
-    if (input.w, input.h, input.stride) != (out.w, out.h, out.stride) {
-        return Err(Error::inval("cambi mode-filter planes differ in geometry"));
-    }
-    if input.buf.ptr().addr() == out.buf.ptr().addr() {
-        return Err(Error::inval("cambi mode filter in place"));
-    }
-    let i = input.span()?;
-    let o = out.span()?;
-    let (w, h) = dims_u32(input.w, input.h)?;
-    let cfg = cambi_pixel_cfg(w, h);
-    let (w, h, stride) = (w as i32, h as i32, input.stride as i32);
-    // Reads at rows/columns inside 0..h / 0..w (neighbours only for interior pixels), writes
-    // inside the output, another buffer.
-    Launch::new::<ModeArgs>(state, "cambi", MODE_KERNEL, cfg, (i, o, w, h, stride))
 }
 
 /// What the c-value kernel needs besides its buffers.
@@ -225,44 +278,79 @@ pub struct CambiCValues {
     pub vlt: u16,
 }
 
-/// The c-values of one scale: `cv[r * w + c]` for the `w`x`h` planes `img` and `mask` (same
-/// geometry). `params` holds the adjusted thresholds then the contrast weights (`2 *
-/// num_diffs` values); `lut` the reciprocal table, longer than the window area.
+impl CambiCValues {
+    /// The sliding kernel, and the rows per block, whose shared memory holds these column
+    /// histograms and staged window values, if any takes these options (else the direct
+    /// kernel runs).
+    pub fn sliding_kernel(&self) -> Option<(&'static str, usize)> {
+        if self.num_diffs != CAMBI_SLIDE_ND {
+            return None;
+        }
+        let cols = CAMBI_SLIDE_W + 2 * self.pad;
+        let pitch = (cols + 3).next_multiple_of(4);
+        let hist = (usize::from(self.band_size) + 2 * CAMBI_SLIDE_GUARD) * pitch;
+        let bytes = |rows: usize| hist + (rows + 2 * self.pad) * cols * 2;
+        [
+            (CVALUES_SLIDE_KERNEL, CAMBI_SLIDE_BYTES),
+            (CVALUES_SLIDE_BIG_KERNEL, CAMBI_SLIDE_BIG_BYTES),
+        ]
+        .into_iter()
+        .flat_map(|k| CAMBI_SLIDE_ROWS.map(|rows| (k, rows)))
+        .find(|&((_, room), rows)| bytes(rows) <= room)
+        .map(|((kernel, _), rows)| (kernel, rows))
+    }
+}
+
+/// The c-values of one scale into `cv[..w * h]` (dense, `w` wide) from its window values
+/// `wv` (a dense `w`x`h` plane), and their statistics added to `stats[stats_index..][..257]`
+/// (zeroed beforehand): a sliding kernel where one takes the options, else the direct one.
+/// `params` holds the adjusted thresholds then the contrast weights (`2 * num_diffs` values);
+/// `lut` the reciprocal table, longer than the window area.
 #[allow(clippy::too_many_arguments)]
 pub fn cambi_cvalues<'a>(
     state: &GpuState,
-    img: DevicePlane<'a, u16>,
-    mask: DevicePlane<'a, u16>,
+    wv: DevicePlane<'a, u16>,
     p: &CambiCValues,
     params: &'a DeviceBuffer<i32>,
     lut: &'a DeviceBuffer<f32>,
     cv: &'a DeviceBuffer<f32>,
-    cv_offset: usize,
+    stats: &'a DeviceBuffer<u64>,
+    stats_index: usize,
 ) -> Result<Launch<'a>> {
-    if (img.w, img.h, img.stride) != (mask.w, mask.h, mask.stride) {
-        return Err(Error::inval("cambi c-value planes differ in geometry"));
-    }
     let side = 2 * p.pad + 1;
     if p.pad > CAMBI_MAX_PAD
         || !(1..=CAMBI_MAX_DIFFS).contains(&p.num_diffs)
         || params.len() < 2 * p.num_diffs
         || lut.len() <= side * side
+        || wv.stride != wv.w
     {
         return Err(Error::inval("bad cambi c-value parameters"));
     }
-    let n = img.w * img.h;
-    if cv_offset.checked_add(n).is_none_or(|end| end > cv.len()) {
-        return Err(Error::inval("cambi c-value buffer too small"));
-    }
-    let i = img.span()?;
-    let m = mask.span()?;
-    let (w, h) = dims_u32(img.w, img.h)?;
-    let cfg = LaunchConfig {
-        grid: (w.div_ceil(CAMBI_TILE), h.div_ceil(CAMBI_TILE), 1),
-        block: (CAMBI_TILE, CAMBI_TILE, 1),
-        shared_mem_bytes: 0,
+    let n = wv.w * wv.h;
+    let v = wv.span()?;
+    let (w, h) = dims_u32(wv.w, wv.h)?;
+    let (cfg, kernel, rows) = if let Some((kernel, rows)) = p.sliding_kernel() {
+        (
+            LaunchConfig {
+                grid: (w.div_ceil(CAMBI_SLIDE_W as u32), h.div_ceil(rows as u32), 1),
+                block: (CAMBI_SLIDE_W as u32, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            kernel,
+            rows,
+        )
+    } else {
+        (
+            LaunchConfig {
+                grid: (w.div_ceil(CAMBI_TILE), h.div_ceil(CAMBI_TILE), 1),
+                block: (CAMBI_TILE, CAMBI_TILE, 1),
+                shared_mem_bytes: 0,
+            },
+            CVALUES_KERNEL,
+            0,
+        )
     };
-    let (w, h, stride) = (w as i32, h as i32, img.stride as i32);
+    let (w, h) = (w as i32, h as i32);
     let (pad, base, size, nd, vlt) = (
         p.pad as i32,
         i32::from(p.band_base),
@@ -272,58 +360,35 @@ pub fn cambi_cvalues<'a>(
     );
     let pp = Span::of(params, 0, 2 * p.num_diffs)?;
     let lp = Span::of(lut, 0, side * side + 1)?;
-    let cp = Span::of(cv, cv_offset, n)?;
-    // Planes are read only inside 0..h / 0..w; the shared tile holds 16 + 2 * pad <= 80
-    // samples a side; count indices stay below 2 * nd + 1 <= 65; params are read below 2 * nd;
+    let cp = Span::of(cv, 0, n)?;
+    let sp = Span::of(stats, stats_index, CAMBI_STATS_LEN)?;
+    // wv is read only inside 0..h / 0..w; only values below band_size get a histogram row
+    // in the sliding kernels, whose tables fit their shared memory as checked; count
+    // indices stay below 2 * nd + 1 <= 65; params are read below 2 * nd;
     // table indices are sums of two counts of one window, at most side^2; writes go to
-    // cv[cv_offset .. cv_offset + w * h].
+    // cv[..w * h] and stats[stats_index..][..257].
     Launch::new::<CValuesArgs>(
         state,
         "cambi",
-        CVALUES_KERNEL,
+        kernel,
         cfg,
-        (i, m, w, h, stride, pad, base, size, nd, vlt, pp, lp, cp),
+        (
+            v,
+            w,
+            h,
+            pad,
+            base,
+            size,
+            nd,
+            vlt,
+            pp,
+            lp,
+            rows as i32,
+            cp,
+            sp,
+        ),
     )
 }
 
 /// Entries of one c-value map's statistics: the non-zero count, then 256 significand sums.
 pub const CAMBI_STATS_LEN: usize = 257;
-/// Block of the statistics kernel (`CAMBI_STATS_BLOCK`).
-const CAMBI_STATS_BLOCK: u32 = 256;
-
-/// The statistics of `cv[..n]` into `out[out_index..out_index + CAMBI_STATS_LEN]` (which must
-/// be zeroed): the non-zero count, then per biased exponent the sum of the integer
-/// significands.
-pub fn cambi_stats<'a>(
-    state: &GpuState,
-    cv: &'a DeviceBuffer<f32>,
-    n: usize,
-    out: &'a DeviceBuffer<u64>,
-    out_index: usize,
-) -> Result<Launch<'a>> {
-    let n32 = i32::try_from(n).map_err(|_| Error::inval("cambi map too large"))?;
-    if n == 0 || n > cv.len() {
-        return Err(Error::inval("bad cambi statistics length"));
-    }
-    if out_index
-        .checked_add(CAMBI_STATS_LEN)
-        .is_none_or(|end| end > out.len())
-    {
-        return Err(Error::inval("cambi statistics index out of range"));
-    }
-    let (c, o) = (
-        Span::of(cv, 0, n)?,
-        Span::of(out, out_index, CAMBI_STATS_LEN)?,
-    );
-    let cfg = LaunchConfig {
-        grid: (
-            (n as u32).div_ceil(CAMBI_STATS_BLOCK).min(MAX_ROW_BLOCKS),
-            1,
-            1,
-        ),
-        block: (CAMBI_STATS_BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    // Reads cv[0..n] and adds to out[out_index..][..257].
-    Launch::new::<StatsArgs>(state, "cambi", STATS_KERNEL, cfg, (c, n32, o))
-}
