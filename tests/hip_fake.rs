@@ -1104,6 +1104,56 @@ fn cli_hip_backend_runs_speed_on_the_fake() {
     r.assert_no_failed_calls();
 }
 
+/// cambi and psnr_hvs on the fake through the CLI: cambi's preprocessing, mask, per-scale
+/// picture and sliding c-value kernels, and psnr_hvs's terms per plane and in-order sums,
+/// launched with the argument counts and block sizes the sources declare.
+#[test]
+fn cli_hip_backend_runs_cambi_and_psnr_hvs_on_the_fake() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let sigs = kernel_signatures();
+    let dir = common::work_dir("hip_fake_cli_cambi");
+    let out = dir.join("out.json");
+    let mut args = common::clip_args("life_320x240_420p8");
+    args.extend(
+        [
+            "--frame_cnt",
+            "3",
+            "-q",
+            "--no_prediction",
+            "--feature",
+            "cambi",
+            "--feature",
+            "psnr_hvs",
+            "--json",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(out.display().to_string());
+    args.extend(["--backend", "hip"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run_with(
+        kit,
+        "cli-cambi",
+        Path::new(env!("CARGO_BIN_EXE_vmaf")),
+        &args,
+        &[],
+    );
+    assert!(r.out.status.success(), "{}", show(&r.out));
+    let launches = check_each_launch(&r, &sigs);
+    let count = |k: &str| launches.iter().filter(|l| l.kernel == k).count();
+    // cambi: one preprocessing and mask per frame, five scales each; psnr_hvs: three planes.
+    assert_eq!(count("vmaf_cambi_preprocess_u8"), 3);
+    assert_eq!(count("vmaf_cambi_mask"), 3);
+    assert_eq!(count("vmaf_cambi_scale"), 15);
+    assert_eq!(count("vmaf_cambi_cvalues_slide"), 15);
+    assert_eq!(count("vmaf_psnr_hvs_terms_u8"), 9);
+    assert_eq!(count("vmaf_psnr_hvs_sum"), 3);
+    r.assert_no_failed_calls();
+}
+
 // ---------------------------------------------------------------- run-time compiling (hiprtc)
 
 /// An empty directory under target/hip-fake for scenario `name`.

@@ -258,7 +258,7 @@ pub(crate) const REGISTRY: &[Descriptor] = &[
     Descriptor {
         name: "psnr_hvs",
         provides: psnr_hvs::PROVIDED_FEATURES,
-        create: |o, _| Ok(Box::new(psnr_hvs::PsnrHvs::new(o)?)),
+        create: |o, gpu| Ok(Box::new(psnr_hvs::PsnrHvs::new(o)?.with_gpu(gpu))),
     },
     Descriptor {
         name: "ciede",

@@ -14,6 +14,7 @@
 #include "float_ssim.hip"
 #include "motion.hip"
 #include "psnr.hip"
+#include "psnr_hvs.hip"
 #include "speed.hip"
 #include "vif.hip"
 
@@ -116,6 +117,9 @@ struct Entry {
 const Entry ENTRIES[] = {
     HIPCPU_KERNEL(vmaf_psnr_sse_u8),
     HIPCPU_KERNEL(vmaf_psnr_sse_u16),
+    HIPCPU_KERNEL(vmaf_psnr_hvs_terms_u8),
+    HIPCPU_KERNEL(vmaf_psnr_hvs_terms_u16),
+    HIPCPU_KERNEL(vmaf_psnr_hvs_sum),
     HIPCPU_KERNEL(vmaf_motion_rows_u8),
     HIPCPU_KERNEL(vmaf_motion_rows_u16),
     HIPCPU_KERNEL(vmaf_motion_reduce),

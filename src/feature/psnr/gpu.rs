@@ -44,7 +44,10 @@ impl<T: Sample> Scratch<T> {
 }
 
 /// Element offsets of each plane when the planes are packed back to back, and the total.
-fn packed_layout<T: PlaneAs>(pic: &PictureData, n_planes: usize) -> Result<([usize; 3], usize)> {
+pub(crate) fn packed_layout<T: PlaneAs>(
+    pic: &PictureData,
+    n_planes: usize,
+) -> Result<([usize; 3], usize)> {
     let mut offs = [0usize; 3];
     let mut total = 0usize;
     for (i, off) in offs.iter_mut().enumerate().take(n_planes) {
@@ -55,7 +58,7 @@ fn packed_layout<T: PlaneAs>(pic: &PictureData, n_planes: usize) -> Result<([usi
     Ok((offs, total))
 }
 
-fn fill<T: Sample + PlaneAs>(
+pub(crate) fn fill<T: Sample + PlaneAs>(
     host: &mut PinnedHostBuffer<T>,
     pic: &PictureData,
     offs: &[usize; 3],

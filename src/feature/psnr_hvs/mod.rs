@@ -11,7 +11,13 @@
 
 use crate::error::{Error, Result};
 use crate::feature::{Dict, Extractor, FrameInput, OptSpec, Opts, Scores};
+use crate::gpu::GpuSet;
 use crate::picture::{PictureData, PixelFormat, PlaneRef};
+
+mod gpu;
+#[cfg(test)]
+mod hipcpu_tests;
+pub(crate) mod launch;
 
 /// Full feature names this extractor provides (stored under the same names).
 pub const PROVIDED_FEATURES: &[&str] = &["psnr_hvs_y", "psnr_hvs_cb", "psnr_hvs_cr", "psnr_hvs"];
@@ -202,15 +208,8 @@ fn mask_level(dct: &[i32; 64], mask: &Table, ratio: f32) -> f32 {
     ((f64::from(energy * ratio)).sqrt() / 32.0) as f32
 }
 
-/// Normalised masked error of one plane (upstream's `calc_psnrhvs`), as the f64 of its f32.
-/// `at(x, y)` reads the reference and distorted sample at (`x`, `y`).
-fn plane_error(
-    w: usize,
-    h: usize,
-    bpc: u32,
-    csf: &Table,
-    at: impl Fn(usize, usize) -> (i32, i32),
-) -> f64 {
+/// The masking weights of a CSF table: each entry scaled by [`MASK_SCALE`] and squared.
+fn mask_table(csf: &Table) -> Table {
     let mut mask: Table = [[0.0; 8]; 8];
     for (mrow, crow) in mask.iter_mut().zip(csf) {
         for (m, &c) in mrow.iter_mut().zip(crow) {
@@ -218,6 +217,37 @@ fn plane_error(
             *m = (s * s) as f32;
         }
     }
+    mask
+}
+
+/// The weighted squared errors of one pair of 8x8 blocks (`s`, `d`, row-major), in the order
+/// upstream adds them.
+fn block_terms(s: &[i32; 64], d: &[i32; 64], csf: &Table, mask: &Table) -> [f32; 64] {
+    let (s_ratio, d_ratio) = (variance_ratio(s), variance_ratio(d));
+    let (ds, dd) = (fdct8x8(s), fdct8x8(d));
+    let s_mask = mask_level(&ds, mask, s_ratio);
+    let d_mask = mask_level(&dd, mask, d_ratio);
+    let m = if d_mask > s_mask { d_mask } else { s_mask };
+    std::array::from_fn(|k| {
+        let (i, j) = (k / 8, k % 8);
+        let mut err = ds[k].wrapping_sub(dd[k]).wrapping_abs() as f32;
+        if k != 0 {
+            let thr = m / mask[i][j];
+            err = if err < thr { 0.0 } else { err - thr };
+        }
+        (err * csf[i][j]) * (err * csf[i][j])
+    })
+}
+
+/// Upstream's running sum of one plane's terms (block by block in raster order) and the
+/// number of terms. `at(x, y)` reads the reference and distorted sample at (`x`, `y`).
+fn plane_sum(
+    w: usize,
+    h: usize,
+    csf: &Table,
+    at: impl Fn(usize, usize) -> (i32, i32),
+) -> (f32, i32) {
+    let mask = mask_table(csf);
     let mut ret = 0f32;
     let mut pixels: i32 = 0;
     let (mut s, mut d) = ([0i32; 64], [0i32; 64]);
@@ -230,28 +260,21 @@ fn plane_error(
                     (s[i * 8 + j], d[i * 8 + j]) = at(x + j, y + i);
                 }
             }
-            let (s_ratio, d_ratio) = (variance_ratio(&s), variance_ratio(&d));
-            let (ds, dd) = (fdct8x8(&s), fdct8x8(&d));
-            let s_mask = mask_level(&ds, &mask, s_ratio);
-            let d_mask = mask_level(&dd, &mask, d_ratio);
-            let m = if d_mask > s_mask { d_mask } else { s_mask };
-            for i in 0..8 {
-                for j in 0..8 {
-                    let mut err = ds[i * 8 + j].wrapping_sub(dd[i * 8 + j]).wrapping_abs() as f32;
-                    if i != 0 || j != 0 {
-                        let thr = m / mask[i][j];
-                        err = if err < thr { 0.0 } else { err - thr };
-                    }
-                    ret += (err * csf[i][j]) * (err * csf[i][j]);
-                    pixels += 1;
-                }
+            for t in block_terms(&s, &d, csf, &mask) {
+                ret += t;
+                pixels += 1;
             }
             x += STEP;
         }
         y += STEP;
     }
-    // A plane smaller than one block leaves 0/0 = NaN, as upstream.
-    ret /= pixels as f32;
+    (ret, pixels)
+}
+
+/// Normalised masked error of one plane (upstream's `calc_psnrhvs`), as the f64 of its f32,
+/// from its sum and term count. A plane smaller than one block leaves 0/0 = NaN, as upstream.
+fn normalise(sum: f32, pixels: i32, bpc: u32) -> f64 {
+    let mut ret = sum / pixels as f32;
     let peak = (1i32 << bpc) - 1;
     ret /= (peak * peak) as f32;
     f64::from(ret)
@@ -262,23 +285,38 @@ fn to_db(x: f64) -> f64 {
     10.0 * -x.log10()
 }
 
-/// Normalised errors of the Y, Cb and Cr planes.
-pub fn plane_errors(r: &PictureData, d: &PictureData) -> [f64; 3] {
-    let tables = [&CSF_Y, &CSF_CB, &CSF_CR];
+/// The CSF table of each plane.
+const TABLES: [&Table; 3] = [&CSF_Y, &CSF_CB, &CSF_CR];
+
+/// Per plane: upstream's running sum of the weighted squared errors and their count (NaN for
+/// mixed sample storage, which `check_pair` refuses).
+fn plane_sums(r: &PictureData, d: &PictureData) -> [(f32, i32); 3] {
     std::array::from_fn(|p| {
-        let (w, h, bpc) = (r.w[p], r.h[p], r.bpc);
+        let (w, h) = (r.w[p], r.h[p]);
         let (rs, ds) = (r.stride[p], d.stride[p]);
         match (r.plane(p), d.plane(p)) {
-            (PlaneRef::U8(a), PlaneRef::U8(b)) => plane_error(w, h, bpc, tables[p], |x, y| {
+            (PlaneRef::U8(a), PlaneRef::U8(b)) => plane_sum(w, h, TABLES[p], |x, y| {
                 (i32::from(a[y * rs + x]), i32::from(b[y * ds + x]))
             }),
-            (PlaneRef::U16(a), PlaneRef::U16(b)) => plane_error(w, h, bpc, tables[p], |x, y| {
+            (PlaneRef::U16(a), PlaneRef::U16(b)) => plane_sum(w, h, TABLES[p], |x, y| {
                 (i32::from(a[y * rs + x]), i32::from(b[y * ds + x]))
             }),
-            // Mixed storage cannot pass `check_pair`.
-            _ => f64::NAN,
+            _ => (f32::NAN, 1),
         }
     })
+}
+
+/// The masking weights then the CSF of each plane (`launch::TABLE_LEN` floats a plane), as
+/// the GPU kernels take them.
+fn device_tables() -> Vec<f32> {
+    TABLES
+        .iter()
+        .flat_map(|csf| {
+            let mask = mask_table(csf);
+            let both: Vec<f32> = mask.iter().chain(csf.iter()).flatten().copied().collect();
+            both
+        })
+        .collect()
 }
 
 fn check_pair(r: &PictureData, d: &PictureData) -> Result<()> {
@@ -300,13 +338,22 @@ fn check_pair(r: &PictureData, d: &PictureData) -> Result<()> {
 }
 
 /// The psnr_hvs extractor (no options).
-pub struct PsnrHvs;
+pub struct PsnrHvs {
+    /// GPU that computes the plane sums, when one was imported.
+    gpu: Option<GpuSet>,
+}
 
 impl PsnrHvs {
     /// Creates the extractor; upstream defines no options, so every key is ignored.
     pub fn new(opts: &Dict) -> Result<Self> {
         Opts::parse(&OPTIONS, opts)?;
-        Ok(PsnrHvs)
+        Ok(PsnrHvs { gpu: None })
+    }
+
+    /// Computes the plane sums on `gpu` when given.
+    pub fn with_gpu(mut self, gpu: Option<GpuSet>) -> Self {
+        self.gpu = gpu;
+        self
     }
 }
 
@@ -318,7 +365,13 @@ impl Extractor for PsnrHvs {
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair(r, d)?;
-        let e = plane_errors(r, d);
+        let e = match &self.gpu {
+            Some(g) => {
+                let sums = gpu::plane_sums(g.for_frame(input.index), r, d)?;
+                std::array::from_fn(|p| normalise(sums[p].0, sums[p].1, r.bpc))
+            }
+            None => plane_sums(r, d).map(|(sum, n)| normalise(sum, n, r.bpc)),
+        };
         for (name, &v) in PROVIDED_FEATURES.iter().zip(&e) {
             out.push((name.to_string(), to_db(v)));
         }

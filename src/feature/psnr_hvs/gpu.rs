@@ -1,0 +1,202 @@
+//! psnr_hvs on the GPU: kernels/psnr_hvs.hip computes every block's 64 weighted squared errors
+//! with the CPU's operations in its order and precision, then adds each plane's terms in
+//! raster order in one float, as the CPU does (that sum has no parallel form with the same
+//! rounding, so it runs sequentially, on the device). The host gets three floats per frame and
+//! finishes with the CPU's own normalisation.
+
+use super::device_tables;
+use super::launch::{self, blocks, TABLE_LEN};
+use crate::error::{Error, Result};
+use crate::feature::psnr::gpu::{fill, packed_layout};
+use crate::gpu::job::{Job, Parts};
+use crate::gpu::launch::{DevicePlane, Sample};
+use crate::gpu::planes::PlaneAs;
+use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
+use crate::picture::PictureData;
+use std::sync::Arc;
+
+/// Buffers of one frame in flight, sized for the largest pictures seen.
+struct Scratch<T: Sample> {
+    ref_host: PinnedHostBuffer<T>,
+    dis_host: PinnedHostBuffer<T>,
+    ref_dev: DeviceBuffer<T>,
+    dis_dev: DeviceBuffer<T>,
+    tables: DeviceBuffer<f32>,
+    terms: DeviceBuffer<f32>,
+    sums_dev: DeviceBuffer<f32>,
+    sums_host: PinnedHostBuffer<f32>,
+}
+
+impl<T: Sample> Scratch<T> {
+    fn new(state: &GpuState, ref_len: usize, dis_len: usize, terms: usize) -> Result<Self> {
+        let dev = state.device();
+        let host = device_tables();
+        let mut tables = DeviceBuffer::new(dev, host.len())?;
+        tables.upload_blocking(state.stream(), &host)?;
+        Ok(Scratch {
+            ref_host: PinnedHostBuffer::new(dev, ref_len)?,
+            dis_host: PinnedHostBuffer::new(dev, dis_len)?,
+            ref_dev: DeviceBuffer::new(dev, ref_len)?,
+            dis_dev: DeviceBuffer::new(dev, dis_len)?,
+            tables,
+            terms: DeviceBuffer::new(dev, terms.max(1))?,
+            sums_dev: DeviceBuffer::new(dev, 3)?,
+            sums_host: PinnedHostBuffer::new(dev, 3)?,
+        })
+    }
+
+    fn fits(&self, ref_len: usize, dis_len: usize, terms: usize) -> bool {
+        self.ref_dev.len() >= ref_len && self.dis_dev.len() >= dis_len && self.terms.len() >= terms
+    }
+}
+
+/// Per plane: upstream's running sum of the plane's terms and their count (the CPU's
+/// `plane_sum`), for two host pictures of the same format and size.
+fn sums_typed<T: Sample + PlaneAs>(
+    state: &Arc<GpuState>,
+    r: &PictureData,
+    d: &PictureData,
+) -> Result<[(f32, i32); 3]> {
+    let (r_offs, r_len) = packed_layout::<T>(r, 3)?;
+    let (d_offs, d_len) = packed_layout::<T>(d, 3)?;
+    let mut starts = [0usize; 4];
+    for p in 0..3 {
+        starts[p + 1] = starts[p] + 64 * blocks(r.w[p]) * blocks(r.h[p]);
+    }
+    let n_terms = starts[3];
+    let mut job = Job::<Scratch<T>, T, 0>::start(
+        state,
+        [],
+        |s| s.fits(r_len, d_len, n_terms),
+        |st| Scratch::new(st, r_len, d_len, n_terms),
+    )?;
+    {
+        let Parts {
+            state,
+            stream,
+            scratch: s,
+            ..
+        } = job.parts();
+        fill(&mut s.ref_host, r, &r_offs, 3)?;
+        fill(&mut s.dis_host, d, &d_offs, 3)?;
+        s.ref_dev.upload_async(stream, &mut s.ref_host, r_len)?;
+        s.dis_dev.upload_async(stream, &mut s.dis_host, d_len)?;
+        for p in 0..3 {
+            if starts[p + 1] == starts[p] {
+                continue;
+            }
+            let plane = |buf, offset, stride| DevicePlane {
+                buf,
+                offset,
+                w: r.w[p],
+                h: r.h[p],
+                stride,
+            };
+            launch::psnr_hvs_terms(
+                state,
+                plane(&s.ref_dev, r_offs[p], r.stride[p]),
+                plane(&s.dis_dev, d_offs[p], d.stride[p]),
+                &s.tables,
+                p * TABLE_LEN,
+                &s.terms,
+                starts[p],
+            )?
+            .queue(stream)?;
+        }
+        launch::psnr_hvs_sum(state, &s.terms, starts, &s.sums_dev)?.queue(stream)?;
+        s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
+    }
+    job.wait(|s, _| {
+        let sums = s.sums_host.as_slice()?;
+        // The CPU counts terms in an i32 too.
+        let count = |p: usize| (starts[p + 1] - starts[p]) as i32;
+        Ok(std::array::from_fn(|p| (sums[p], count(p))))
+    })
+}
+
+/// Per plane of a 4:2:0, 4:2:2 or 4:4:4 picture pair: upstream's running sum of the plane's
+/// weighted squared errors and their count, identical to the CPU's. Pictures in device memory
+/// are read through their host copies.
+pub fn plane_sums(
+    state: &Arc<GpuState>,
+    r: &PictureData,
+    d: &PictureData,
+) -> Result<[(f32, i32); 3]> {
+    if r.pix_fmt.plane_count() != 3
+        || r.pix_fmt != d.pix_fmt
+        || r.bpc != d.bpc
+        || r.w != d.w
+        || r.h != d.h
+    {
+        return Err(Error::inval(
+            "GPU psnr_hvs: pictures differ in format or size, or have no chroma",
+        ));
+    }
+    r.fetch_host(crate::feature::ALL_PLANES)?;
+    d.fetch_host(crate::feature::ALL_PLANES)?;
+    if r.bpc == 8 {
+        sums_typed::<u8>(state, r, d)
+    } else {
+        sums_typed::<u16>(state, r, d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{plane_sums as cpu_sums, PsnrHvs};
+    use super::plane_sums;
+    use crate::feature::{Dict, Extractor, FrameInput, Scores};
+    use crate::gpu::GpuSet;
+    use crate::picture::PixelFormat;
+    use crate::testutil::{load_parity_clip, noise_picture, PARITY_CLIPS};
+
+    /// Every plane sum of every parity clip frame and of noise at odd sizes and 8/10/12 bits,
+    /// and the extractor's scores, bit for bit against the CPU.
+    #[test]
+    fn gpu_psnr_hvs_equals_cpu() {
+        let Some(state) = crate::gpu::test_state() else {
+            return;
+        };
+        let bits = |v: [(f32, i32); 3]| v.map(|(s, n)| (s.to_bits(), n));
+        for clip in PARITY_CLIPS {
+            let (refs, dists) = load_parity_clip(clip);
+            for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+                let got = plane_sums(&state, r, d).unwrap();
+                assert_eq!(bits(got), bits(cpu_sums(r, d)), "{clip} frame {i}");
+            }
+        }
+        for (k, (fmt, bpc, w, h)) in [
+            (PixelFormat::Yuv420p, 8, 333, 217),
+            (PixelFormat::Yuv422p, 10, 64, 9),
+            (PixelFormat::Yuv444p, 12, 129, 71),
+            (PixelFormat::Yuv420p, 8, 14, 14),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let r = noise_picture(fmt, bpc, w, h, 70 + k as u64);
+            let d = noise_picture(fmt, bpc, w, h, 90 + k as u64);
+            let got = plane_sums(&state, &r, &d).unwrap();
+            assert_eq!(
+                bits(got),
+                bits(cpu_sums(&r, &d)),
+                "{fmt:?} {bpc}-bit {w}x{h}"
+            );
+        }
+        let set = GpuSet::new(vec![state]).unwrap();
+        let cpu = PsnrHvs::new(&Dict::new()).unwrap();
+        let gpu = PsnrHvs::new(&Dict::new()).unwrap().with_gpu(Some(set));
+        let (refs, dists) = load_parity_clip("natural_1920x1080_420p8");
+        for (i, (r, d)) in refs.iter().zip(&dists).enumerate().take(3) {
+            let (mut a, mut b) = (Scores::new(), Scores::new());
+            cpu.extract(&FrameInput::pair(i, r, d), &mut a).unwrap();
+            gpu.extract(&FrameInput::pair(i, r, d), &mut b).unwrap();
+            let bits = |s: &Scores| {
+                s.iter()
+                    .map(|(n, v)| (n.clone(), v.to_bits()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(bits(&a), bits(&b), "frame {i}");
+        }
+    }
+}
