@@ -27,7 +27,8 @@
 //!
 //! `cargo bench --bench cpu [-- --frames N (16) --sizes 1080p,2160p --bpc 8,10 --threads 1,all
 //!  --levels scalar,avx2,best --reps N (best of) --distinct N (pairs cycled, 8) --lib PATH --cli
-//!  --quick (8 frames, 1080p 8-bit, 1 thread)]`
+//!  --model VERSION (a built-in model of both libraries, vmaf_v0.6.1) --quick (8 frames, 1080p
+//!  8-bit, 1 thread)]`
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::io::Write as _;
@@ -37,6 +38,13 @@ use std::time::Instant;
 
 use libloading::Library;
 use vmaf_hip::simd::CpuLevel;
+
+/// The built-in model both libraries load (`--model`).
+static MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn model_version() -> &'static str {
+    MODEL.get().map_or("vmaf_v0.6.1", String::as_str)
+}
 
 // ---------------------------------------------------------------------------------------------
 // The C ABI (include/libvmaf/*.h; identical in upstream v3.2.0), declared here rather than taken
@@ -416,7 +424,7 @@ fn measure(lib: &Lib, input: &Input, frames: usize, n_threads: u32, cpumask: u64
         gpumask: 1,
     };
     let name = CString::new("vmaf").unwrap();
-    let version = CString::new("vmaf_v0.6.1").unwrap();
+    let version = CString::new(model_version()).unwrap();
     let mut mcfg = VmafModelConfig {
         name: name.as_ptr(),
         flags: 0,
@@ -582,6 +590,9 @@ fn parse_args() -> Args {
             }
             "--reps" => a.reps = val(i, flag).parse().expect("--reps N"),
             "--lib" => a.lib = PathBuf::from(val(i, flag)),
+            "--model" => {
+                let _ = MODEL.set(val(i, flag));
+            }
             "--cli" => {
                 a.cli = true;
                 i -= 1;
@@ -706,14 +717,8 @@ fn cli_rows(a: &Args, input: &Input, upstream: Option<&Path>, lib_score: f64) {
             cmd.arg("-r").arg(&rp).arg("-d").arg(&dp);
             cmd.args(["-w", &input.w.to_string(), "-h", &input.h.to_string()]);
             cmd.args(["-p", "420", "-b", &input.bpc.to_string()]);
-            cmd.args([
-                "--threads",
-                &n.to_string(),
-                "-m",
-                "version=vmaf_v0.6.1",
-                "-q",
-                "--json",
-            ]);
+            let model = format!("version={}", model_version());
+            cmd.args(["--threads", &n.to_string(), "-m", &model, "-q", "--json"]);
             cmd.arg("-o").arg(&json);
             let (wall, cpu) = time_command(cmd);
             let score = pooled_from_json(&json);
@@ -796,9 +801,12 @@ fn main() {
         .map(PathBuf::from);
 
     println!(
-        "CPU benchmark: model vmaf_v0.6.1, {} frames per run ({} distinct pairs cycled, held in memory), \
+        "CPU benchmark: model {}, {} frames per run ({} distinct pairs cycled, held in memory), \
          picture_alloc + copy per frame, {cores} cores here, best of {} run(s)",
-        a.frames, a.distinct, a.reps
+        model_version(),
+        a.frames,
+        a.distinct,
+        a.reps
     );
     println!(
         "ours:     {} ({}), best CPU level here: {}",
