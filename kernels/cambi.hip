@@ -210,18 +210,20 @@ VMAF_DEVICE float cambi_c_value(const vmaf_u32 *counts, int nd, int value, int v
 {
     float c_value = 0.0f;
     const int p0 = (int)counts[nd];
+    // Every step's table entry is loaded whether or not its thresholds admit it (the index,
+    // two counts of one window, is always inside the table), so the loads do not wait on one
+    // another behind the branches.
 #pragma unroll 4
     for (int d = 0; d < nd; d++) {
         const int step = d + 1;
-        if (value <= params[d] && value + step > vlt) {
-            const int p1 = (int)counts[nd + step];
-            const int p2 = (int)counts[nd - step];
-            const int p = p1 > p2 ? p1 : p2;
-            const int num = params[nd + d] * p0 * p;
-            const float val = __fmul_rn(__int2float_rn(num), lut[p + p0]);
-            if (val > c_value)
-                c_value = val;
-        }
+        const int p1 = (int)counts[nd + step];
+        const int p2 = (int)counts[nd - step];
+        const int p = p1 > p2 ? p1 : p2;
+        const float inv = lut[p + p0];
+        const int num = params[nd + d] * p0 * p;
+        const float val = __fmul_rn(__int2float_rn(num), inv);
+        if (value <= params[d] && value + step > vlt && val > c_value)
+            c_value = val;
     }
     return c_value;
 }
