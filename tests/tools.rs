@@ -223,6 +223,18 @@ fn meson_installs_upstream_layout() {
         needed.iter().any(|n| n.starts_with("libc.so")),
         "{needed:?}"
     );
+    // The licences beside the documentation: ours, and the built-in models' own.
+    let doc = prefix.join("share/doc/vmaf-hip");
+    for (file, text) in [
+        ("LICENSE", "the vmaf-hip contributors"),
+        ("LICENSE.models", "Netflix, Inc."),
+    ] {
+        let got = std::fs::read_to_string(doc.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            got.contains("BSD-2-Clause-Patent") && got.contains(text),
+            "{file}"
+        );
+    }
     let static_lib = lib.join("libvmaf.a");
     assert!(
         static_lib.is_file() && static_lib.metadata().unwrap().len() > 1 << 20,
