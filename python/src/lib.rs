@@ -85,20 +85,6 @@ fn load_model(spec: &ModelSpec) -> Result<Loaded, Error> {
     })
 }
 
-fn parse_pixel_format(s: &str) -> Result<PixelFormat, Error> {
-    Ok(match s {
-        "420" | "yuv420p" => PixelFormat::Yuv420p,
-        "422" | "yuv422p" => PixelFormat::Yuv422p,
-        "444" | "yuv444p" => PixelFormat::Yuv444p,
-        "400" | "gray" | "yuv400p" => PixelFormat::Yuv400p,
-        _ => {
-            return Err(inval(format!(
-                "pixel_format {s:?}: should be 420, 422, 444 or 400"
-            )))
-        }
-    })
-}
-
 /// Where features are extracted.
 #[derive(Debug, Clone)]
 enum Backend {
@@ -332,27 +318,18 @@ fn score_files_json(
 ) -> PyResult<String> {
     let cancel = cancel.map(|c| Arc::clone(&c.get().0));
     let backend = parse_backend(backend, device.as_ref())?;
-    let raw = match (width, height, pixel_format, bitdepth) {
-        (None, None, None, None) => None,
-        (Some(w), Some(h), Some(p), Some(b)) => {
-            if !matches!(b, 8 | 10 | 12 | 16) {
-                return Err(PyValueError::new_err(format!(
-                    "bitdepth {b}: should be 8, 10, 12 or 16"
-                )));
-            }
-            Some(VideoInfo {
-                width: w as usize,
-                height: h as usize,
-                pix_fmt: parse_pixel_format(&p).map_err(py_err)?,
-                bpc: b,
-            })
-        }
-        _ => {
-            return Err(PyValueError::new_err(
-                "raw .yuv input needs all of width, height, pixel_format and bitdepth",
-            ))
-        }
-    };
+    let pix_fmt = pixel_format
+        .map(|p| vmaf_hip::io::raw_pixel_format(&p))
+        .transpose()
+        .map_err(py_err)?;
+    let raw = VideoInfo::raw(
+        width,
+        height,
+        pix_fmt,
+        bitdepth,
+        "width, height, pixel_format and bitdepth",
+    )
+    .map_err(py_err)?;
     let setup = Setup::new(
         models, features, backend, threads, subsample, cpumask, gpumask,
     )
@@ -676,7 +653,7 @@ impl PyContext {
     ) -> PyResult<()> {
         let pf = pixel_format
             .as_deref()
-            .map(parse_pixel_format)
+            .map(vmaf_hip::io::raw_pixel_format)
             .transpose()
             .map_err(py_err)?;
         let rt = take_all(&ref_caps)?;

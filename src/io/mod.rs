@@ -19,6 +19,32 @@ pub mod yuv;
 pub use y4m::Y4mReader;
 pub use yuv::YuvReader;
 
+/// A raw input's bit depth: 8, 10, 12 or 16.
+pub fn raw_bitdepth(bpc: u32) -> Result<u32> {
+    match bpc {
+        8 | 10 | 12 | 16 => Ok(bpc),
+        _ => Err(Error::inval(format!(
+            "bitdepth {bpc}: should be 8, 10, 12 or 16"
+        ))),
+    }
+}
+
+/// A raw input's pixel format: `420`, `422`, `444`, `400`, or FFmpeg's `yuv420p`, `yuv422p`,
+/// `yuv444p`, `gray`/`yuv400p`.
+pub fn raw_pixel_format(s: &str) -> Result<PixelFormat> {
+    Ok(match s {
+        "420" | "yuv420p" => PixelFormat::Yuv420p,
+        "422" | "yuv422p" => PixelFormat::Yuv422p,
+        "444" | "yuv444p" => PixelFormat::Yuv444p,
+        "400" | "gray" | "yuv400p" => PixelFormat::Yuv400p,
+        _ => {
+            return Err(Error::inval(format!(
+                "pixel_format {s:?}: should be 420, 422, 444 or 400"
+            )))
+        }
+    })
+}
+
 /// Stream parameters shared by every frame of an input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VideoInfo {
@@ -30,6 +56,29 @@ pub struct VideoInfo {
 }
 
 impl VideoInfo {
+    /// A raw `.yuv` input's geometry from its four settings (the CLI's `-w -h -p -b`, Python's
+    /// `width`, `height`, `pixel_format`, `bitdepth`): None when none is given (y4m input),
+    /// else all four, the bit depth 8, 10, 12 or 16. `names` lists the settings for the error
+    /// when only some are given.
+    pub fn raw(
+        width: Option<u32>,
+        height: Option<u32>,
+        pix_fmt: Option<PixelFormat>,
+        bpc: Option<u32>,
+        names: &str,
+    ) -> Result<Option<Self>> {
+        match (width, height, pix_fmt, bpc) {
+            (None, None, None, None) => Ok(None),
+            (Some(w), Some(h), Some(pix_fmt), Some(bpc)) => Ok(Some(VideoInfo {
+                width: w as usize,
+                height: h as usize,
+                pix_fmt,
+                bpc: raw_bitdepth(bpc)?,
+            })),
+            _ => Err(Error::inval(format!("raw .yuv input needs all of {names}"))),
+        }
+    }
+
     /// Bytes one frame's samples take in the file (excluding any per-frame header).
     pub fn frame_bytes(&self) -> usize {
         file_plane_dims(self.pix_fmt, self.width, self.height)
@@ -521,6 +570,37 @@ fn check_target(info: &VideoInfo, pic: &PictureData) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_settings_all_or_none() {
+        let names = "w, h, p and b";
+        assert_eq!(VideoInfo::raw(None, None, None, None, names).unwrap(), None);
+        let fmt = raw_pixel_format("yuv422p").unwrap();
+        assert_eq!(fmt, raw_pixel_format("422").unwrap());
+        assert_eq!(
+            VideoInfo::raw(Some(64), Some(48), Some(fmt), Some(10), names).unwrap(),
+            Some(VideoInfo {
+                width: 64,
+                height: 48,
+                pix_fmt: PixelFormat::Yuv422p,
+                bpc: 10
+            })
+        );
+        let err = |r: Result<Option<VideoInfo>>| match r {
+            Err(Error::Invalid(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert!(err(VideoInfo::raw(Some(64), None, None, None, names)).contains(names));
+        assert!(err(VideoInfo::raw(
+            Some(64),
+            Some(48),
+            Some(fmt),
+            Some(9),
+            names
+        ))
+        .contains("9"));
+        assert!(matches!(raw_pixel_format("nv12"), Err(Error::Invalid(_))));
+    }
 
     #[test]
     fn file_dims_round_chroma_up() {

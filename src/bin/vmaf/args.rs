@@ -152,20 +152,17 @@ impl Cli {
             .distorted
             .clone()
             .ok_or("the distorted video (-d/--distorted) is required")?;
-        let raw = match (self.width, self.height, self.pixel_format, self.bitdepth) {
-            (None, None, None, None) => None,
-            (Some(w), Some(h), Some(pix_fmt), Some(bpc)) => Some(VideoInfo {
-                width: w as usize,
-                height: h as usize,
-                pix_fmt,
-                bpc,
-            }),
-            _ => {
-                return Err("raw .yuv input needs all of -w/--width, -h/--height, \
-                            -p/--pixel_format and -b/--bitdepth"
-                    .into())
-            }
-        };
+        let raw = VideoInfo::raw(
+            self.width,
+            self.height,
+            self.pixel_format,
+            self.bitdepth,
+            "-w/--width, -h/--height, -p/--pixel_format and -b/--bitdepth",
+        )
+        .map_err(|e| match e {
+            vmaf_hip::Error::Invalid(m) => m,
+            e => e.to_string(),
+        })?;
         Ok(driver::Options {
             raw,
             common_bitdepth: self.common_bitdepth,
@@ -250,20 +247,12 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 }
 
 fn parse_bitdepth(s: &str) -> Result<u32, String> {
-    match parse_u32(s) {
-        Ok(b @ (8 | 10 | 12 | 16)) => Ok(b),
-        _ => Err("should be 8, 10, 12 or 16".into()),
-    }
+    let b = parse_u32(s).map_err(|_| "should be 8, 10, 12 or 16".to_string())?;
+    vmaf_hip::io::raw_bitdepth(b).map_err(|_| "should be 8, 10, 12 or 16".into())
 }
 
 fn parse_pix_fmt(s: &str) -> Result<PixelFormat, String> {
-    Ok(match s {
-        "420" => PixelFormat::Yuv420p,
-        "422" => PixelFormat::Yuv422p,
-        "444" => PixelFormat::Yuv444p,
-        "400" => PixelFormat::Yuv400p,
-        _ => return Err("should be 420, 422, 444 or 400".into()),
-    })
+    vmaf_hip::io::raw_pixel_format(s).map_err(|_| "should be 420, 422, 444 or 400".into())
 }
 
 fn parse_hip_device(s: &str) -> Result<DeviceChoice, String> {
