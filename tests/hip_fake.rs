@@ -1055,52 +1055,54 @@ fn cli_hip_backend_runs_on_the_fake() {
     );
 }
 
+/// The fake's launches of `vmaf --backend hip --no_prediction` on three frames of
+/// life_320x240 with `features`, each checked against the sources ([`check_each_launch`]);
+/// None without AMD code objects.
+fn cli_feature_launches(name: &str, features: &[&str]) -> Option<(Run, Vec<Launch>)> {
+    let kit = kit_with_objects()?;
+    let sigs = kernel_signatures();
+    let dir = common::work_dir(&format!("hip_fake_{name}"));
+    let out = dir.join("out.json");
+    let mut args = common::clip_args("life_320x240_420p8");
+    args.extend(["--frame_cnt", "3", "-q", "--no_prediction"].map(String::from));
+    for f in features {
+        args.extend(["--feature".to_string(), f.to_string()]);
+    }
+    args.extend(["--json", "-o"].map(String::from));
+    args.push(out.display().to_string());
+    args.extend(["--backend", "hip"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run_with(kit, name, Path::new(env!("CARGO_BIN_EXE_vmaf")), &args, &[]);
+    assert!(r.out.status.success(), "{}", show(&r.out));
+    let launches = check_each_launch(&r, &sigs);
+    Some((r, launches))
+}
+
+/// How many of `launches` ran `kernel`.
+fn count(launches: &[Launch], kernel: &str) -> usize {
+    launches.iter().filter(|l| l.kernel == kernel).count()
+}
+
 /// SpEED on the fake through the CLI: speed_chroma with prescaling (conversion, resampling,
 /// decimation of float planes) and speed_temporal (decimation of frame differences), each with
 /// its moments kernel, launched with the argument counts and block sizes the sources declare.
 #[test]
 fn cli_hip_backend_runs_speed_on_the_fake() {
-    let Some(kit) = kit_with_objects() else {
+    let Some((r, l)) = cli_feature_launches(
+        "cli-speed",
+        &[
+            "speed_chroma=speed_prescale=1.5:speed_prescale_method=bilinear",
+            "speed_temporal",
+        ],
+    ) else {
         return;
     };
-    let sigs = kernel_signatures();
-    let dir = common::work_dir("hip_fake_cli_speed");
-    let out = dir.join("out.json");
-    let mut args = common::clip_args("life_320x240_420p8");
-    args.extend(
-        [
-            "--frame_cnt",
-            "3",
-            "-q",
-            "--no_prediction",
-            "--feature",
-            "speed_chroma=speed_prescale=1.5:speed_prescale_method=bilinear",
-            "--feature",
-            "speed_temporal",
-            "--json",
-            "-o",
-        ]
-        .map(String::from),
-    );
-    args.push(out.display().to_string());
-    args.extend(["--backend", "hip"].map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = run_with(
-        kit,
-        "cli-speed",
-        Path::new(env!("CARGO_BIN_EXE_vmaf")),
-        &args,
-        &[],
-    );
-    assert!(r.out.status.success(), "{}", show(&r.out));
-    let launches = check_each_launch(&r, &sigs);
-    let count = |k: &str| launches.iter().filter(|l| l.kernel == k).count();
     // speed_chroma: U and V of each of the 3 frames; speed_temporal: frames 1 and 2.
-    assert_eq!(count("vmaf_speed_to_float_u8"), 6);
-    assert_eq!(count("vmaf_speed_resample"), 6);
-    assert_eq!(count("vmaf_speed_decimate_f32"), 6);
-    assert_eq!(count("vmaf_speed_decimate_u8"), 2);
-    assert_eq!(count("vmaf_speed_moments"), 8);
+    assert_eq!(count(&l, "vmaf_speed_to_float_u8"), 6);
+    assert_eq!(count(&l, "vmaf_speed_resample"), 6);
+    assert_eq!(count(&l, "vmaf_speed_decimate_f32"), 6);
+    assert_eq!(count(&l, "vmaf_speed_decimate_u8"), 2);
+    assert_eq!(count(&l, "vmaf_speed_moments"), 8);
     r.assert_no_failed_calls();
 }
 
@@ -1109,48 +1111,16 @@ fn cli_hip_backend_runs_speed_on_the_fake() {
 /// launched with the argument counts and block sizes the sources declare.
 #[test]
 fn cli_hip_backend_runs_cambi_and_psnr_hvs_on_the_fake() {
-    let Some(kit) = kit_with_objects() else {
+    let Some((r, l)) = cli_feature_launches("cli-cambi", &["cambi", "psnr_hvs"]) else {
         return;
     };
-    let sigs = kernel_signatures();
-    let dir = common::work_dir("hip_fake_cli_cambi");
-    let out = dir.join("out.json");
-    let mut args = common::clip_args("life_320x240_420p8");
-    args.extend(
-        [
-            "--frame_cnt",
-            "3",
-            "-q",
-            "--no_prediction",
-            "--feature",
-            "cambi",
-            "--feature",
-            "psnr_hvs",
-            "--json",
-            "-o",
-        ]
-        .map(String::from),
-    );
-    args.push(out.display().to_string());
-    args.extend(["--backend", "hip"].map(String::from));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = run_with(
-        kit,
-        "cli-cambi",
-        Path::new(env!("CARGO_BIN_EXE_vmaf")),
-        &args,
-        &[],
-    );
-    assert!(r.out.status.success(), "{}", show(&r.out));
-    let launches = check_each_launch(&r, &sigs);
-    let count = |k: &str| launches.iter().filter(|l| l.kernel == k).count();
     // cambi: one preprocessing and mask per frame, five scales each; psnr_hvs: three planes.
-    assert_eq!(count("vmaf_cambi_preprocess_u8"), 3);
-    assert_eq!(count("vmaf_cambi_mask"), 3);
-    assert_eq!(count("vmaf_cambi_scale"), 15);
-    assert_eq!(count("vmaf_cambi_cvalues_slide"), 15);
-    assert_eq!(count("vmaf_psnr_hvs_terms_u8"), 9);
-    assert_eq!(count("vmaf_psnr_hvs_sum"), 3);
+    assert_eq!(count(&l, "vmaf_cambi_preprocess_u8"), 3);
+    assert_eq!(count(&l, "vmaf_cambi_mask"), 3);
+    assert_eq!(count(&l, "vmaf_cambi_scale"), 15);
+    assert_eq!(count(&l, "vmaf_cambi_cvalues_slide"), 15);
+    assert_eq!(count(&l, "vmaf_psnr_hvs_terms_u8"), 9);
+    assert_eq!(count(&l, "vmaf_psnr_hvs_sum"), 3);
     r.assert_no_failed_calls();
 }
 
