@@ -10,7 +10,7 @@
 //! place; beside it, its floor: wrapping and dropping the pictures alone. Same score asserted.
 //!
 //! `cargo bench --bench fps [-- --frames N --cpu-frames N --no-gpu --no-cpu --pinned
-//!  --device-memory --only NAME]`
+//!  --device-memory --only NAME --v1016 MODEL.json[,MODEL.json...]]`
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -41,8 +41,8 @@ struct Args {
     pinned: bool,
     /// Also time GPU runs from pictures over caller-owned device memory.
     device_memory: bool,
-    /// A VMAF v1.0.16 model file for extra 1080p/2160p rows (8- and 10-bit).
-    v1016: Option<String>,
+    /// VMAF v1.0.16 model files for extra 1080p/2160p rows (8- and 10-bit), one row each.
+    v1016: Vec<String>,
 }
 
 fn parse_args() -> Args {
@@ -54,7 +54,7 @@ fn parse_args() -> Args {
         cpu: true,
         only: None,
         pool: 256,
-        v1016: None,
+        v1016: Vec::new(),
         pinned: false,
         device_memory: false,
     };
@@ -76,7 +76,7 @@ fn parse_args() -> Args {
             "--pinned" => a.pinned = true,
             "--device-memory" => a.device_memory = true,
             "--v1016" => {
-                a.v1016 = Some(v[i + 1].clone());
+                a.v1016 = v[i + 1].split(',').map(String::from).collect();
                 i += 1;
             }
             "--pool" => {
@@ -295,7 +295,17 @@ fn main() {
                     println!("  page-locked pictures: gpu Nt {gp:.1} fps (same pooled score)");
                 }
                 if args.device_memory {
-                    device_memory_row(name, refs, dists, args.frames, cores, g, frames_score);
+                    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
+                    device_memory_row(
+                        name,
+                        refs,
+                        dists,
+                        args.frames,
+                        cores,
+                        g,
+                        &model,
+                        frames_score,
+                    );
                 }
                 let (_, gs) = run(refs, dists, n, cores, Some(g));
                 assert!(
@@ -317,17 +327,19 @@ fn main() {
             ),
         }
         println!("  pooled vmaf {s1:.6} (identical for every thread count and backend)");
-        if let (Some(path), Some(g)) = (&args.v1016, &gpu) {
+        if let Some(g) = &gpu {
             if !name.starts_with("576") {
-                v1016_row(path, name, refs, dists, &args, cores, g);
+                for path in &args.v1016 {
+                    v1016_row(path, name, refs, dists, &args, cores, g);
+                }
             }
         }
     }
 }
 
 /// The same input scored with a VMAF v1.0.16 model: all cores on the CPU against the best GPU
-/// worker count (its cambi, speed_chroma, adm3 and motion3 features; those without a GPU
-/// version run on the CPU inside the GPU context).
+/// worker count (its cambi, speed_chroma, adm3 and motion3 features, and speed_temporal for
+/// the hfr models), and with `--device-memory` from frames the caller holds in GPU memory.
 fn v1016_row(
     path: &str,
     name: &str,
@@ -361,6 +373,9 @@ fn v1016_row(
         ga / ca
     );
     println!("  pooled vmaf {sa:.6} (model {path})");
+    if args.device_memory {
+        device_memory_row(name, refs, dists, args.frames, cores, g, &model, sa);
+    }
 }
 
 /// One picture's planes, each dense in device memory of its own.
@@ -392,6 +407,7 @@ fn wrap(g: &Arc<GpuState>, like: &Picture, planes: &Arc<DevicePlanes>) -> Pictur
 
 /// Frames in caller-owned GPU memory wrapped per frame, at 0 and `cores` threads, beside the
 /// wrapping alone; the pooled score must equal `want`.
+#[allow(clippy::too_many_arguments)]
 fn device_memory_row(
     name: &str,
     refs: &[Picture],
@@ -399,12 +415,12 @@ fn device_memory_row(
     frames: usize,
     cores: u32,
     g: &Arc<GpuState>,
+    model: &Model,
     want: f64,
 ) {
     let n = refs.len();
     let up_r: Vec<_> = refs.iter().map(|p| upload(g, p)).collect();
     let up_d: Vec<_> = dists.iter().map(|p| upload(g, p)).collect();
-    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
     let t = Instant::now();
     for i in 0..frames {
         let k = i % n;
@@ -420,7 +436,7 @@ fn device_memory_row(
         })
         .expect("context");
         ctx.import_gpu_state(g.clone()).expect("import");
-        ctx.use_features_from_model(&model).expect("features");
+        ctx.use_features_from_model(model).expect("features");
         let t = Instant::now();
         for i in 0..frames {
             let k = i % n;
@@ -430,7 +446,7 @@ fn device_memory_row(
         ctx.flush().expect("flush");
         let fps = frames as f64 / t.elapsed().as_secs_f64();
         let score = ctx
-            .score_pooled(&model, PoolingMethod::Mean, 0, frames - 1)
+            .score_pooled(model, PoolingMethod::Mean, 0, frames - 1)
             .expect("pool");
         assert!(
             score == want,
