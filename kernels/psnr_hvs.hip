@@ -242,7 +242,19 @@ VMAF_KERNEL void vmaf_psnr_hvs_sum(const float *terms, vmaf_u32 s0, vmaf_u32 s1,
         if (threadIdx.x == 0) {
             const vmaf_u32 n = hi - base < HVS_SUM_CHUNK ? hi - base : HVS_SUM_CHUNK;
             const float *c = chunk[cur];
-            for (vmaf_u32 k = 0; k < n; k++)
+            // Sixteen loads issued before their additions, so the chain of additions (the
+            // same order as one at a time) does not wait on shared-memory latency per term.
+            vmaf_u32 k = 0;
+            for (; k + 16 <= n; k += 16) {
+                float v[16];
+#pragma unroll
+                for (int j = 0; j < 16; j++)
+                    v[j] = c[k + j];
+#pragma unroll
+                for (int j = 0; j < 16; j++)
+                    ret = HVS_FADD(ret, v[j]);
+            }
+            for (; k < n; k++)
                 ret = HVS_FADD(ret, c[k]);
         }
         __syncthreads();
