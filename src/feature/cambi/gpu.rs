@@ -34,7 +34,7 @@ struct Scratch {
     /// pinned memory.
     cv: Vec<DeviceBuffer<f32>>,
     cv_host: Vec<PinnedHostBuffer<f32>>,
-    /// Per scale: [`launch::cambi_stats`] of the map.
+    /// Per scale: the statistics [`launch::cambi_cvalues`] accumulates of the map.
     stats: DeviceBuffer<u64>,
     stats_host: PinnedHostBuffer<u64>,
     lut: DeviceBuffer<f32>,
@@ -104,7 +104,7 @@ impl Scratch {
 
 /// What the host gets of one scale.
 enum ScaleData<'a> {
-    /// The map's statistics ([`launch::cambi_stats`]).
+    /// The map's statistics (accumulated by [`launch::cambi_cvalues`]).
     Stats(&'a [u64]),
     /// The c-value map itself (dense, the scale's width wide).
     Map(&'a mut [f32]),
