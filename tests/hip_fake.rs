@@ -1106,15 +1106,18 @@ fn cli_hip_backend_runs_speed_on_the_fake() {
     r.assert_no_failed_calls();
 }
 
-/// cambi and psnr_hvs on the fake through the CLI: cambi's preprocessing, mask, per-scale
-/// picture and sliding c-value kernels, and psnr_hvs's terms per plane and in-order sums,
-/// launched with the argument counts and block sizes the sources declare.
+/// cambi, psnr_hvs and psnr on the fake through the CLI: cambi's preprocessing, mask,
+/// per-scale picture and sliding c-value kernels, psnr_hvs's terms per plane and in-order sums,
+/// and psnr's per-plane sums (both staging the pictures the same way), launched with the
+/// argument counts and block sizes the sources declare.
 #[test]
 fn cli_hip_backend_runs_cambi_and_psnr_hvs_on_the_fake() {
-    let Some((r, l)) = cli_feature_launches("cli-cambi", &["cambi", "psnr_hvs"]) else {
+    let Some((r, l)) = cli_feature_launches("cli-cambi", &["cambi", "psnr_hvs", "psnr"]) else {
         return;
     };
-    // cambi: one preprocessing and mask per frame, five scales each; psnr_hvs: three planes.
+    // cambi: one preprocessing and mask per frame, five scales each; psnr_hvs and psnr: three
+    // planes.
+    assert_eq!(count(&l, "vmaf_psnr_sse_u8"), 9);
     assert_eq!(count(&l, "vmaf_cambi_preprocess_u8"), 3);
     assert_eq!(count(&l, "vmaf_cambi_mask"), 3);
     assert_eq!(count(&l, "vmaf_cambi_scale"), 15);

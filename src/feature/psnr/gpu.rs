@@ -17,37 +17,114 @@ use std::sync::Arc;
 
 /// Buffers for one sample type, sized for the largest picture seen.
 struct Scratch<T: Sample> {
-    ref_host: PinnedHostBuffer<T>,
-    dis_host: PinnedHostBuffer<T>,
-    ref_dev: DeviceBuffer<T>,
-    dis_dev: DeviceBuffer<T>,
+    pair: PackedPair<T>,
     sums_dev: DeviceBuffer<u64>,
     sums_host: PinnedHostBuffer<u64>,
 }
 
-impl<T: Sample> Scratch<T> {
-    fn new(state: &GpuState, ref_len: usize, dis_len: usize) -> Result<Self> {
+impl<T: Sample + PlaneAs> Scratch<T> {
+    fn new(state: &GpuState, layout: &PairLayout) -> Result<Self> {
         let dev = state.device();
         Ok(Scratch {
-            ref_host: PinnedHostBuffer::new(dev, ref_len)?,
-            dis_host: PinnedHostBuffer::new(dev, dis_len)?,
-            ref_dev: DeviceBuffer::new(dev, ref_len)?,
-            dis_dev: DeviceBuffer::new(dev, dis_len)?,
+            pair: PackedPair::new(state, layout)?,
             sums_dev: DeviceBuffer::new(dev, 3)?,
             sums_host: PinnedHostBuffer::new(dev, 3)?,
         })
     }
+}
 
-    fn fits(&self, ref_len: usize, dis_len: usize) -> bool {
-        self.ref_dev.len() >= ref_len && self.dis_dev.len() >= dis_len
+/// Where each of the first `n_planes` planes of a picture pair lies when each picture's planes
+/// are packed back to back.
+pub(crate) struct PairLayout {
+    n_planes: usize,
+    ref_offs: [usize; 3],
+    ref_len: usize,
+    dis_offs: [usize; 3],
+    dis_len: usize,
+}
+
+impl PairLayout {
+    pub(crate) fn new<T: PlaneAs>(
+        r: &PictureData,
+        d: &PictureData,
+        n_planes: usize,
+    ) -> Result<Self> {
+        let (ref_offs, ref_len) = packed_layout::<T>(r, n_planes)?;
+        let (dis_offs, dis_len) = packed_layout::<T>(d, n_planes)?;
+        Ok(PairLayout {
+            n_planes,
+            ref_offs,
+            ref_len,
+            dis_offs,
+            dis_len,
+        })
+    }
+}
+
+/// Both pictures' planes packed in pinned memory and uploaded, for extractors that read every
+/// plane of host pictures (PSNR, psnr_hvs): sized for the largest pair seen.
+pub(crate) struct PackedPair<T: Sample> {
+    ref_host: PinnedHostBuffer<T>,
+    dis_host: PinnedHostBuffer<T>,
+    ref_dev: DeviceBuffer<T>,
+    dis_dev: DeviceBuffer<T>,
+}
+
+impl<T: Sample + PlaneAs> PackedPair<T> {
+    pub(crate) fn new(state: &GpuState, l: &PairLayout) -> Result<Self> {
+        let dev = state.device();
+        Ok(PackedPair {
+            ref_host: PinnedHostBuffer::new(dev, l.ref_len)?,
+            dis_host: PinnedHostBuffer::new(dev, l.dis_len)?,
+            ref_dev: DeviceBuffer::new(dev, l.ref_len)?,
+            dis_dev: DeviceBuffer::new(dev, l.dis_len)?,
+        })
+    }
+
+    pub(crate) fn fits(&self, l: &PairLayout) -> bool {
+        self.ref_dev.len() >= l.ref_len && self.dis_dev.len() >= l.dis_len
+    }
+
+    /// Packs `r` and `d` as `l` lays them out and queues their uploads on `stream`.
+    pub(crate) fn upload(
+        &mut self,
+        stream: &crate::gpu::Stream,
+        r: &PictureData,
+        d: &PictureData,
+        l: &PairLayout,
+    ) -> Result<()> {
+        fill(&mut self.ref_host, r, &l.ref_offs, l.n_planes)?;
+        fill(&mut self.dis_host, d, &l.dis_offs, l.n_planes)?;
+        self.ref_dev
+            .upload_async(stream, &mut self.ref_host, l.ref_len)?;
+        self.dis_dev
+            .upload_async(stream, &mut self.dis_host, l.dis_len)
+    }
+
+    /// Plane `i` of the uploaded reference and distorted pictures.
+    pub(crate) fn planes<'a>(
+        &'a self,
+        r: &PictureData,
+        d: &PictureData,
+        l: &PairLayout,
+        i: usize,
+    ) -> (DevicePlane<'a, T>, DevicePlane<'a, T>) {
+        let plane = |buf, offset, stride| DevicePlane {
+            buf,
+            offset,
+            w: r.w[i],
+            h: r.h[i],
+            stride,
+        };
+        (
+            plane(&self.ref_dev, l.ref_offs[i], r.stride[i]),
+            plane(&self.dis_dev, l.dis_offs[i], d.stride[i]),
+        )
     }
 }
 
 /// Element offsets of each plane when the planes are packed back to back, and the total.
-pub(crate) fn packed_layout<T: PlaneAs>(
-    pic: &PictureData,
-    n_planes: usize,
-) -> Result<([usize; 3], usize)> {
+fn packed_layout<T: PlaneAs>(pic: &PictureData, n_planes: usize) -> Result<([usize; 3], usize)> {
     let mut offs = [0usize; 3];
     let mut total = 0usize;
     for (i, off) in offs.iter_mut().enumerate().take(n_planes) {
@@ -58,7 +135,7 @@ pub(crate) fn packed_layout<T: PlaneAs>(
     Ok((offs, total))
 }
 
-pub(crate) fn fill<T: Sample + PlaneAs>(
+fn fill<T: Sample + PlaneAs>(
     host: &mut PinnedHostBuffer<T>,
     pic: &PictureData,
     offs: &[usize; 3],
@@ -78,14 +155,13 @@ fn sse_typed<T: Sample + PlaneAs>(
     d: &PictureData,
     n_planes: usize,
 ) -> Result<[u64; 3]> {
-    let (r_offs, r_len) = packed_layout::<T>(r, n_planes)?;
-    let (d_offs, d_len) = packed_layout::<T>(d, n_planes)?;
+    let layout = PairLayout::new::<T>(r, d, n_planes)?;
     // No shared luma planes: PSNR uploads every plane of both pictures itself.
     let mut job = Job::<Scratch<T>, T, 0>::start(
         state,
         [],
-        |s| s.fits(r_len, d_len),
-        |st| Scratch::new(st, r_len, d_len),
+        |s| s.pair.fits(&layout),
+        |st| Scratch::new(st, &layout),
     )?;
     {
         let Parts {
@@ -94,27 +170,11 @@ fn sse_typed<T: Sample + PlaneAs>(
             scratch: s,
             ..
         } = job.parts();
-        fill(&mut s.ref_host, r, &r_offs, n_planes)?;
-        fill(&mut s.dis_host, d, &d_offs, n_planes)?;
         s.sums_dev.zero(stream)?;
-        s.ref_dev.upload_async(stream, &mut s.ref_host, r_len)?;
-        s.dis_dev.upload_async(stream, &mut s.dis_host, d_len)?;
+        s.pair.upload(stream, r, d, &layout)?;
         for i in 0..n_planes {
-            let plane = |buf, offset, stride| DevicePlane {
-                buf,
-                offset,
-                w: r.w[i],
-                h: r.h[i],
-                stride,
-            };
-            launch::psnr_sse(
-                state,
-                plane(&s.ref_dev, r_offs[i], r.stride[i]),
-                plane(&s.dis_dev, d_offs[i], d.stride[i]),
-                &s.sums_dev,
-                i,
-            )?
-            .queue(stream)?;
+            let (rp, dp) = s.pair.planes(r, d, &layout, i);
+            launch::psnr_sse(state, rp, dp, &s.sums_dev, i)?.queue(stream)?;
         }
         s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
     }

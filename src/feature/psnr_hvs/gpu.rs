@@ -7,9 +7,9 @@
 use super::device_tables;
 use super::launch::{self, blocks, TABLE_LEN};
 use crate::error::{Error, Result};
-use crate::feature::psnr::gpu::{fill, packed_layout};
+use crate::feature::psnr::gpu::{PackedPair, PairLayout};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{DevicePlane, Sample};
+use crate::gpu::launch::Sample;
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::PictureData;
@@ -17,27 +17,21 @@ use std::sync::Arc;
 
 /// Buffers of one frame in flight, sized for the largest pictures seen.
 struct Scratch<T: Sample> {
-    ref_host: PinnedHostBuffer<T>,
-    dis_host: PinnedHostBuffer<T>,
-    ref_dev: DeviceBuffer<T>,
-    dis_dev: DeviceBuffer<T>,
+    pair: PackedPair<T>,
     tables: DeviceBuffer<f32>,
     terms: DeviceBuffer<f32>,
     sums_dev: DeviceBuffer<f32>,
     sums_host: PinnedHostBuffer<f32>,
 }
 
-impl<T: Sample> Scratch<T> {
-    fn new(state: &GpuState, ref_len: usize, dis_len: usize, terms: usize) -> Result<Self> {
+impl<T: Sample + PlaneAs> Scratch<T> {
+    fn new(state: &GpuState, layout: &PairLayout, terms: usize) -> Result<Self> {
         let dev = state.device();
         let host = device_tables();
         let mut tables = DeviceBuffer::new(dev, host.len())?;
         tables.upload_blocking(state.stream(), &host)?;
         Ok(Scratch {
-            ref_host: PinnedHostBuffer::new(dev, ref_len)?,
-            dis_host: PinnedHostBuffer::new(dev, dis_len)?,
-            ref_dev: DeviceBuffer::new(dev, ref_len)?,
-            dis_dev: DeviceBuffer::new(dev, dis_len)?,
+            pair: PackedPair::new(state, layout)?,
             tables,
             terms: DeviceBuffer::new(dev, terms.max(1))?,
             sums_dev: DeviceBuffer::new(dev, 3)?,
@@ -45,8 +39,8 @@ impl<T: Sample> Scratch<T> {
         })
     }
 
-    fn fits(&self, ref_len: usize, dis_len: usize, terms: usize) -> bool {
-        self.ref_dev.len() >= ref_len && self.dis_dev.len() >= dis_len && self.terms.len() >= terms
+    fn fits(&self, layout: &PairLayout, terms: usize) -> bool {
+        self.pair.fits(layout) && self.terms.len() >= terms
     }
 }
 
@@ -57,8 +51,7 @@ fn sums_typed<T: Sample + PlaneAs>(
     r: &PictureData,
     d: &PictureData,
 ) -> Result<[(f32, i32); 3]> {
-    let (r_offs, r_len) = packed_layout::<T>(r, 3)?;
-    let (d_offs, d_len) = packed_layout::<T>(d, 3)?;
+    let layout = PairLayout::new::<T>(r, d, 3)?;
     let mut starts = [0usize; 4];
     for p in 0..3 {
         starts[p + 1] = starts[p] + 64 * blocks(r.w[p]) * blocks(r.h[p]);
@@ -67,8 +60,8 @@ fn sums_typed<T: Sample + PlaneAs>(
     let mut job = Job::<Scratch<T>, T, 0>::start(
         state,
         [],
-        |s| s.fits(r_len, d_len, n_terms),
-        |st| Scratch::new(st, r_len, d_len, n_terms),
+        |s| s.fits(&layout, n_terms),
+        |st| Scratch::new(st, &layout, n_terms),
     )?;
     {
         let Parts {
@@ -77,31 +70,14 @@ fn sums_typed<T: Sample + PlaneAs>(
             scratch: s,
             ..
         } = job.parts();
-        fill(&mut s.ref_host, r, &r_offs, 3)?;
-        fill(&mut s.dis_host, d, &d_offs, 3)?;
-        s.ref_dev.upload_async(stream, &mut s.ref_host, r_len)?;
-        s.dis_dev.upload_async(stream, &mut s.dis_host, d_len)?;
+        s.pair.upload(stream, r, d, &layout)?;
         for p in 0..3 {
             if starts[p + 1] == starts[p] {
                 continue;
             }
-            let plane = |buf, offset, stride| DevicePlane {
-                buf,
-                offset,
-                w: r.w[p],
-                h: r.h[p],
-                stride,
-            };
-            launch::psnr_hvs_terms(
-                state,
-                plane(&s.ref_dev, r_offs[p], r.stride[p]),
-                plane(&s.dis_dev, d_offs[p], d.stride[p]),
-                &s.tables,
-                p * TABLE_LEN,
-                &s.terms,
-                starts[p],
-            )?
-            .queue(stream)?;
+            let (rp, dp) = s.pair.planes(r, d, &layout, p);
+            launch::psnr_hvs_terms(state, rp, dp, &s.tables, p * TABLE_LEN, &s.terms, starts[p])?
+                .queue(stream)?;
         }
         launch::psnr_hvs_sum(state, &s.terms, starts, &s.sums_dev)?.queue(stream)?;
         s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
