@@ -273,17 +273,7 @@ fn main() {
                 let ga = runs.iter().map(|r| r.0).fold(0.0, f64::max);
                 let frames_score = runs[0].1;
                 if args.pinned {
-                    let pin = |v: &[Picture]| -> Vec<Picture> {
-                        v.iter()
-                            .map(|p| {
-                                Arc::new(
-                                    vmaf_hip::gpu::pin_picture(g.device(), p.duplicate())
-                                        .expect("page-lock"),
-                                )
-                            })
-                            .collect()
-                    };
-                    let (pr, pd) = (pin(refs), pin(dists));
+                    let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
                     let (gp, ps) = [cores, 2 * cores]
                         .iter()
                         .map(|&t| run(&pr, &pd, args.frames, t, Some(g)))
@@ -355,10 +345,13 @@ fn v1016_row(
     let (ca, sa) = run_model(&model, refs, dists, n, cores, None);
     run_model(&model, refs, dists, cores as usize, cores, Some(g));
     let frames = args.frames.min(refs.len());
-    let ga = [cores, 2 * cores]
+    let runs: Vec<(f64, f64)> = [cores, 2 * cores]
         .iter()
-        .map(|&t| run_model(&model, refs, dists, frames, t, Some(g)).0)
-        .fold(0.0, f64::max);
+        .map(|&t| run_model(&model, refs, dists, frames, t, Some(g)))
+        .collect();
+    let ga = runs.iter().map(|r| r.0).fold(0.0, f64::max);
+    // The pooled score of these `frames` frames, which the other GPU paths must equal.
+    let frames_score = runs[0].1;
     let (_, gs) = run_model(&model, refs, dists, n, cores, Some(g));
     assert!(
         gs == sa,
@@ -373,9 +366,31 @@ fn v1016_row(
         ga / ca
     );
     println!("  pooled vmaf {sa:.6} (model {path})");
-    if args.device_memory {
-        device_memory_row(name, refs, dists, args.frames, cores, g, &model, sa);
+    if args.pinned {
+        let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
+        let gp = [cores, 2 * cores]
+            .iter()
+            .map(|&t| run_model(&model, &pr, &pd, frames, t, Some(g)).0)
+            .fold(0.0, f64::max);
+        let (_, ps) = run_model(&model, &pr, &pd, n, cores, Some(g));
+        assert!(
+            ps == sa,
+            "page-locked pictures change the v1.0.16 score on {name}"
+        );
+        println!("  page-locked pictures: gpu Nt {gp:.1} fps (same pooled score)");
     }
+    if args.device_memory {
+        device_memory_row(name, refs, dists, frames, cores, g, &model, frames_score);
+    }
+}
+
+/// Page-locked copies of `v` (as from `vmaf_hip_preallocate_pictures` HOST_PINNED).
+fn pin_all(g: &Arc<GpuState>, v: &[Picture]) -> Vec<Picture> {
+    v.iter()
+        .map(|p| {
+            Arc::new(vmaf_hip::gpu::pin_picture(g.device(), p.duplicate()).expect("page-lock"))
+        })
+        .collect()
 }
 
 /// One picture's planes, each dense in device memory of its own.

@@ -105,6 +105,31 @@ VMAF_KERNEL void vmaf_cambi_preprocess_u16(const vmaf_u16 *src, int in_w, int in
                      out_stride);
 }
 
+/* flag[0] = 1 when a sample of the w x h plane exceeds `max` (left as it is otherwise): the
+ * input range check of 9..15-bit pictures, which the CPU path makes before scoring. Launch
+ * with CAMBI_PIXEL blocks (32 x 8). */
+template <typename T>
+VMAF_DEVICE void cambi_range(const T *src, int w, int h, int stride, vmaf_u32 max,
+                             vmaf_u64 *flag)
+{
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i < h && j < w && (vmaf_u32)src[(vmaf_u64)i * stride + j] > max)
+        *flag = 1;
+}
+
+VMAF_KERNEL void vmaf_cambi_range_u8(const vmaf_u8 *src, int w, int h, int stride,
+                                     vmaf_u32 max, vmaf_u64 *flag)
+{
+    cambi_range(src, w, h, stride, max, flag);
+}
+
+VMAF_KERNEL void vmaf_cambi_range_u16(const vmaf_u16 *src, int w, int h, int stride,
+                                      vmaf_u32 max, vmaf_u64 *flag)
+{
+    cambi_range(src, w, h, stride, max, flag);
+}
+
 /* Whether pixel (r, c) equals its right and lower neighbours (picture edges count as equal);
  * 0 outside the picture. */
 VMAF_DEVICE vmaf_u32 cambi_flat(const vmaf_u16 *img, int w, int h, int stride, int r, int c)
@@ -346,11 +371,18 @@ VMAF_KERNEL void vmaf_cambi_cvalues(const vmaf_u16 *wv, int w, int h, int pad, i
     cambi_stats_flush(&st, stats);
 }
 
-/* The sliding c-value kernels: CAMBI_SLIDE_W output columns (and threads) per block, for
- * CAMBI_SLIDE_ND contrast steps (the default max_log_contrast of 2) only, so the window counts
- * live in registers. Band value v has histogram row v + CAMBI_SLIDE_GUARD: the guard rows stay
- * zero, so every count slot of a window reads a row. */
+/* The sliding c-value kernels: W output columns (and threads) per block, for CAMBI_SLIDE_ND
+ * contrast steps (the default max_log_contrast of 2) only, so the window counts live in
+ * registers. Band value v has histogram row v + CAMBI_SLIDE_GUARD: the guard rows stay zero,
+ * so every count slot of a window reads a row. */
 #define CAMBI_SLIDE_W 32
+/* The wide variant: four waves of 32 share one set of column histograms, whose 2 * pad
+ * columns of overlap are then paid once per 128 outputs instead of per 32, so twice as many
+ * waves fit a multiprocessor; its tables are dynamic shared memory (above the 48 KiB a CUDA
+ * block gets without opting in), at most CAMBI_WIDE_BYTES so that two blocks share a 228 KiB
+ * multiprocessor. */
+#define CAMBI_WIDE_W 128
+#define CAMBI_WIDE_BYTES 110592
 #define CAMBI_SLIDE_ND 4
 #define CAMBI_SLIDE_K (2 * CAMBI_SLIDE_ND + 1)
 #define CAMBI_SLIDE_GUARD CAMBI_SLIDE_ND
@@ -374,10 +406,11 @@ VMAF_DEVICE vmaf_u32 cambi_byte_sum(vmaf_u32 x, vmaf_u32 m, vmaf_u32 acc)
 
 /* Adds `delta` to the column histograms of the staged row `srow` (values outside the band,
  * the no-value mark included, have no histogram row). */
+template <int W>
 VMAF_DEVICE void cambi_hist_row(vmaf_u8 *hist, int pitch, int band_size, const vmaf_u16 *srow,
                                 int cols, int delta)
 {
-    for (int k = threadIdx.x; k < cols; k += CAMBI_SLIDE_W) {
+    for (int k = threadIdx.x; k < cols; k += W) {
         const vmaf_u16 v = srow[k];
         if (v < band_size) {
             vmaf_u8 *b = hist + (v + CAMBI_SLIDE_GUARD) * pitch + k;
@@ -387,19 +420,19 @@ VMAF_DEVICE void cambi_hist_row(vmaf_u8 *hist, int pitch, int band_size, const v
 }
 
 /* vmaf_cambi_cvalues (same results) with the CPU's sliding histograms: a block takes
- * CAMBI_SLIDE_W output columns and `rows` output rows, stages the window values they need,
+ * W output columns and `rows` output rows, stages the window values they need,
  * keeps for each column its windows cover the count of every band value in the current window
  * rows (one byte: at most the window side), and moves it down one row per output row; a
  * window count is then the sum of 2 * pad + 1 adjacent bytes, four at a time. `smem` holds
  * BYTES; the host checks the tables fit. */
-template <int BYTES>
+template <int W, int BYTES>
 VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, int band_base,
                                      int band_size, int vlt, const vmaf_i32 *params,
                                      const float *lut, int rows, float *cv, vmaf_u64 *stats,
                                      vmaf_u32 *smem, CambiStats *st)
 {
     const int nd = CAMBI_SLIDE_ND;
-    const int cols = CAMBI_SLIDE_W + 2 * pad;
+    const int cols = W + 2 * pad;
     const int pitch = (cols + 6) & ~3; /* whole words, the last window's last word included */
     const int pw = pitch >> 2;
     const int hist_words = (band_size + 2 * CAMBI_SLIDE_GUARD) * pw;
@@ -407,11 +440,11 @@ VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, 
     VMAF_ASSUME(hist_words * 4 + srows * cols * 2 <= BYTES, "cambi sliding tables fit");
     vmaf_u8 *hist = (vmaf_u8 *)smem;
     vmaf_u16 *strip = (vmaf_u16 *)(smem + hist_words);
-    const int x0 = blockIdx.x * CAMBI_SLIDE_W;
+    const int x0 = blockIdx.x * W;
     const int y0 = blockIdx.y * rows;
     const int y1 = y0 + rows < h ? y0 + rows : h;
     const int tid = threadIdx.x;
-    for (int k = tid; k < hist_words; k += CAMBI_SLIDE_W)
+    for (int k = tid; k < hist_words; k += W)
         smem[k] = 0;
     cambi_stats_zero(st);
     // Strip row s, column k: picture row y0 - pad + s, column x0 - pad + k. Rows in batches
@@ -421,7 +454,7 @@ VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, 
         const int r = y0 - pad + s;
         const bool inside = r >= 0 && r < h;
         const vmaf_u16 *src = wv + (vmaf_u64)(inside ? r : 0) * w;
-        for (int k = tid; k < cols; k += CAMBI_SLIDE_W) {
+        for (int k = tid; k < cols; k += W) {
             const int c = x0 - pad + k;
             strip[s * cols + k] = (inside && c >= 0 && c < w) ? src[c] : (vmaf_u16)CAMBI_NONE;
         }
@@ -433,7 +466,7 @@ VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, 
         pr[k] = params[k];
     __syncthreads();
     for (int s = 0; s < 2 * pad; s++)
-        cambi_hist_row(hist, pitch, band_size, strip + s * cols, cols, 1);
+        cambi_hist_row<W>(hist, pitch, band_size, strip + s * cols, cols, 1);
     // This thread's window covers bytes tid .. tid + side of a value's row: `words` words from
     // word tid / 4, the first and last partly.
     const int side = 2 * pad + 1;
@@ -445,7 +478,7 @@ VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, 
     const int col = x0 + tid;
     for (int y = y0; y < y1; y++) {
         const int s = y - y0;
-        cambi_hist_row(hist, pitch, band_size, strip + (s + 2 * pad) * cols, cols, 1);
+        cambi_hist_row<W>(hist, pitch, band_size, strip + (s + 2 * pad) * cols, cols, 1);
         __syncthreads();
         const int center = strip[(s + pad) * cols + pad + tid];
         if (col < w) {
@@ -469,7 +502,7 @@ VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, 
             cambi_stats_add(st, c_value);
         }
         __syncthreads();
-        cambi_hist_row(hist, pitch, band_size, strip + s * cols, cols, -1);
+        cambi_hist_row<W>(hist, pitch, band_size, strip + s * cols, cols, -1);
     }
     cambi_stats_flush(st, stats);
 }
@@ -485,7 +518,7 @@ VMAF_KERNEL void vmaf_cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int 
     __shared__ CambiStats st;
     VMAF_ASSUME(nd == CAMBI_SLIDE_ND, "cambi sliding contrast steps");
     (void)nd;
-    cambi_cvalues_slide<CAMBI_SLIDE_BYTES>(wv, w, h, pad, band_base, band_size, vlt, params,
+    cambi_cvalues_slide<CAMBI_SLIDE_W, CAMBI_SLIDE_BYTES>(wv, w, h, pad, band_base, band_size, vlt, params,
                                            lut, rows, cv, stats, smem, &st);
 }
 
@@ -499,6 +532,21 @@ VMAF_KERNEL void vmaf_cambi_cvalues_slide_big(const vmaf_u16 *wv, int w, int h, 
     __shared__ CambiStats st;
     VMAF_ASSUME(nd == CAMBI_SLIDE_ND, "cambi sliding contrast steps");
     (void)nd;
-    cambi_cvalues_slide<CAMBI_SLIDE_BIG_BYTES>(wv, w, h, pad, band_base, band_size, vlt,
+    cambi_cvalues_slide<CAMBI_SLIDE_W, CAMBI_SLIDE_BIG_BYTES>(wv, w, h, pad, band_base, band_size, vlt,
                                                params, lut, rows, cv, stats, smem, &st);
+}
+
+/* The wide variant: launch with CAMBI_WIDE_W x 1 blocks, grid (ceil(w / CAMBI_WIDE_W),
+ * ceil(h / rows)) and the tables' bytes (at most CAMBI_WIDE_BYTES) of dynamic shared memory. */
+VMAF_KERNEL void VMAF_BOUNDS(CAMBI_WIDE_W, 2)
+vmaf_cambi_cvalues_wide(const vmaf_u16 *wv, int w, int h, int pad, int band_base, int band_size,
+                        int nd, int vlt, const vmaf_i32 *params, const float *lut, int rows,
+                        float *cv, vmaf_u64 *stats)
+{
+    VMAF_DYNAMIC_SHARED(vmaf_u32, smem, CAMBI_WIDE_BYTES);
+    __shared__ CambiStats st;
+    VMAF_ASSUME(nd == CAMBI_SLIDE_ND, "cambi sliding contrast steps");
+    (void)nd;
+    cambi_cvalues_slide<CAMBI_WIDE_W, CAMBI_WIDE_BYTES>(wv, w, h, pad, band_base, band_size, vlt,
+                                                        params, lut, rows, cv, stats, smem, &st);
 }

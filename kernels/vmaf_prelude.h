@@ -158,6 +158,16 @@ typedef unsigned long long vmaf_u64;
 #endif
 static_assert(VMAF_MAX_WARPS * 32 >= 1024, "scratch must hold the waves of a 1024-thread block");
 
+/* `name`: the block's dynamic shared memory as an array of T (the launch sets its size, at
+ * most `max_bytes`). The host execution model gives every block a fixed buffer of
+ * `max_bytes` instead (its blocks run one at a time per worker thread). */
+#if defined(VMAF_HIPCPU)
+#define VMAF_DYNAMIC_SHARED(T, name, max_bytes) \
+    static thread_local T name[(max_bytes) / sizeof(T)]
+#else
+#define VMAF_DYNAMIC_SHARED(T, name, max_bytes) extern __shared__ T name[]
+#endif
+
 /* Linear index of the calling thread in its block (x fastest, as warps are formed). */
 VMAF_DEVICE unsigned vmaf_thread_rank(void)
 {

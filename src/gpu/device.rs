@@ -107,6 +107,9 @@ pub struct DeviceInfo {
     pub total_mem: usize,
     /// False for CUDA devices in prohibited compute mode.
     pub compute_capable: bool,
+    /// Shared memory one block may use (on NVIDIA after the kernel opts in: see
+    /// `Kernel::allow_dynamic_shared`).
+    pub block_shared: usize,
 }
 
 impl DeviceInfo {
@@ -180,6 +183,7 @@ impl Api {
                     arch,
                     total_mem,
                     compute_capable: true,
+                    block_shared: sys::HIP_SHARED_PER_BLOCK,
                 })
             }
             Api::Cuda(c) => {
@@ -203,6 +207,7 @@ impl Api {
                 };
                 let (major, minor) = (attr(sys::CU_ATTR_CC_MAJOR)?, attr(sys::CU_ATTR_CC_MINOR)?);
                 let mode = attr(sys::CU_ATTR_COMPUTE_MODE)?;
+                let block_shared = attr(sys::CU_ATTR_SHARED_PER_BLOCK_OPTIN)?;
                 Ok(DeviceInfo {
                     vendor: Vendor::Nvidia,
                     ordinal,
@@ -211,6 +216,7 @@ impl Api {
                     arch: format!("sm_{major}{minor}"),
                     total_mem,
                     compute_capable: mode != sys::CU_COMPUTEMODE_PROHIBITED,
+                    block_shared: usize::try_from(block_shared).unwrap_or(0),
                 })
             }
         }

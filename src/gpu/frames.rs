@@ -97,6 +97,42 @@ impl<const N: usize> Drop for FrameReads<'_, N> {
     }
 }
 
+/// [`FrameReads`] for work whose results are collected later: holds the frames until then,
+/// and marks them [`DeviceFrame::mark_unwaited`] when dropped before [`Self::waited`].
+pub(crate) struct HeldFrameReads<const N: usize> {
+    frames: [Arc<DeviceFrame>; N],
+    waited: bool,
+}
+
+impl<const N: usize> HeldFrameReads<N> {
+    pub(crate) fn new(frames: [Arc<DeviceFrame>; N]) -> Self {
+        HeldFrameReads {
+            frames,
+            waited: false,
+        }
+    }
+
+    /// The frames, to queue reads of them.
+    pub(crate) fn frames(&self) -> &[Arc<DeviceFrame>; N] {
+        &self.frames
+    }
+
+    /// The host has waited for work queued after every read of the frames.
+    pub(crate) fn waited(mut self) {
+        self.waited = true;
+    }
+}
+
+impl<const N: usize> Drop for HeldFrameReads<N> {
+    fn drop(&mut self) {
+        if !self.waited {
+            for f in &self.frames {
+                f.mark_unwaited();
+            }
+        }
+    }
+}
+
 /// Plane `i` of a device picture as device samples of type `T`.
 pub(crate) trait DevicePlaneAs: Sample {
     fn device_plane(frame: &DeviceFrame, i: usize) -> Option<&DeviceBuffer<Self>>;

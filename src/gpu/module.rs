@@ -1,10 +1,11 @@
 //! Device code: a loaded [`Module`], its entry points ([`Kernel`]), their arguments
 //! ([`KernelArg`]) and launch geometry ([`LaunchConfig`]).
 
-use std::ffi::{c_void, CString};
+use std::ffi::{c_int, c_void, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use super::device::Device;
+use super::device::{Api, Device};
 use super::memory::DevicePtr;
 use super::stream::Stream;
 use super::sys;
@@ -59,6 +60,7 @@ impl Module {
             module: self.clone(),
             raw,
             name: name.to_string(),
+            dynamic_shared: AtomicU32::new(sys::CUDA_DEFAULT_DYNAMIC_SHARED),
         })
     }
 }
@@ -111,6 +113,9 @@ pub struct Kernel {
     module: Arc<Module>,
     raw: sys::RawFunction,
     name: String,
+    /// The dynamic shared memory launches may use so far (CUDA's default until a launcher
+    /// asks for more).
+    dynamic_shared: AtomicU32,
 }
 
 // SAFETY: function handles may be used from any thread.
@@ -126,6 +131,32 @@ impl Kernel {
     /// The module this entry point lives in.
     pub fn module(&self) -> &Arc<Module> {
         &self.module
+    }
+
+    /// Lets launches of this kernel use `bytes` of dynamic shared memory: CUDA requires a
+    /// kernel to opt in above 48 KiB (up to the device's `block_shared`); AMD devices take up
+    /// to their LDS size without one, and launchers stay within it there.
+    pub fn allow_dynamic_shared(&self, bytes: u32) -> Result<()> {
+        if bytes <= self.dynamic_shared.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let raw = self.raw;
+        let name = &self.name;
+        self.module
+            .dev
+            .call(&format!("allow shared memory {name}"), |api| match api {
+                // SAFETY: sets an attribute of our own live function handle.
+                Api::Cuda(c) => unsafe {
+                    (c.fns.func_set_attribute)(
+                        raw,
+                        sys::CU_FUNC_ATTR_MAX_DYNAMIC_SHARED,
+                        bytes as c_int,
+                    )
+                },
+                Api::Hip(_) => 0,
+            })?;
+        self.dynamic_shared.fetch_max(bytes, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The runtime's handle, for a graph node update.

@@ -78,6 +78,14 @@ pub const ERR_INSUFFICIENT_DRIVER: Status = 35;
 pub const CU_ATTR_COMPUTE_MODE: c_int = 20;
 pub const CU_ATTR_CC_MAJOR: c_int = 75;
 pub const CU_ATTR_CC_MINOR: c_int = 76;
+/// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
+pub const CU_ATTR_SHARED_PER_BLOCK_OPTIN: c_int = 97;
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+pub const CU_FUNC_ATTR_MAX_DYNAMIC_SHARED: c_int = 8;
+/// Dynamic shared memory a CUDA block may use without opting in.
+pub const CUDA_DEFAULT_DYNAMIC_SHARED: u32 = 48 << 10;
+/// Shared memory (LDS) an AMD workgroup may use: 64 KiB on every GPU HIP supports.
+pub const HIP_SHARED_PER_BLOCK: usize = 64 << 10;
 pub const CU_COMPUTEMODE_PROHIBITED: c_int = 2;
 /// Oldest CUDA driver we accept: 11.0 introduced `cuDevicePrimaryCtxRelease_v2`.
 pub const CUDA_MIN_DRIVER: c_int = 11000;
@@ -207,6 +215,7 @@ fn_table! {
         module_get_function = "cuModuleGetFunction":
             fn(*mut RawFunction, RawModule, *const c_char) -> Status;
         module_unload = "cuModuleUnload": fn(RawModule) -> Status;
+        func_set_attribute = "cuFuncSetAttribute": fn(RawFunction, c_int, c_int) -> Status;
         launch_kernel = "cuLaunchKernel": fn(
             RawFunction, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, RawStream,
             *mut *mut c_void, *mut *mut c_void,

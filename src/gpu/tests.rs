@@ -574,3 +574,120 @@ fn waits_already_behind_a_stream_are_left_out() {
     s.synchronize().unwrap();
     t.synchronize().unwrap();
 }
+
+/// `pic` uploaded into device memory of `state` with `pad` samples after each row, as a device
+/// picture that keeps its buffers.
+fn device_copy(
+    state: &GpuState,
+    pic: &crate::picture::Picture,
+    pad: usize,
+) -> crate::picture::Picture {
+    let (bufs, pitches) = frames::upload_pitched_planes(pic, state.stream(), pad).unwrap();
+    let planes: Vec<(u64, usize)> = bufs
+        .iter()
+        .zip(&pitches)
+        .map(|(b, &p)| (b.ptr().addr(), p))
+        .collect();
+    // SAFETY: each plane lies in its buffer at its pitch (as uploaded), kept by the owner.
+    let data = unsafe {
+        frames::wrap_device_planes(
+            state.device(),
+            pic.pix_fmt,
+            pic.bpc,
+            pic.w[0],
+            pic.h[0],
+            &planes,
+            Box::new(bufs),
+        )
+    }
+    .unwrap();
+    std::sync::Arc::new(data)
+}
+
+/// Every score of `features` over the picture pairs, on `state` with `threads` workers.
+fn feature_scores(
+    state: &Arc<GpuState>,
+    features: &[(&str, &str)],
+    pairs: &[(crate::picture::Picture, crate::picture::Picture)],
+    threads: u32,
+) -> crate::error::Result<Vec<(String, Vec<Option<f64>>)>> {
+    use crate::context::{Config, Context};
+    let mut ctx = Context::new(Config {
+        n_threads: threads,
+        ..Config::default()
+    })?;
+    ctx.import_gpu_state(state.clone())?;
+    for (name, opts) in features {
+        let mut d = crate::feature::Dict::new();
+        for kv in opts.split(':').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap();
+            d.set(k, v);
+        }
+        ctx.use_feature(name, &d)?;
+    }
+    for (i, (r, d)) in pairs.iter().enumerate() {
+        ctx.read_pictures(r.clone(), d.clone(), i)?;
+    }
+    ctx.flush()?;
+    let mut all: Vec<_> = ctx
+        .collector()
+        .snapshot()
+        .into_iter()
+        .map(|v| (v.name.clone(), v.scores.clone()))
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(all)
+}
+
+/// The extractors of the VMAF v1.0.16 models that read chroma or check the input range
+/// (speed_chroma, speed_temporal, cambi) take pictures in device memory, padded rows included,
+/// in place and score them exactly as host pictures, synchronously and on workers; a 10-bit
+/// device picture with a sample above 1023 is refused as the CPU refuses it.
+#[test]
+fn v1_extractors_read_device_pictures_in_place() {
+    let Some(state) = test_state() else { return };
+    let features = [
+        ("cambi", ""),
+        ("cambi", "full_ref=true"),
+        (
+            "speed_chroma",
+            "speed_kernelscale=1.0:speed_weight_var_mode=5",
+        ),
+        ("speed_temporal", ""),
+    ];
+    for clip in [
+        "natural_576x324_420p8",
+        "natural_640x360_420p10",
+        "testsrc_480x270_444p8",
+    ] {
+        let (refs, dists) = crate::testutil::load_parity_clip(clip);
+        let host: Vec<_> = refs.iter().cloned().zip(dists.iter().cloned()).collect();
+        let on_device: Vec<_> = refs
+            .iter()
+            .zip(&dists)
+            .map(|(r, d)| (device_copy(&state, r, 0), device_copy(&state, d, 24)))
+            .collect();
+        for threads in [0, 3] {
+            let want = feature_scores(&state, &features, &host, threads).unwrap();
+            for family in ["cambi", "speed_chroma", "speed_temporal"] {
+                assert!(
+                    want.iter().any(|(n, _)| n.to_lowercase().contains(family)),
+                    "{clip}: no {family} scores in {want:?}"
+                );
+            }
+            let got = feature_scores(&state, &features, &on_device, threads).unwrap();
+            assert_eq!(got, want, "{clip} at {threads} threads");
+        }
+    }
+    let (refs, dists) = crate::testutil::load_parity_clip("natural_640x360_420p10");
+    let mut bad = dists[0].duplicate();
+    bad.plane_u16_mut(0)[5] = 1024;
+    let bad = Arc::new(bad);
+    let pair = [(
+        device_copy(&state, &refs[0], 0),
+        device_copy(&state, &bad, 0),
+    )];
+    let e = feature_scores(&state, &[("cambi", "")], &pair, 0).unwrap_err();
+    assert_eq!(e.errno(), -libc::EINVAL, "{e}");
+    assert!(e.to_string().contains("10-bit maximum 1023"), "{e}");
+}

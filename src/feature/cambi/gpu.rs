@@ -10,8 +10,8 @@
 
 use super::launch::{self, CambiCValues, CAMBI_MAX_DIFFS, CAMBI_MAX_PAD, CAMBI_STATS_LEN};
 use super::{
-    decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, validate,
-    weighted_score, Setup, NUM_SCALES,
+    decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling, weighted_score,
+    Setup, NUM_SCALES,
 };
 use crate::error::{Error, Result};
 use crate::gpu::job::{Job, Parts, Queued};
@@ -47,6 +47,11 @@ struct Scratch {
     taps_cap: usize,
 }
 
+/// The statistics buffer: each scale's map statistics, then the input range flag (set when a
+/// 9..15-bit picture has a sample above its maximum, which the CPU rejects).
+const RANGE_FLAG: usize = NUM_SCALES * CAMBI_STATS_LEN;
+const STATS_ALL: usize = RANGE_FLAG + 1;
+
 /// c-value entries of each scale of a `w`x`h` picture without the high-resolution speed-up
 /// (with it every scale is smaller).
 fn cv_lens(w: usize, h: usize) -> [usize; NUM_SCALES] {
@@ -81,8 +86,8 @@ impl Scratch {
                 .iter()
                 .map(|&n| PinnedHostBuffer::new(dev, n))
                 .collect::<Result<_>>()?,
-            stats: DeviceBuffer::new(dev, NUM_SCALES * CAMBI_STATS_LEN)?,
-            stats_host: PinnedHostBuffer::new(dev, NUM_SCALES * CAMBI_STATS_LEN)?,
+            stats: DeviceBuffer::new(dev, STATS_ALL)?,
+            stats_host: PinnedHostBuffer::new(dev, STATS_ALL)?,
             lut,
             params: DeviceBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
             params_host: PinnedHostBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
@@ -212,6 +217,17 @@ fn queue_c_values<T: Sample + PlaneAs>(
                 params[nd + d] = s.diff_weights[d];
             }
         }
+        sc.stats.zero(stream)?;
+        if bpc != 8 && bpc != 16 {
+            launch::cambi_range(
+                state,
+                luma.plane(in_w, in_h),
+                (1u32 << bpc) - 1,
+                &sc.stats,
+                RANGE_FLAG,
+            )?
+            .queue(stream)?;
+        }
         sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
         sc.params
             .upload_async(stream, &mut sc.params_host, 2 * nd)?;
@@ -244,7 +260,6 @@ fn queue_c_values<T: Sample + PlaneAs>(
             num_diffs: nd,
             vlt: s.vlt_luma,
         };
-        sc.stats.zero(stream)?;
         for (scale, &(sw, sh)) in sizes.iter().enumerate() {
             let [a, b] = &sc.mode;
             let (prev, step) = match scale {
@@ -280,7 +295,7 @@ fn queue_c_values<T: Sample + PlaneAs>(
             .queue(stream)?;
         }
         sc.stats
-            .download_async(stream, &mut sc.stats_host, NUM_SCALES * CAMBI_STATS_LEN)?;
+            .download_async(stream, &mut sc.stats_host, STATS_ALL)?;
     }
     Ok(job)
 }
@@ -294,11 +309,18 @@ pub(super) fn queue_score(
     pic: &Picture,
     is_src: bool,
 ) -> Result<Queued<'static, f64>> {
-    validate(pic)?;
     let (w, h, window) = s.geometry(is_src);
     let sizes = scale_sizes(s, w, h);
     let topk = s.topk;
+    let bpc = pic.bpc;
     let finish = move |sc: &mut Scratch, stream: &crate::gpu::Stream| {
+        // The statistics' read-back covers the range check (queued before it).
+        if sc.stats_host.as_slice()?[RANGE_FLAG] != 0 {
+            return Err(Error::inval(format!(
+                "cambi: input has values above the {bpc}-bit maximum {}",
+                (1u32 << bpc) - 1
+            )));
+        }
         let mut per_scale = [0.0f64; NUM_SCALES];
         let pool = |scale: usize, data: ScaleData<'_>| match data {
             ScaleData::Stats(st) => {
@@ -444,8 +466,14 @@ impl ModelCase {
         })
     }
 
-    /// The sliding kernel [`launch::cambi_cvalues`] takes for this case, if any.
-    pub(crate) fn sliding_kernel(&self) -> Option<(&'static str, usize)> {
+    /// The sliding kernels that take this case on a device with `block_shared` bytes of
+    /// shared memory per block, best first (the first is what [`launch::cambi_cvalues`] takes).
+    pub(crate) fn sliding_kernels(&self, block_shared: usize) -> Vec<launch::Sliding> {
+        self.c_values().sliding_kernels(block_shared)
+    }
+
+    /// The c-value launch options of this case.
+    pub(crate) fn c_values(&self) -> CambiCValues {
         CambiCValues {
             pad: self.pad,
             band_base: self.band_base,
@@ -453,7 +481,6 @@ impl ModelCase {
             num_diffs: self.num_diffs,
             vlt: self.vlt,
         }
-        .sliding_kernel()
     }
 
     /// The score the host finishes from the device's statistics and maps, as [`score`] does.

@@ -19,7 +19,7 @@ fn cambi_on_model(
     c: &super::gpu::ModelCase,
     pic: &PictureData,
     warp: c_int,
-    slide: Option<(&str, usize)>,
+    slide: Option<super::launch::Sliding>,
 ) -> (Vec<Vec<f32>>, Vec<Vec<u64>>) {
     let (w, h, in_w, in_h) = (c.w, c.h, c.in_w, c.in_h);
     let (taps, params, lut) = (&c.taps, &c.params, c.lut);
@@ -113,17 +113,20 @@ fn cambi_on_model(
         .unwrap_or_else(fail);
         let mut cv = vec![0f32; sw * sh];
         let mut st = vec![0u64; super::launch::CAMBI_STATS_LEN];
-        let (kernel, grid, block, rows) = if let Some((kernel, rows)) = slide {
-            let bw = super::launch::CAMBI_SLIDE_W as u32;
+        let (kernel, grid, block, rows) = if let Some(k) = slide {
+            // As the launcher shortens the rows on small scales; `k` keeps its own rows on the
+            // scales large enough.
+            let k = k.for_size(&c.c_values(), sw, sh);
+            let bw = k.width as u32;
             (
-                kernel,
+                k.kernel,
                 (
                     (sw as u32).div_ceil(bw),
-                    (sh as u32).div_ceil(rows as u32),
+                    (sh as u32).div_ceil(k.rows as u32),
                     1,
                 ),
                 (bw, 1, 1),
-                rows,
+                k.rows,
             )
         } else {
             (
@@ -205,16 +208,17 @@ fn cambi_equals_cpu_at_wave64_and_wave32() {
                 println!("cambi: the CPU refuses {what} [{opts}]");
                 continue;
             };
-            // The direct kernel always, and the sliding one where it applies.
+            // The direct kernel always, and every sliding one that takes the case on an
+            // H100/H200 (227 KiB of shared memory per block).
             let kernels: Vec<_> = std::iter::once(None)
-                .chain(c.sliding_kernel().map(Some))
+                .chain(c.sliding_kernels(232_448).into_iter().map(Some))
                 .collect();
             for (warp, slide) in WAVES
                 .iter()
                 .flat_map(|&w| kernels.iter().map(move |&k| (w, k)))
             {
-                if let Some((k, rows)) = slide {
-                    *sliding.entry((k, rows)).or_insert(0) += 1;
+                if let Some(k) = slide {
+                    *sliding.entry((k.kernel, k.rows)).or_insert(0) += 1;
                 }
                 let at = format!("{what} [{opts}] wave {warp} kernel {slide:?}");
                 let (maps, stats) = cambi_on_model(f, &c, pic, warp, slide);
@@ -246,9 +250,48 @@ fn cambi_equals_cpu_at_wave64_and_wave32() {
         "cambi: {runs} runs in {:.1?}; sliding kernels: {sliding:?}",
         t0.elapsed()
     );
-    // Cambi needs a side of at least 216: every picture above is taken. Both sliding kernels
-    // ran, and the direct kernel alone where the contrast steps are not 4.
-    assert_eq!(runs, 108);
+    // Cambi needs a side of at least 216: every picture above is taken. The wide and both
+    // narrow sliding kernels ran, and the direct kernel alone where the contrast steps are
+    // not 4.
+    assert_eq!(runs, 156);
     let kernels: std::collections::BTreeSet<_> = sliding.keys().map(|k| k.0).collect();
-    assert_eq!(kernels.len(), 2, "{sliding:?}");
+    assert_eq!(kernels.len(), 3, "{sliding:?}");
+}
+
+/// The input range check flags a plane with one sample above the maximum, wherever it lies,
+/// and leaves the flag of an in-range plane alone (odd sizes, padded rows, both waves).
+#[test]
+fn cambi_range_check_at_wave64_and_wave32() {
+    let f = model_or_skip!();
+    let (w, h, stride) = (37usize, 21usize, 40usize);
+    for warp in WAVES {
+        for bad in [None, Some((0, 0)), Some((20, 36)), Some((7, 13))] {
+            let mut plane = vec![1023u16; stride * h];
+            // Padding beyond w is never read, whatever it holds.
+            for row in plane.chunks_mut(stride) {
+                row[w..].fill(u16::MAX);
+            }
+            if let Some((y, x)) = bad {
+                plane[y * stride + x] = 1024;
+            }
+            let mut flag = vec![0u64; 1];
+            launch(
+                f,
+                "vmaf_cambi_range_u16",
+                ((w as u32).div_ceil(32), (h as u32).div_ceil(8), 1),
+                (32, 8, 1),
+                warp,
+                &[
+                    ptr(&plane),
+                    A::I32(w as i32),
+                    A::I32(h as i32),
+                    A::I32(stride as i32),
+                    A::U32(1023),
+                    mptr(&mut flag),
+                ],
+            )
+            .unwrap_or_else(|e| panic!("wave {warp}: {e}"));
+            assert_eq!(flag[0], u64::from(bad.is_some()), "wave {warp} {bad:?}");
+        }
+    }
 }

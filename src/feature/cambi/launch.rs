@@ -19,6 +19,8 @@ type PreprocessArgs<'a, T> = (
     i32,
     i32,
 );
+/// `vmaf_cambi_range_{u8,u16}(src, w, h, stride, max, flag)`.
+type RangeArgs<'a, T> = (Span<'a, T>, i32, i32, i32, u32, Span<'a, u64>);
 /// `vmaf_cambi_mask(img, w, h, stride, threshold, step, mask, mw, mh, mask_stride)`.
 type MaskArgs<'a> = (
     Span<'a, u16>,
@@ -68,11 +70,14 @@ type CValuesArgs<'a> = (
 
 const PREPROCESS_U8_KERNEL: &str = "vmaf_cambi_preprocess_u8";
 const PREPROCESS_U16_KERNEL: &str = "vmaf_cambi_preprocess_u16";
+const RANGE_U8_KERNEL: &str = "vmaf_cambi_range_u8";
+const RANGE_U16_KERNEL: &str = "vmaf_cambi_range_u16";
 const MASK_KERNEL: &str = "vmaf_cambi_mask";
 const SCALE_KERNEL: &str = "vmaf_cambi_scale";
 const CVALUES_KERNEL: &str = "vmaf_cambi_cvalues";
 const CVALUES_SLIDE_KERNEL: &str = "vmaf_cambi_cvalues_slide";
 const CVALUES_SLIDE_BIG_KERNEL: &str = "vmaf_cambi_cvalues_slide_big";
+const CVALUES_WIDE_KERNEL: &str = "vmaf_cambi_cvalues_wide";
 
 /// The kernels of kernels/cambi.hip with the argument tuples their launchers pass.
 #[cfg(test)]
@@ -81,11 +86,14 @@ pub(crate) fn signatures() -> Vec<crate::gpu::launch::Signature> {
     vec![
         sig::<PreprocessArgs<u8>>(PREPROCESS_U8_KERNEL),
         sig::<PreprocessArgs<u16>>(PREPROCESS_U16_KERNEL),
+        sig::<RangeArgs<u8>>(RANGE_U8_KERNEL),
+        sig::<RangeArgs<u16>>(RANGE_U16_KERNEL),
         sig::<MaskArgs>(MASK_KERNEL),
         sig::<ScaleArgs>(SCALE_KERNEL),
         sig::<CValuesArgs>(CVALUES_KERNEL),
         sig::<CValuesArgs>(CVALUES_SLIDE_KERNEL),
         sig::<CValuesArgs>(CVALUES_SLIDE_BIG_KERNEL),
+        sig::<CValuesArgs>(CVALUES_WIDE_KERNEL),
     ]
 }
 
@@ -95,17 +103,28 @@ pub const CAMBI_MAX_PAD: usize = 32;
 pub const CAMBI_MAX_DIFFS: usize = 32;
 /// Output tile of the direct c-value kernel (`CAMBI_TILE`).
 const CAMBI_TILE: u32 = 16;
-/// Output columns per block of the sliding c-value kernels (`CAMBI_SLIDE_W`), the contrast
-/// steps they take (`CAMBI_SLIDE_ND`), their zero rows on each side of the band
-/// (`CAMBI_SLIDE_GUARD`), the shared bytes of each (`CAMBI_SLIDE_BYTES`,
-/// `CAMBI_SLIDE_BIG_BYTES`), and the output rows each block slides over (fewer where the
-/// staged window values would not fit otherwise).
+/// Output columns per block of the sliding c-value kernels (`CAMBI_SLIDE_W`) and of the wide
+/// one (`CAMBI_WIDE_W`), the contrast steps they take (`CAMBI_SLIDE_ND`), their zero rows on
+/// each side of the band (`CAMBI_SLIDE_GUARD`), the shared bytes of each (`CAMBI_SLIDE_BYTES`,
+/// `CAMBI_SLIDE_BIG_BYTES`; the wide one's are dynamic, at most `CAMBI_WIDE_BYTES`), and the
+/// output rows each block slides over (fewer where the staged window values would not fit
+/// otherwise).
 pub const CAMBI_SLIDE_W: usize = 32;
+const CAMBI_WIDE_W: usize = 128;
 const CAMBI_SLIDE_ND: usize = 4;
 const CAMBI_SLIDE_GUARD: usize = CAMBI_SLIDE_ND;
 const CAMBI_SLIDE_BYTES: usize = 32768;
 const CAMBI_SLIDE_BIG_BYTES: usize = 45056;
-const CAMBI_SLIDE_ROWS: [usize; 2] = [16, 8];
+const CAMBI_WIDE_BYTES: usize = 110_592;
+const CAMBI_SLIDE_ROWS: [usize; 3] = [16, 8, 4];
+/// Blocks a sliding launch wants: a block's rows run one after another, so on small scales
+/// (the coarse ones hold a few dozen blocks) fewer rows per block shorten the launch.
+const CAMBI_SLIDE_TARGET_BLOCKS: usize = 256;
+/// Shared memory of a block's statistics (`CambiStats`) beside the tables, and what a CUDA
+/// device reserves per block: the wide kernel is taken only where two blocks fit the
+/// device's per-block limit together.
+const CAMBI_STATS_SHARED: usize = 2 * 256 * 4 + 4;
+const CAMBI_BLOCK_RESERVED: usize = 1024;
 /// Block of the mask kernel (`CAMBI_MASK_BW` x `CAMBI_MASK_BH`).
 const CAMBI_MASK_BLOCK: (u32, u32) = (32, 8);
 /// Block of the element-wise cambi kernels.
@@ -156,6 +175,28 @@ pub fn cambi_preprocess<'a, T: Sample>(
         (
             s, in_w, in_h, in_stride, t, bpc, dither, o, out_w, out_h, out_stride,
         ),
+    )
+}
+
+/// Sets `flag[index]` to 1 when a sample of `src` exceeds `max` (the input range check of
+/// 9..15-bit pictures); leaves it otherwise.
+pub fn cambi_range<'a, T: Sample>(
+    state: &GpuState,
+    src: DevicePlane<'a, T>,
+    max: u32,
+    flag: &'a DeviceBuffer<u64>,
+    index: usize,
+) -> Result<Launch<'a>> {
+    let s = src.span()?;
+    let (w, h) = dims_u32(src.w, src.h)?;
+    let f = Span::of(flag, index, 1)?;
+    // Reads stay inside the plane's w x h samples; the one write is flag[index].
+    Launch::new::<RangeArgs<T>>(
+        state,
+        "cambi",
+        T::pick(RANGE_U8_KERNEL, RANGE_U16_KERNEL),
+        cambi_pixel_cfg(w, h),
+        (s, w as i32, h as i32, src.stride as i32, max, f),
     )
 }
 
@@ -278,26 +319,94 @@ pub struct CambiCValues {
     pub vlt: u16,
 }
 
-impl CambiCValues {
-    /// The sliding kernel, and the rows per block, whose shared memory holds these column
-    /// histograms and staged window values, if any takes these options (else the direct
-    /// kernel runs).
-    pub fn sliding_kernel(&self) -> Option<(&'static str, usize)> {
-        if self.num_diffs != CAMBI_SLIDE_ND {
-            return None;
+/// A sliding c-value kernel and how it is launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Sliding {
+    pub kernel: &'static str,
+    /// Output columns (and threads) per block.
+    pub width: usize,
+    /// Output rows per block.
+    pub rows: usize,
+    /// Dynamic shared memory of the launch (0 for the kernels with static tables).
+    pub dynamic_shared: usize,
+}
+
+impl Sliding {
+    /// This kernel for a `w`x`h` scale: the most rows per block (up to its own) that still
+    /// make [`CAMBI_SLIDE_TARGET_BLOCKS`] blocks, else the fewest it takes; the dynamic
+    /// shared memory follows the rows.
+    pub fn for_size(self, p: &CambiCValues, w: usize, h: usize) -> Sliding {
+        let cols = w.div_ceil(self.width);
+        let mut fewer = CAMBI_SLIDE_ROWS.into_iter().filter(|&r| r <= self.rows);
+        let rows = fewer
+            .clone()
+            .find(|&r| cols * h.div_ceil(r) >= CAMBI_SLIDE_TARGET_BLOCKS)
+            .or_else(|| fewer.next_back())
+            .unwrap_or(self.rows);
+        Sliding {
+            rows,
+            dynamic_shared: if self.dynamic_shared > 0 {
+                p.slide_bytes(self.width, rows)
+            } else {
+                0
+            },
+            ..self
         }
-        let cols = CAMBI_SLIDE_W + 2 * self.pad;
+    }
+}
+
+impl CambiCValues {
+    /// Bytes of the column histograms and staged window values of a block `width` columns
+    /// wide sliding over `rows` rows.
+    fn slide_bytes(&self, width: usize, rows: usize) -> usize {
+        let cols = width + 2 * self.pad;
         let pitch = (cols + 3).next_multiple_of(4);
         let hist = (usize::from(self.band_size) + 2 * CAMBI_SLIDE_GUARD) * pitch;
-        let bytes = |rows: usize| hist + (rows + 2 * self.pad) * cols * 2;
-        [
+        hist + (rows + 2 * self.pad) * cols * 2
+    }
+
+    /// Every sliding kernel whose shared memory holds these tables, best first, on a device
+    /// whose blocks may use up to `block_shared` bytes of shared memory; empty where the
+    /// options need the direct kernel.
+    pub fn sliding_kernels(&self, block_shared: usize) -> Vec<Sliding> {
+        if self.num_diffs != CAMBI_SLIDE_ND {
+            return Vec::new();
+        }
+        let wide_room = CAMBI_WIDE_BYTES
+            .min((block_shared / 2).saturating_sub(CAMBI_STATS_SHARED + CAMBI_BLOCK_RESERVED));
+        let wide = CAMBI_SLIDE_ROWS
+            .into_iter()
+            .map(|rows| (rows, self.slide_bytes(CAMBI_WIDE_W, rows)))
+            .find(|&(_, bytes)| bytes <= wide_room)
+            .map(|(rows, bytes)| Sliding {
+                kernel: CVALUES_WIDE_KERNEL,
+                width: CAMBI_WIDE_W,
+                rows,
+                dynamic_shared: bytes,
+            });
+        let narrow = [
             (CVALUES_SLIDE_KERNEL, CAMBI_SLIDE_BYTES),
             (CVALUES_SLIDE_BIG_KERNEL, CAMBI_SLIDE_BIG_BYTES),
         ]
         .into_iter()
-        .flat_map(|k| CAMBI_SLIDE_ROWS.map(|rows| (k, rows)))
-        .find(|&((_, room), rows)| bytes(rows) <= room)
-        .map(|((kernel, _), rows)| (kernel, rows))
+        .filter_map(|(kernel, room)| {
+            CAMBI_SLIDE_ROWS
+                .into_iter()
+                .find(|&rows| self.slide_bytes(CAMBI_SLIDE_W, rows) <= room)
+                .map(|rows| Sliding {
+                    kernel,
+                    width: CAMBI_SLIDE_W,
+                    rows,
+                    dynamic_shared: 0,
+                })
+        })
+        .take(1);
+        wide.into_iter().chain(narrow).collect()
+    }
+
+    /// The sliding kernel [`cambi_cvalues`] takes on such a device, if any.
+    pub fn sliding_kernel(&self, block_shared: usize) -> Option<Sliding> {
+        self.sliding_kernels(block_shared).first().copied()
     }
 }
 
@@ -329,15 +438,18 @@ pub fn cambi_cvalues<'a>(
     let n = wv.w * wv.h;
     let v = wv.span()?;
     let (w, h) = dims_u32(wv.w, wv.h)?;
-    let (cfg, kernel, rows) = if let Some((kernel, rows)) = p.sliding_kernel() {
+    let (cfg, kernel, rows) = if let Some(k) = p.sliding_kernel(state.device().info().block_shared)
+    {
+        let k = k.for_size(p, wv.w, wv.h);
+        let bw = k.width as u32;
         (
             LaunchConfig {
-                grid: (w.div_ceil(CAMBI_SLIDE_W as u32), h.div_ceil(rows as u32), 1),
-                block: (CAMBI_SLIDE_W as u32, 1, 1),
-                shared_mem_bytes: 0,
+                grid: (w.div_ceil(bw), h.div_ceil(k.rows as u32), 1),
+                block: (bw, 1, 1),
+                shared_mem_bytes: k.dynamic_shared as u32,
             },
-            kernel,
-            rows,
+            k.kernel,
+            k.rows,
         )
     } else {
         (

@@ -42,8 +42,8 @@ use crate::picture::{Picture, PictureData};
 use cpu::cpu_c_value_maps;
 use cpu::{
     adjust_window, decimation_taps, mask_index, reciprocal_lut, scale_sizes, spatial_pooling,
-    tvi_for_diff, validate, vlt_luma, weighted_score, Eotf, Setup, Work, CONTRAST_WEIGHTS,
-    MIN_WIDTH_HEIGHT, NUM_SCALES, RECIPROCAL_LUT_SIZE,
+    tvi_for_diff, vlt_luma, weighted_score, Eotf, Setup, Work, CONTRAST_WEIGHTS, MIN_WIDTH_HEIGHT,
+    NUM_SCALES, RECIPROCAL_LUT_SIZE,
 };
 
 /// Full feature names this extractor provides.
@@ -304,7 +304,12 @@ impl Cambi {
 
 impl Extractor for Cambi {
     fn host_planes(&self) -> u8 {
-        crate::feature::LUMA
+        // The GPU path reads device pictures in place and checks the input range there.
+        if self.gpu.is_some() {
+            0
+        } else {
+            crate::feature::LUMA
+        }
     }
 
     fn name(&self) -> &'static str {
@@ -317,8 +322,6 @@ impl Extractor for Cambi {
 
     fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
         let Some(g) = &self.gpu else { return Ok(None) };
-        // The input range check reads host samples (queued extractors fetch their own).
-        input.fetch_host(self.host_planes())?;
         let setup = self.setup_for(input.distorted)?;
         let state = g.for_frame(input.index);
         let dist = gpu::queue_score(state, setup, input.distorted, false)?;

@@ -41,9 +41,9 @@ impl Extractor for SpeedChroma {
     }
 
     fn host_planes(&self) -> u8 {
-        // The GPU path stages the chroma planes from host memory.
+        // The GPU path reads device pictures in place (and fetches what it needs otherwise).
         if self.gpu.is_some() {
-            crate::picture::ALL_PLANES & !crate::picture::LUMA
+            0
         } else {
             crate::picture::ALL_PLANES
         }
@@ -66,8 +66,6 @@ impl Extractor for SpeedChroma {
 
     fn queue<'a>(&'a self, input: &FrameInput<'a>) -> Result<Option<Queued<'a, Scores>>> {
         let Some(g) = &self.gpu else { return Ok(None) };
-        // Queued extractors fetch their own host copies (the GPU path stages the chroma planes).
-        input.fetch_host(self.host_planes())?;
         let (r, dp) = (&**input.reference, &**input.distorted);
         let d = self.dims(r, dp)?;
         let q = super::gpu::queue_chroma(g.for_frame(input.index), &d, &self.opts.params, r, dp)?;

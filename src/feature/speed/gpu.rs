@@ -15,6 +15,7 @@ use super::scale::{antialias_filter, mean_filter, prescales, resample_axis};
 use super::{Dims, Params, NB};
 use crate::error::{Error, Result};
 use crate::feature::ssim::tools::luma_scaler;
+use crate::gpu::frames::{device_frame, HeldFrameReads};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
@@ -253,13 +254,30 @@ fn chroma_typed<T: Sample + PlaneAs>(
     dp: &PictureData,
 ) -> Result<Queued<'static, [(f32, bool); 2]>> {
     let depth = || Error::inval("speed_chroma: sample depth mismatch");
-    let planes: [&[T]; 4] = [
-        T::plane_of(r, 1).ok_or_else(depth)?,
-        T::plane_of(dp, 1).ok_or_else(depth)?,
-        T::plane_of(r, 2).ok_or_else(depth)?,
-        T::plane_of(dp, 2).ok_or_else(depth)?,
-    ];
     let strides = [r.stride[1], dp.stride[1], r.stride[2], dp.stride[2]];
+    // Pictures in this device's memory are read where they are; others are staged from the
+    // host (device pictures of another device through host copies).
+    let dev = state.device();
+    let on_device = |pic| device_frame(pic, dev).filter(|f| T::device_plane(f, 2).is_some());
+    let reads = match (on_device(r), on_device(dp)) {
+        (Some(a), Some(b)) => Some(HeldFrameReads::new([a.clone(), b.clone()])),
+        _ => {
+            let chroma = crate::picture::ALL_PLANES & !crate::picture::LUMA;
+            r.fetch_host(chroma)?;
+            dp.fetch_host(chroma)?;
+            None
+        }
+    };
+    let planes: [&[T]; 4] = if reads.is_some() {
+        [&[]; 4]
+    } else {
+        [
+            T::plane_of(r, 1).ok_or_else(depth)?,
+            T::plane_of(dp, 1).ok_or_else(depth)?,
+            T::plane_of(r, 2).ok_or_else(depth)?,
+            T::plane_of(dp, 2).ok_or_else(depth)?,
+        ]
+    };
     let plane_len = planes.iter().map(|s| s.len()).max().unwrap_or(0);
     let total = plane_len
         .checked_mul(4)
@@ -274,8 +292,8 @@ fn chroma_typed<T: Sample + PlaneAs>(
             Ok(ChromaScratch {
                 consts: Consts::new(st, &stream, d, p)?,
                 pairs: [PairBufs::new(st, d, p)?, PairBufs::new(st, d, p)?],
-                host: PinnedHostBuffer::new(st.device(), total)?,
-                dev: DeviceBuffer::new(st.device(), total)?,
+                host: PinnedHostBuffer::new(st.device(), total.max(1))?,
+                dev: DeviceBuffer::new(st.device(), total.max(1))?,
                 plane_len,
             })
         },
@@ -287,15 +305,31 @@ fn chroma_typed<T: Sample + PlaneAs>(
             scratch: s,
             ..
         } = job.parts();
+        // Plane k: U of the reference, U of the distorted picture, then V of each.
         let len = s.plane_len;
-        let host = s.host.as_mut_slice()?;
-        for (k, src) in planes.iter().enumerate() {
-            host[k * len..k * len + src.len()].copy_from_slice(src);
+        if reads.is_none() {
+            let host = s.host.as_mut_slice()?;
+            for (k, src) in planes.iter().enumerate() {
+                host[k * len..k * len + src.len()].copy_from_slice(src);
+            }
+            s.dev.upload_async(stream, &mut s.host, 4 * len)?;
         }
-        s.dev.upload_async(stream, &mut s.host, 4 * len)?;
+        let (bufs, offsets): ([&DeviceBuffer<T>; 4], [usize; 4]) = match &reads {
+            Some(held) => {
+                let [fr, fd] = held.frames();
+                fr.order_after_writes(stream)?;
+                fd.order_after_writes(stream)?;
+                let mut bufs = [&s.dev; 4];
+                for (k, f) in [fr, fd, fr, fd].into_iter().enumerate() {
+                    bufs[k] = T::device_plane(f, 1 + k / 2).ok_or_else(depth)?;
+                }
+                (bufs, [0; 4])
+            }
+            None => ([&s.dev; 4], std::array::from_fn(|k| k * len)),
+        };
         let plane = |k: usize| DevicePlane {
-            buf: &s.dev,
-            offset: k * len,
+            buf: bufs[k],
+            offset: offsets[k],
             w: d.w,
             h: d.h,
             stride: strides[k],
@@ -310,7 +344,13 @@ fn chroma_typed<T: Sample + PlaneAs>(
     }
     let (d, p) = (*d, *p);
     // The second pair's read-back is the job's last work: waiting for it covers everything.
-    Ok(job.finish(move |s| Ok([s.pairs[0].score(&d, &p)?, s.pairs[1].score(&d, &p)?])))
+    Ok(job.finish(move |s| {
+        let scores = [s.pairs[0].score(&d, &p)?, s.pairs[1].score(&d, &p)?];
+        if let Some(held) = reads {
+            held.waited();
+        }
+        Ok(scores)
+    }))
 }
 
 /// Scratch of `speed_temporal`.

@@ -179,8 +179,12 @@ impl<'a> Launch<'a> {
                 "arguments of {name}"
             );
         }
+        let kernel = state.kernel(file, name)?;
+        if cfg.shared_mem_bytes > 0 {
+            kernel.allow_dynamic_shared(cfg.shared_mem_bytes)?;
+        }
         Ok(Launch {
-            kernel: state.kernel(file, name)?,
+            kernel,
             cfg,
             args: Box::new(args),
         })
