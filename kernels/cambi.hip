@@ -47,10 +47,11 @@ VMAF_DEVICE vmaf_u32 cambi_to10(vmaf_u32 v, int bpc)
  * each output row (out_h entries); they are clamped so a bad table cannot read outside. */
 template <typename T>
 VMAF_DEVICE vmaf_u32 cambi_sample(const T *src, int in_w, int in_h, int in_stride,
-                                  const vmaf_u32 *taps, int out_w, int i, int j, int bpc)
+                                  const vmaf_u32 *taps, int out_w, bool same, int i, int j,
+                                  int bpc)
 {
-    vmaf_u32 sx = taps[j];
-    vmaf_u32 sy = taps[out_w + i];
+    vmaf_u32 sx = same ? (vmaf_u32)j : taps[j];
+    vmaf_u32 sy = same ? (vmaf_u32)i : taps[out_w + i];
     if (sx >= (vmaf_u32)in_w)
         sx = in_w - 1;
     if (sy >= (vmaf_u32)in_h)
@@ -69,22 +70,23 @@ VMAF_DEVICE void cambi_preprocess(const T *src, int in_w, int in_h, int in_strid
     const int i = blockIdx.y * blockDim.y + threadIdx.y;
     if (i >= out_h || j >= out_w)
         return;
-    const vmaf_u32 c = cambi_sample(src, in_w, in_h, in_stride, taps, out_w, i, j, bpc);
+    // At the source size the taps are the identity (as the host fills them): skip their loads.
+    const bool same = in_w == out_w && in_h == out_h;
+#define CAMBI_AT(di, dj) \
+    cambi_sample(src, in_w, in_h, in_stride, taps, out_w, same, i + (di), j + (dj), bpc)
+    const vmaf_u32 c = CAMBI_AT(0, 0);
     vmaf_u32 v = c;
     if (dither) {
         const bool right = j + 1 < out_w;
         const bool down = i + 1 < out_h;
-        if (right && down) {
-            v = (c + cambi_sample(src, in_w, in_h, in_stride, taps, out_w, i, j + 1, bpc) +
-                 cambi_sample(src, in_w, in_h, in_stride, taps, out_w, i + 1, j, bpc) +
-                 cambi_sample(src, in_w, in_h, in_stride, taps, out_w, i + 1, j + 1, bpc)) >>
-                2;
-        } else if (down) {
-            v = (c + cambi_sample(src, in_w, in_h, in_stride, taps, out_w, i + 1, j, bpc)) >> 1;
-        } else if (right) {
-            v = (c + cambi_sample(src, in_w, in_h, in_stride, taps, out_w, i, j + 1, bpc)) >> 1;
-        }
+        if (right && down)
+            v = (c + CAMBI_AT(0, 1) + CAMBI_AT(1, 0) + CAMBI_AT(1, 1)) >> 2;
+        else if (down)
+            v = (c + CAMBI_AT(1, 0)) >> 1;
+        else if (right)
+            v = (c + CAMBI_AT(0, 1)) >> 1;
     }
+#undef CAMBI_AT
     out[(vmaf_u64)i * out_stride + j] = (vmaf_u16)v;
 }
 

@@ -640,7 +640,7 @@ fn feature_scores(
 }
 
 /// The extractors of the VMAF v1.0.16 models that read chroma or check the input range
-/// (speed_chroma, speed_temporal, cambi) take pictures in device memory, padded rows included,
+/// (speed_chroma, speed_temporal, cambi), and psnr_hvs, take pictures in device memory, padded rows included,
 /// in place and score them exactly as host pictures, synchronously and on workers; a 10-bit
 /// device picture with a sample above 1023 is refused as the CPU refuses it.
 #[test]
@@ -654,6 +654,7 @@ fn v1_extractors_read_device_pictures_in_place() {
             "speed_kernelscale=1.0:speed_weight_var_mode=5",
         ),
         ("speed_temporal", ""),
+        ("psnr_hvs", ""),
     ];
     for clip in [
         "natural_576x324_420p8",
@@ -669,7 +670,7 @@ fn v1_extractors_read_device_pictures_in_place() {
             .collect();
         for threads in [0, 3] {
             let want = feature_scores(&state, &features, &host, threads).unwrap();
-            for family in ["cambi", "speed_chroma", "speed_temporal"] {
+            for family in ["cambi", "speed_chroma", "speed_temporal", "psnr_hvs"] {
                 assert!(
                     want.iter().any(|(n, _)| n.to_lowercase().contains(family)),
                     "{clip}: no {family} scores in {want:?}"

@@ -74,10 +74,11 @@ impl<T: Sample + PlaneAs> PackedPair<T> {
     pub(crate) fn new(state: &GpuState, l: &PairLayout) -> Result<Self> {
         let dev = state.device();
         Ok(PackedPair {
-            ref_host: PinnedHostBuffer::new(dev, l.ref_len)?,
-            dis_host: PinnedHostBuffer::new(dev, l.dis_len)?,
-            ref_dev: DeviceBuffer::new(dev, l.ref_len)?,
-            dis_dev: DeviceBuffer::new(dev, l.dis_len)?,
+            // At least one sample: pairs read in place have nothing to pack.
+            ref_host: PinnedHostBuffer::new(dev, l.ref_len.max(1))?,
+            dis_host: PinnedHostBuffer::new(dev, l.dis_len.max(1))?,
+            ref_dev: DeviceBuffer::new(dev, l.ref_len.max(1))?,
+            dis_dev: DeviceBuffer::new(dev, l.dis_len.max(1))?,
         })
     }
 
@@ -250,7 +251,7 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
 
 /// Both pictures' device memory on `state`'s device, or None; host copies of every plane of
 /// a device picture that is not (on another device, or beside a host picture).
-fn device_pair<'p>(
+pub(crate) fn device_pair<'p>(
     state: &Arc<GpuState>,
     r: &'p PictureData,
     d: &'p PictureData,

@@ -7,9 +7,10 @@
 use super::device_tables;
 use super::launch::{self, blocks, TABLE_LEN};
 use crate::error::{Error, Result};
-use crate::feature::psnr::gpu::{PackedPair, PairLayout};
+use crate::feature::psnr::gpu::{device_pair, PackedPair, PairLayout};
+use crate::gpu::frames::{DeviceFrame, FrameReads};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::Sample;
+use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::PictureData;
@@ -45,11 +46,13 @@ impl<T: Sample + PlaneAs> Scratch<T> {
 }
 
 /// Per plane: upstream's running sum of the plane's terms and their count (the CPU's
-/// `plane_sum`), for two host pictures of the same format and size.
+/// `plane_sum`), for two pictures of the same format and size: host pictures, or with
+/// `frames` the device memory of both, read in place.
 fn sums_typed<T: Sample + PlaneAs>(
     state: &Arc<GpuState>,
     r: &PictureData,
     d: &PictureData,
+    frames: Option<(&DeviceFrame, &DeviceFrame)>,
 ) -> Result<[(f32, i32); 3]> {
     let layout = PairLayout::new::<T>(r, d, 3)?;
     let mut starts = [0usize; 4];
@@ -70,29 +73,57 @@ fn sums_typed<T: Sample + PlaneAs>(
             scratch: s,
             ..
         } = job.parts();
-        s.pair.upload(stream, r, d, &layout)?;
+        match frames {
+            Some((fr, fd)) => {
+                fr.order_after_writes(stream)?;
+                fd.order_after_writes(stream)?;
+            }
+            None => s.pair.upload(stream, r, d, &layout)?,
+        }
         for p in 0..3 {
             if starts[p + 1] == starts[p] {
                 continue;
             }
-            let (rp, dp) = s.pair.planes(r, d, &layout, p);
+            let (rp, dp) = match frames {
+                Some((fr, fd)) => {
+                    let missing = || Error::inval("GPU psnr_hvs: device picture without plane");
+                    let plane = |pic: &PictureData, buf| DevicePlane {
+                        buf,
+                        offset: 0,
+                        w: pic.w[p],
+                        h: pic.h[p],
+                        stride: pic.stride[p],
+                    };
+                    (
+                        plane(r, T::device_plane(fr, p).ok_or_else(missing)?),
+                        plane(d, T::device_plane(fd, p).ok_or_else(missing)?),
+                    )
+                }
+                None => s.pair.planes(r, d, &layout, p),
+            };
             launch::psnr_hvs_terms(state, rp, dp, &s.tables, p * TABLE_LEN, &s.terms, starts[p])?
                 .queue(stream)?;
         }
         launch::psnr_hvs_sum(state, &s.terms, starts, &s.sums_dev)?.queue(stream)?;
         s.sums_dev.download_async(stream, &mut s.sums_host, 3)?;
     }
-    job.wait(|s, _| {
+    let reads = frames.map(|(fr, fd)| FrameReads::new([fr, fd]));
+    let sums = job.wait(|s, _| {
         let sums = s.sums_host.as_slice()?;
         // The CPU counts terms in an i32 too.
         let count = |p: usize| (starts[p + 1] - starts[p]) as i32;
         Ok(std::array::from_fn(|p| (sums[p], count(p))))
-    })
+    })?;
+    if let Some(reads) = reads {
+        reads.waited();
+    }
+    Ok(sums)
 }
 
 /// Per plane of a 4:2:0, 4:2:2 or 4:4:4 picture pair: upstream's running sum of the plane's
 /// weighted squared errors and their count, identical to the CPU's. Pictures in device memory
-/// are read through their host copies.
+/// are read in place (through host copies when they are another device's, or beside a host
+/// picture).
 pub fn plane_sums(
     state: &Arc<GpuState>,
     r: &PictureData,
@@ -108,12 +139,11 @@ pub fn plane_sums(
             "GPU psnr_hvs: pictures differ in format or size, or have no chroma",
         ));
     }
-    r.fetch_host(crate::feature::ALL_PLANES)?;
-    d.fetch_host(crate::feature::ALL_PLANES)?;
+    let frames = device_pair(state, r, d)?;
     if r.bpc == 8 {
-        sums_typed::<u8>(state, r, d)
+        sums_typed::<u8>(state, r, d, frames)
     } else {
-        sums_typed::<u16>(state, r, d)
+        sums_typed::<u16>(state, r, d, frames)
     }
 }
 

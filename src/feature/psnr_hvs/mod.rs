@@ -362,6 +362,15 @@ impl Extractor for PsnrHvs {
         "psnr_hvs"
     }
 
+    fn host_planes(&self) -> u8 {
+        // The GPU path reads device pictures in place (and fetches what it needs otherwise).
+        if self.gpu.is_some() {
+            0
+        } else {
+            crate::feature::ALL_PLANES
+        }
+    }
+
     fn extract(&self, input: &FrameInput<'_>, out: &mut Scores) -> Result<()> {
         let (r, d) = (&**input.reference, &**input.distorted);
         check_pair(r, d)?;
