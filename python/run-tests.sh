@@ -21,7 +21,7 @@ else
   USER_FLAG=(--user)
 fi
 "$PY" -m pip install -q --disable-pip-version-check "${USER_FLAG[@]}" \
-  "numpy>=1.22" pytest "maturin>=1.5,<2" ray
+  "numpy>=1.22" pytest "maturin>=1.9,<2" ray
 
 # The `vmaf` command whose JSON the tests compare with (`cargo test --release` built it already).
 cargo build --release --bin vmaf

@@ -222,7 +222,7 @@ fn positional_readers_give_the_same_output() {
             let mut args = clip_args(clip);
             args.extend(extra.iter().map(|s| s.to_string()));
             args.extend(["--json", "-q", "-o", &out].map(String::from));
-            let o = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+            let o = std::process::Command::new(common::vmaf_bin())
                 .args(&args)
                 .env("VMAF_HIP_READ_THREADS", threads)
                 .output()
@@ -417,7 +417,7 @@ fn vmaf_under_ulimit(kib: u32, args: &[String]) -> std::process::Output {
     std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_vmaf"))
+        .arg(common::vmaf_bin())
         .args(args)
         .output()
         .expect("run vmaf under ulimit")
@@ -575,7 +575,7 @@ fn gpu_faults_fail_cleanly() {
         ("launch@100", "launch failure", &long),
         ("lost@300", "device loss", &long),
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+        let out = std::process::Command::new(common::vmaf_bin())
             .args(args)
             .env("VMAF_HIP_INJECT_FAULT", fault)
             .output()
@@ -603,7 +603,7 @@ fn all_gpus_match_cpu() {
         let mut args = base.clone();
         args.extend(extra.iter().map(|s| s.to_string()));
         args.extend(["-o".to_string(), out.clone()]);
-        let res = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+        let res = std::process::Command::new(common::vmaf_bin())
             .args(&args)
             .output()
             .expect("run vmaf");
@@ -626,7 +626,7 @@ fn vmaf_sh(setup: &str, args: &[String]) -> std::process::Output {
     std::process::Command::new("sh")
         .arg("-c")
         .arg(format!("{setup}; exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_vmaf"))
+        .arg(common::vmaf_bin())
         .args(args)
         .output()
         .expect("run sh")
@@ -706,7 +706,7 @@ fn stdout_write_errors_fail() {
     let mut args = clip_args(G8);
     args.extend(["-q", "--frame_cnt", "2"].map(String::from));
     let run = |stdout: std::process::Stdio| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+        std::process::Command::new(common::vmaf_bin())
             .args(&args)
             .stdout(stdout)
             .output()
@@ -723,7 +723,7 @@ fn stdout_write_errors_fail() {
         &["cannot write the scores to stdout", "No space left"],
     );
     // A pipe whose reader has gone.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+    let mut child = std::process::Command::new(common::vmaf_bin())
         .args(&args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -788,7 +788,7 @@ fn stdout_write_errors_fail() {
     );
     parse_json(&std::fs::read_to_string(&file).unwrap(), "output");
     // The help is checked too.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+    let out = std::process::Command::new(common::vmaf_bin())
         .arg("--help")
         .stdout(
             std::fs::OpenOptions::new()
@@ -832,7 +832,7 @@ fn output_goes_where_the_path_points() {
             .open(&path)
             .unwrap();
         std::fs::remove_file(&path).unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vmaf"))
+        let out = std::process::Command::new(common::vmaf_bin())
             .args(&a)
             .stdout(file.try_clone().unwrap())
             .output()
@@ -1129,7 +1129,7 @@ fn progress_bar_ends_its_line() {
     }
     let cmd = format!(
         "{} -r {} -d {}",
-        env!("CARGO_BIN_EXE_vmaf"),
+        common::vmaf_bin().display(),
         clip_path("ref_testsrc_321x241_420p8.y4m").display(),
         clip_path("dist_testsrc_321x241_420p8.y4m").display()
     );

@@ -1034,13 +1034,7 @@ fn cli_hip_backend_runs_on_the_fake() {
     args.push(out.display().to_string());
     args.extend(["--backend", "hip"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = run_with(
-        kit,
-        "cli",
-        Path::new(env!("CARGO_BIN_EXE_vmaf")),
-        &args,
-        &[],
-    );
+    let r = run_with(kit, "cli", &common::vmaf_bin(), &args, &[]);
     assert!(r.out.status.success(), "{}", show(&r.out));
     let names: BTreeSet<String> = r.launches().into_iter().map(|l| l.kernel).collect();
     for k in EXPECTED_KERNELS {
@@ -1072,7 +1066,7 @@ fn cli_feature_launches(name: &str, features: &[&str]) -> Option<(Run, Vec<Launc
     args.push(out.display().to_string());
     args.extend(["--backend", "hip"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = run_with(kit, name, Path::new(env!("CARGO_BIN_EXE_vmaf")), &args, &[]);
+    let r = run_with(kit, name, &common::vmaf_bin(), &args, &[]);
     assert!(r.out.status.success(), "{}", show(&r.out));
     let launches = check_each_launch(&r, &sigs);
     Some((r, launches))

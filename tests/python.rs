@@ -6,13 +6,15 @@
 //! `VMAF_TEST_REQUIRE_GPU=1`). It needs the network and minutes, so it runs only under CI or
 //! with `VMAF_TEST_PYTHON=1`, and never with `VMAF_TEST_PYTHON=0` (.ci/run runs it as a stage
 //! of its own, `cargo test --release --test python`); `cargo test` holds the build-directory
-//! lock only while it compiles, so the nested cargo builds do not wait on it.
+//! lock only while it compiles, so the nested cargo builds do not wait on it. `python_wheel`
+//! builds and checks the wheel to ship (python/wheel-test.sh) under the same switch.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[test]
-fn python_package() {
+/// Runs `python/<script>` with this test binary's target directory, when the Python tests are
+/// wanted (CI, or `VMAF_TEST_PYTHON=1`).
+fn run_python_script(script: &str) {
     let wanted = match std::env::var("VMAF_TEST_PYTHON").as_deref() {
         Ok("1") => true,
         Ok("0") => false,
@@ -28,9 +30,21 @@ fn python_package() {
         .expect("target dir")
         .to_path_buf();
     let status = Command::new("bash")
-        .arg(root.join("python/run-tests.sh"))
+        .arg(root.join("python").join(script))
         .env("CARGO_TARGET_DIR", &target)
         .status()
-        .expect("run python/run-tests.sh");
-    assert!(status.success(), "python/run-tests.sh failed ({status})");
+        .unwrap_or_else(|e| panic!("run python/{script}: {e}"));
+    assert!(status.success(), "python/{script} failed ({status})");
+}
+
+#[test]
+fn python_package() {
+    run_python_script("run-tests.sh");
+}
+
+/// The wheel to ship (python/wheel-test.sh): manylinux2014 abi3 built with zig, auditwheel's
+/// verdict, and a fresh venv without Rust scoring a clip pair exactly as the CLI.
+#[test]
+fn python_wheel() {
+    run_python_script("wheel-test.sh");
 }

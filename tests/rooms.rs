@@ -3,7 +3,7 @@
 //! folder's room). A room depends on another when its code names a path there, spelled from the
 //! crate root (`crate::gpu::job::Queued`, in a `use` or inline) or from a parent (`super::...`).
 //! Test code (`#[cfg(test)]` items and the files of `#[cfg(test)]` modules) is left out, and so is
-//! the CLI (src/bin, another crate). A parent module reaching its children by their bare names
+//! the CLI (cli/, another package). A parent module reaching its children by their bare names
 //! (`vif::Vif` in feature/mod.rs) is containment, not counted.
 //!
 //! `cargo test --release --test rooms -- --nocapture` prints the rooms, the dependencies and
@@ -294,7 +294,7 @@ fn library() -> Library {
     let mut test_files = BTreeSet::new();
     for f in &files {
         let rel = f.strip_prefix(&src).unwrap().to_path_buf();
-        if rel.starts_with("bin") || rel == Path::new("lib.rs") {
+        if rel == Path::new("lib.rs") {
             continue;
         }
         let (code, test_mods) = without_tests(&code_only(&std::fs::read_to_string(f).unwrap()));

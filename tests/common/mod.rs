@@ -39,10 +39,32 @@ pub fn work_dir(name: &str) -> PathBuf {
     d
 }
 
+/// The `vmaf` tool (the workspace's cli package): `VMAF_BIN`, else `vmaf` in the profile
+/// directory above this test program's (`target/release/vmaf` for `target/release/deps/…`),
+/// which `cargo test` at the workspace root builds along with the tests.
+pub fn vmaf_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("VMAF_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().expect("test program path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("vmaf"))
+        .expect("test program in a cargo target directory");
+    assert!(
+        bin.exists(),
+        "no vmaf tool at {}: `cargo test` at the workspace root builds it, or run \
+         `cargo build -p vmaf-cli` with the same profile (or set VMAF_BIN)",
+        bin.display()
+    );
+    bin
+}
+
 /// Runs the `vmaf` binary. `VMAF_TEST_BACKEND=hip` runs every invocation on the GPU (the
 /// device machine runs the whole suite that way).
 pub fn vmaf<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vmaf"));
+    let mut cmd = Command::new(vmaf_bin());
     cmd.args(args);
     let has_backend = args.iter().any(|a| a.as_ref() == "--backend");
     if let (Ok(backend), false) = (std::env::var("VMAF_TEST_BACKEND"), has_backend) {
