@@ -704,7 +704,21 @@ fn cli_rows(a: &Args, input: &Input, upstream: Option<&Path>, lib_score: f64) {
         1e3 * floor_cpu / f
     );
 
-    let ours_bin = PathBuf::from(env!("CARGO_BIN_EXE_vmaf"));
+    // The workspace's cli package builds it beside this bench's directory (target/release).
+    let ours_bin = std::env::var_os("VMAF_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let exe = std::env::current_exe().expect("bench path");
+            exe.parent()
+                .and_then(|deps| deps.parent())
+                .expect("bench in a cargo target directory")
+                .join("vmaf")
+        });
+    assert!(
+        ours_bin.exists(),
+        "no vmaf tool at {}: `cargo build --release -p vmaf-cli` (or set VMAF_BIN)",
+        ours_bin.display()
+    );
     let mut bins: Vec<(&str, PathBuf)> = vec![("ours", ours_bin)];
     if let Some(u) = upstream {
         bins.insert(0, ("upstream", u.to_path_buf()));
