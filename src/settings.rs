@@ -73,7 +73,8 @@ pub struct Settings {
     /// most an hour. Default: 2000 ms.
     pub context_linger: Duration,
     /// `VMAF_HIP_INJECT_FAULT` (oom/launch/lost, optionally `@N`): the fault new GPU states
-    /// report, after N calls. Default: none.
+    /// report, after N calls. Default: none. Read only in builds with the `fault-injection`
+    /// feature (the tests' builds), so a release library has no such switch.
     pub inject_fault: Option<(Fault, u64)>,
 }
 
@@ -166,14 +167,26 @@ impl Settings {
                 })
                 .unwrap_or(false),
             context_linger: Duration::from_millis(linger_ms.min(LINGER_MAX_MS)),
-            inject_fault: env.parsed(
-                "VMAF_HIP_INJECT_FAULT",
-                "oom, launch or lost, optionally with @N",
-                parse_fault,
-            ),
+            inject_fault: fault_from(&mut env),
         };
         (s, env.warnings)
     }
+}
+
+/// `VMAF_HIP_INJECT_FAULT`, in builds made for fault tests.
+#[cfg(feature = "fault-injection")]
+fn fault_from<F: Fn(&str) -> Option<OsString>>(env: &mut Env<F>) -> Option<(Fault, u64)> {
+    env.parsed(
+        "VMAF_HIP_INJECT_FAULT",
+        "oom, launch or lost, optionally with @N",
+        parse_fault,
+    )
+}
+
+/// Release builds read no fault switch.
+#[cfg(not(feature = "fault-injection"))]
+fn fault_from<F>(_: &mut Env<F>) -> Option<(Fault, u64)> {
+    None
 }
 
 /// Reads variables through a lookup, collecting a warning for each value it ignores.
@@ -251,6 +264,7 @@ fn parse_vendor(v: &str) -> Option<Vendor> {
 }
 
 /// `oom`, `launch` or `lost`, with `@N` for the calls it lets pass first.
+#[cfg(feature = "fault-injection")]
 fn parse_fault(v: &str) -> Option<(Fault, u64)> {
     let (name, after) = match v.split_once('@') {
         Some((n, a)) => (n, a.parse().ok()?),
@@ -322,6 +336,7 @@ mod tests {
             ("VMAF_HIP_GRAPHS", "0"),
             ("VMAF_HIP_WAIT", "sleep"),
             ("VMAF_HIP_CONTEXT_LINGER_MS", "0"),
+            #[cfg(feature = "fault-injection")]
             ("VMAF_HIP_INJECT_FAULT", "lost@7"),
         ]);
         assert!(warnings.is_empty(), "{warnings:?}");
@@ -345,6 +360,7 @@ mod tests {
         assert_eq!(s.graphs, Some(false));
         assert!(s.wait_sleep);
         assert_eq!(s.context_linger, Duration::ZERO);
+        #[cfg(feature = "fault-injection")]
         assert_eq!(s.inject_fault, Some((Fault::DeviceLost, 7)));
     }
 
@@ -364,6 +380,7 @@ mod tests {
             ("VMAF_HIP_GRAPHS", "on"),
             ("VMAF_HIP_WAIT", "nap"),
             ("VMAF_HIP_CONTEXT_LINGER_MS", "-1"),
+            #[cfg(feature = "fault-injection")]
             ("VMAF_HIP_INJECT_FAULT", "oom@x"),
         ];
         let (s, warnings) = parse(&bad);
@@ -382,6 +399,16 @@ mod tests {
             parse(&[("VMAF_HIP_INJECT_FAULT", "melt")]).0.inject_fault,
             None
         );
+    }
+
+    /// Without the `fault-injection` feature the switch does not exist: a valid value is
+    /// ignored without a warning (it is not a variable of ours).
+    #[test]
+    #[cfg(not(feature = "fault-injection"))]
+    fn release_builds_have_no_fault_switch() {
+        let (s, warnings) = parse(&[("VMAF_HIP_INJECT_FAULT", "lost")]);
+        assert_eq!(s.inject_fault, None);
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]
@@ -445,10 +472,13 @@ mod tests {
             assert_eq!(parse_vendor(v), Some(want), "{v}");
         }
         assert_eq!(parse_vendor("Nvidia"), Some(Vendor::Nvidia));
-        assert_eq!(parse_fault("oom"), Some((Fault::OutOfMemory, 0)));
-        assert_eq!(parse_fault("launch@3"), Some((Fault::LaunchFailure, 3)));
-        assert_eq!(parse_fault("lost@"), None);
-        assert_eq!(parse_fault("OOM"), None);
+        #[cfg(feature = "fault-injection")]
+        {
+            assert_eq!(parse_fault("oom"), Some((Fault::OutOfMemory, 0)));
+            assert_eq!(parse_fault("launch@3"), Some((Fault::LaunchFailure, 3)));
+            assert_eq!(parse_fault("lost@"), None);
+            assert_eq!(parse_fault("OOM"), None);
+        }
     }
 
     #[test]

@@ -553,8 +553,14 @@ fn help_and_version() {
 
 /// GPU failures (out of memory, failed launch, lost device; injected through
 /// `VMAF_HIP_INJECT_FAULT`) end the run with a non-zero status and one error line, never a
-/// crash. Skipped without a GPU.
+/// crash. Skipped without a GPU. The switch exists only in builds with the `fault-injection`
+/// feature (build-aux/gpu-tests makes them); without a GPU, tests/hip_fake.rs injects the same
+/// faults through the fake runtime.
 #[test]
+#[cfg_attr(
+    not(feature = "fault-injection"),
+    ignore = "needs the fault-injection feature (build-aux/gpu-tests builds with it)"
+)]
 fn gpu_faults_fail_cleanly() {
     let mut args = clip_args(G8);
     args.extend(["-q", "--backend", "hip", "--frame_cnt", "3"].map(String::from));
