@@ -136,7 +136,7 @@ build_library() {
         rm -rf "$b"
         meson setup "$b" "$ROOT" --prefix="$PREFIX" --libdir=lib --buildtype=release -Dlibvmaf_compat=true
     fi
-    meson compile -C "$b" libvmaf_hip
+    meson compile -C "$b" libvmaf_hip vmaf_tool
     meson install -C "$b" --no-rebuild
     [ -e "$PREFIX/lib/pkgconfig/libvmaf.pc" ] && [ -e "$PREFIX/include/libvmaf/libvmaf_hip.h" ] &&
         [ -e "$PREFIX/lib/libvmaf.so.3" ]
