@@ -39,6 +39,9 @@
 #                           there, else skipped with the reason; 0: skipped;
 #                           1: required. With --prebuilt, 1 runs the CUDA checks
 #                           (DIR is then a CUDA bundle) instead of the libvmaf ones.
+#   VMAF_FFMPEG_CUDA_STATIC 1 (default): the CUDA variant links libvmaf.a
+#                           (pkg-config --static), so its bundle needs no
+#                           libvmaf.so; 0: linked with libvmaf.so.3 (in lib/)
 #   VMAF_FFMPEG_CUDA_BUNDLE default $VMAF_FFMPEG_CACHE/bundle-cuda
 #   VMAF_FFMPEG_NVCODEC_HEADERS  prefix of nv-codec-headers (>= 12.1.14.0, or an
 #                           11.1 >= 11.1.5.3 / 12.0 >= 12.0.16.1: FFmpeg 7.1's
@@ -71,6 +74,7 @@ PREBUILT=
 CUDA=${VMAF_FFMPEG_CUDA:-auto}
 CUDA_BUNDLE=${VMAF_FFMPEG_CUDA_BUNDLE:-$CACHE/bundle-cuda}
 CUDA_ONLY=0
+CUDA_STATIC=${VMAF_FFMPEG_CUDA_STATIC:-1}
 NVCODEC_DEB_VERSION=12.1.14.0-1
 
 while [ $# -gt 0 ]; do
@@ -557,7 +561,13 @@ configure_ffmpeg_cuda() {
     else
         set --
     fi
-    PKG_CONFIG_PATH="$PREFIX/lib/pkgconfig${NVCODEC_PC:+:$NVCODEC_PC}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
+    local pc="$PREFIX/lib/pkgconfig"
+    if [ "$CUDA_STATIC" = 1 ]; then
+        # libvmaf.a inside the binary, as a static FFmpeg build ships it
+        pc=$STATIC_PC
+        set -- "$@" --pkg-config-flags=--static
+    fi
+    PKG_CONFIG_PATH="$pc${NVCODEC_PC:+:$NVCODEC_PC}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
         ./configure "${FF_CUDA_CONFIGURE[@]}" "$@"
     # configure's own probe for the filter (check_pkg_config libvmaf_cuda
     # "libvmaf >= 2.0.0" libvmaf_cuda.h vmaf_cuda_state_init), against our
@@ -574,7 +584,7 @@ configure_ffmpeg_cuda() {
 
 # $1: clang (or "none")
 cuda_build_key() {
-    { echo "cuda $DEB_VERSION $NVCODEC_VERSION $1"
+    { echo "cuda $DEB_VERSION $NVCODEC_VERSION $1 static=$CUDA_STATIC"
       [ "$1" = none ] || "$1" --version 2>/dev/null | head -n 1
       printf '%s\n' "${FF_CUDA_CONFIGURE[@]}" "${FF_CUDA_SCALE[@]}"
       cat "$ROOT"/include/libvmaf/*.h; } | sha256sum | cut -c1-16
@@ -590,10 +600,15 @@ build_ffmpeg_cuda() {
         CUDA_SCALE=0
         RESULTS+=("NOTE  CUDA variant: no clang to compile scale_cuda's PTX (cuda_llvm): without scale_cuda NVDEC's nv12 frames cannot reach libvmaf_cuda, only uploaded ones")
     fi
+    [ "$CUDA_STATIC" = 1 ] && [ ! -f "$STATIC_PC/libvmaf.pc" ] && step static-pc make_static_pc
     key=$(cuda_build_key "${nvcc:-none}")
     tree="$CACHE/ffmpeg-cuda-$key"
     if [ -x "$tree/ffmpeg" ] && [ -f "$tree/.vmaf-hip-built" ]; then
         log "FFmpeg (cuda): cached build $tree"
+        if [ "$CUDA_STATIC" = 1 ]; then
+            rm -f "$tree/ffmpeg" "$tree/ffmpeg_g"
+            STEP_SOFT=1 step ffmpeg-cuda-relink make -C "$tree" -j"$JOBS" ffmpeg || return 1
+        fi
     else
         rm -rf "$CACHE/ffmpeg-cuda-"*
         STEP_SOFT=1 step ffmpeg-cuda-extract \
@@ -685,7 +700,11 @@ cuda_variant() {
     fi
     pass "CUDA inputs (H.264 crf 18, HEVC crf 20, HEVC Main10 crf 20; throughput: the 1080p clip x$THROUGHPUT_LOOPS at crf 23, $(du -ck "$CUDA_INPUT_DIR"/*_x"$THROUGHPUT_LOOPS"_*.mp4 | tail -n 1 | cut -f1) KiB): $CUDA_INPUT_DIR"
     assemble_cuda_bundle
-    check_binary "$CUDA_BUNDLE/bin/ffmpeg"
+    if [ "$CUDA_STATIC" = 1 ]; then
+        check_static_binary "$CUDA_BUNDLE/bin/ffmpeg"
+    else
+        check_binary "$CUDA_BUNDLE/bin/ffmpeg"
+    fi
     sz=$(du -sk "$CUDA_BUNDLE" | cut -f1)
     if [ "$sz" -le $((30 * 1024)) ]; then
         pass "CUDA bundle: $CUDA_BUNDLE ($((sz / 1024)) MiB)"

@@ -360,6 +360,34 @@ pub mod checkasm {
     }
 }
 
+/// Adds each `(name, "key=value:key=value")` feature to `ctx`.
+pub(crate) fn use_features(
+    ctx: &mut crate::context::Context,
+    features: &[(&str, &str)],
+) -> crate::error::Result<()> {
+    for (name, opts) in features {
+        let mut d = crate::feature::Dict::new();
+        for kv in opts.split(':').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').expect("key=value");
+            d.set(k, v);
+        }
+        ctx.use_feature(name, &d)?;
+    }
+    Ok(())
+}
+
+/// Every feature's scores in `ctx`'s collector, by name (extractors finish in any order).
+pub(crate) fn collected_scores(ctx: &crate::context::Context) -> Vec<(String, Vec<Option<f64>>)> {
+    let mut all: Vec<_> = ctx
+        .collector()
+        .snapshot()
+        .into_iter()
+        .map(|v| (v.name.clone(), v.scores.clone()))
+        .collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

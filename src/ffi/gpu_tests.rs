@@ -312,15 +312,7 @@ fn wrapped_device_memory_scores_like_the_cpu() {
                 ctx.read_pictures(r, d, i).unwrap();
             }
             ctx.flush().unwrap();
-            // Every feature's scores by name (columns come in the order extractors finish).
-            let mut all: Vec<_> = ctx
-                .collector()
-                .snapshot()
-                .into_iter()
-                .map(|v| (v.name.clone(), v.scores.clone()))
-                .collect();
-            all.sort_by(|a, b| a.0.cmp(&b.0));
-            (all, kept)
+            (crate::testutil::collected_scores(&ctx), kept)
         };
         for (name, pads, features) in layouts {
             let (cpu, _) = score(None, features, 0);

@@ -617,26 +617,12 @@ fn feature_scores(
         ..Config::default()
     })?;
     ctx.import_gpu_state(state.clone())?;
-    for (name, opts) in features {
-        let mut d = crate::feature::Dict::new();
-        for kv in opts.split(':').filter(|s| !s.is_empty()) {
-            let (k, v) = kv.split_once('=').unwrap();
-            d.set(k, v);
-        }
-        ctx.use_feature(name, &d)?;
-    }
+    crate::testutil::use_features(&mut ctx, features)?;
     for (i, (r, d)) in pairs.iter().enumerate() {
         ctx.read_pictures(r.clone(), d.clone(), i)?;
     }
     ctx.flush()?;
-    let mut all: Vec<_> = ctx
-        .collector()
-        .snapshot()
-        .into_iter()
-        .map(|v| (v.name.clone(), v.scores.clone()))
-        .collect();
-    all.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(all)
+    Ok(crate::testutil::collected_scores(&ctx))
 }
 
 /// The extractors of the VMAF v1.0.16 models that read chroma or check the input range

@@ -222,18 +222,10 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
         fd.order_after_writes(stream)?;
         s.dev.zero(stream)?;
         for i in 0..n_planes {
-            let missing = || Error::inval("GPU PSNR: device picture without plane");
-            let plane = |pic: &PictureData, buf| DevicePlane {
-                buf,
-                offset: 0,
-                w: pic.w[i],
-                h: pic.h[i],
-                stride: pic.stride[i],
-            };
             launch::psnr_sse(
                 state,
-                plane(r, T::device_plane(fr, i).ok_or_else(missing)?),
-                plane(d, T::device_plane(fd, i).ok_or_else(missing)?),
+                frame_plane::<T>(r, fr, i)?,
+                frame_plane::<T>(d, fd, i)?,
                 &s.dev,
                 i,
             )?
@@ -247,6 +239,23 @@ fn sse_device<T: Sample + PlaneAs + DevicePlaneAs>(
     })?;
     reads.waited();
     Ok(sums)
+}
+
+/// Plane `i` of device picture `pic` where the caller's memory (`frame`) holds it.
+pub(crate) fn frame_plane<'f, T: Sample + DevicePlaneAs>(
+    pic: &PictureData,
+    frame: &'f DeviceFrame,
+    i: usize,
+) -> Result<DevicePlane<'f, T>> {
+    let buf = T::device_plane(frame, i)
+        .ok_or_else(|| Error::inval(format!("device picture without plane {i} of its depth")))?;
+    Ok(DevicePlane {
+        buf,
+        offset: 0,
+        w: pic.w[i],
+        h: pic.h[i],
+        stride: pic.stride[i],
+    })
 }
 
 /// Both pictures' device memory on `state`'s device, or None; host copies of every plane of

@@ -7,10 +7,10 @@
 use super::device_tables;
 use super::launch::{self, blocks, TABLE_LEN};
 use crate::error::{Error, Result};
-use crate::feature::psnr::gpu::{device_pair, PackedPair, PairLayout};
+use crate::feature::psnr::gpu::{device_pair, frame_plane, PackedPair, PairLayout};
 use crate::gpu::frames::{DeviceFrame, FrameReads};
 use crate::gpu::job::{Job, Parts};
-use crate::gpu::launch::{DevicePlane, Sample};
+use crate::gpu::launch::Sample;
 use crate::gpu::planes::PlaneAs;
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
 use crate::picture::PictureData;
@@ -85,20 +85,7 @@ fn sums_typed<T: Sample + PlaneAs>(
                 continue;
             }
             let (rp, dp) = match frames {
-                Some((fr, fd)) => {
-                    let missing = || Error::inval("GPU psnr_hvs: device picture without plane");
-                    let plane = |pic: &PictureData, buf| DevicePlane {
-                        buf,
-                        offset: 0,
-                        w: pic.w[p],
-                        h: pic.h[p],
-                        stride: pic.stride[p],
-                    };
-                    (
-                        plane(r, T::device_plane(fr, p).ok_or_else(missing)?),
-                        plane(d, T::device_plane(fd, p).ok_or_else(missing)?),
-                    )
-                }
+                Some((fr, fd)) => (frame_plane::<T>(r, fr, p)?, frame_plane::<T>(d, fd, p)?),
                 None => s.pair.planes(r, d, &layout, p),
             };
             launch::psnr_hvs_terms(state, rp, dp, &s.tables, p * TABLE_LEN, &s.terms, starts[p])?

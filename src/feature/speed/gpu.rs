@@ -421,7 +421,6 @@ fn temporal_typed<T: Sample + PlaneAs>(
 #[cfg(test)]
 mod tests {
     use crate::context::{Config, Context};
-    use crate::feature::Dict;
     use crate::gpu::{test_state, GpuState};
     use crate::testutil::load_parity_clip;
     use std::sync::Arc;
@@ -442,26 +441,12 @@ mod tests {
         if let Some(s) = state {
             ctx.import_gpu_state(s).unwrap();
         }
-        for (name, opts) in features {
-            let mut d = Dict::new();
-            for kv in opts.split(':').filter(|s| !s.is_empty()) {
-                let (k, v) = kv.split_once('=').unwrap();
-                d.set(k, v);
-            }
-            ctx.use_feature(name, &d).unwrap();
-        }
+        crate::testutil::use_features(&mut ctx, features).unwrap();
         for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
             ctx.read_pictures(r.clone(), d.clone(), i).unwrap();
         }
         ctx.flush().unwrap();
-        let mut all: Vec<_> = ctx
-            .collector()
-            .snapshot()
-            .into_iter()
-            .map(|v| (v.name.clone(), v.scores.clone()))
-            .collect();
-        all.sort_by(|a, b| a.0.cmp(&b.0));
-        all
+        crate::testutil::collected_scores(&ctx)
     }
 
     /// speed_chroma and speed_temporal on the device give the CPU's scores bit for bit, for
