@@ -267,8 +267,8 @@ fn wrapped_device_memory_scores_like_the_cpu() {
     // the model's: dense and pitched alike with extractors that take nothing from the host,
     // whose luma must then be read in place at the pitch (no host copy of it is made);
     // padding that differs on odd frames (the padded one through the host), with CAMBI (GPU
-    // kernels, whose host stages also read host copies) and CIEDE (a CPU extractor reading
-    // every plane's host copy).
+    // kernels reading the pictures in place) and CIEDE (a CPU extractor reading every plane's
+    // host copy).
     type Pads = fn(usize) -> (usize, usize);
     let on_gpu: &[&str] = &["psnr", "float_ssim", "float_ms_ssim"];
     let with_host: &[&str] = &["psnr", "float_ssim", "cambi", "ciede"];

@@ -790,9 +790,9 @@ pub fn enumerate() -> (Vec<DeviceInfo>, Vec<String>) {
 }
 
 /// A runtime failure a device can be told to report, to check that errors reach the caller as
-/// error codes (never a crash): [`Device::inject_fault`], or for whole programs
-/// `VMAF_HIP_INJECT_FAULT=oom|launch|lost[@N]`, read when a state is created (`@N`: the first N
-/// calls it applies to succeed, so it strikes mid-stream).
+/// error codes (never a crash): [`Device::inject_fault`], or for whole programs built with the
+/// `fault-injection` feature `VMAF_HIP_INJECT_FAULT=oom|launch|lost[@N]`, read when a state is
+/// created (`@N`: the first N calls it applies to succeed, so it strikes mid-stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     /// No injected failure.
