@@ -429,7 +429,22 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// `bytes` fits this buffer, and `src` points to `bytes` readable bytes that stay allocated
     /// and unwritten until the copy has finished (the caller orders that after the copy).
     unsafe fn queue_htod(&self, stream: &Stream, src: *const c_void, bytes: usize) -> Result<()> {
-        let dst = self.ptr;
+        // SAFETY: the caller's contract, at offset 0.
+        unsafe { self.queue_htod_at(stream, 0, src, bytes) }
+    }
+
+    /// [`Self::queue_htod`] to element `offset` of this buffer.
+    ///
+    /// # Safety
+    /// `offset` elements plus `bytes` fit this buffer; otherwise as [`Self::queue_htod`].
+    unsafe fn queue_htod_at(
+        &self,
+        stream: &Stream,
+        offset: usize,
+        src: *const c_void,
+        bytes: usize,
+    ) -> Result<()> {
+        let dst = self.ptr + (offset * std::mem::size_of::<T>()) as RawDevPtr;
         self.dev.call("copy host to device", |api| match api {
             // SAFETY: the ranges hold `bytes` bytes and `src` outlives the copy (contract).
             Api::Hip(h) => unsafe {
@@ -448,20 +463,36 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         reg: &HostRegistration,
         src: &[T],
     ) -> Result<()> {
+        self.upload_registered_at_async(stream, reg, src, 0)
+    }
+
+    /// [`Self::upload_registered_async`] to element `offset` of this buffer.
+    pub fn upload_registered_at_async(
+        &mut self,
+        stream: &Stream,
+        reg: &HostRegistration,
+        src: &[T],
+        offset: usize,
+    ) -> Result<()> {
         if !reg.covers(src) {
             return Err(Error::inval(
                 "upload source is not in the page-locked range",
             ));
         }
-        let bytes = self.check_range("upload", src.len(), src.len())?;
+        let end = offset
+            .checked_add(src.len())
+            .ok_or_else(|| Error::inval("upload: offset overflows"))?;
+        self.check_range("upload", end, end)?;
+        let bytes = std::mem::size_of_val(src);
         if bytes == 0 {
             return Ok(());
         }
         // Create the completion marker before queueing, so a copy is never left unguarded.
         let marker = reg.prepare_copy(stream)?;
         // SAFETY: `src` holds `bytes` bytes inside `reg`, whose Drop waits for the event
-        // recorded below before the memory can be unlocked and freed.
-        unsafe { self.queue_htod(stream, src.as_ptr().cast::<c_void>(), bytes)? };
+        // recorded below before the memory can be unlocked and freed; elements `offset..end`
+        // lie in this buffer (checked).
+        unsafe { self.queue_htod_at(stream, offset, src.as_ptr().cast::<c_void>(), bytes)? };
         reg.mark_copy(stream, &marker).inspect_err(|_| {
             // Without the marker, wait for the copy here instead.
             let _ = stream.synchronize();

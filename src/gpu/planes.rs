@@ -196,6 +196,31 @@ impl<T: Sample> PlaneCache<T> {
 
 /// Queues the upload of `pic` into `plane` on `stream` unless some thread already did. The
 /// caller holds `pic` until `stream` has passed the copy (it waits for a later read-back).
+/// The page-locked registration of host picture `pic`'s buffer, from which copies go to the
+/// device without a staging copy: the picture's own, or, for a dense buffer the library
+/// recycles, one made now and kept with the buffer (so a caller allocating pictures per frame
+/// soon has its planes read in place).
+pub(crate) fn host_registration<'p>(
+    pic: &'p PictureData,
+    stream: &Stream,
+) -> Option<&'p HostRegistration> {
+    let dense = pic.stride[0] == pic.w[0];
+    if dense {
+        pic.pinned().or_else(|| {
+            pic.pin_shared(|ptr, bytes| {
+                // SAFETY: `ptr` is the picture's own buffer of `bytes` bytes; the registration
+                // is stored in the picture (and moves with the buffer when it is recycled),
+                // whose field order unlocks it, after its copies, before the buffer is freed.
+                let reg = unsafe { HostRegistration::new(stream.device(), ptr.cast_mut(), bytes) }?;
+                Ok(Box::new(reg) as Box<dyn crate::picture::HostPin>)
+            })
+        })
+    } else {
+        pic.pinned()
+    }
+    .and_then(|p| p.as_any().downcast_ref::<HostRegistration>())
+}
+
 fn ensure_uploaded<T: Sample + PlaneAs>(
     plane: &Plane<T>,
     pic: &PictureData,
@@ -221,23 +246,7 @@ fn ensure_uploaded<T: Sample + PlaneAs>(
     drop(released);
     let n = pic.w[0] * pic.h[0];
     let slot = &mut *s;
-    // A buffer the library recycles is page-locked at its first upload and stays so, so a
-    // caller allocating pictures per frame soon has its luma read in place too.
-    let dense = pic.stride[0] == pic.w[0];
-    let reg = if dense {
-        pic.pinned().or_else(|| {
-            pic.pin_shared(|ptr, bytes| {
-                // SAFETY: `ptr` is the picture's own buffer of `bytes` bytes; the registration
-                // is stored in the picture (and moves with the buffer when it is recycled),
-                // whose field order unlocks it, after its copies, before the buffer is freed.
-                let reg = unsafe { HostRegistration::new(stream.device(), ptr.cast_mut(), bytes) }?;
-                Ok(Box::new(reg) as Box<dyn crate::picture::HostPin>)
-            })
-        })
-    } else {
-        pic.pinned()
-    }
-    .and_then(|p| p.as_any().downcast_ref::<HostRegistration>());
+    let reg = host_registration(pic, stream);
     match (reg, T::plane_of(pic, 0)) {
         // A page-locked picture with rows back to back: the DMA reads it in place.
         (Some(reg), Some(luma)) if pic.stride[0] == pic.w[0] && luma.len() >= n => {

@@ -18,7 +18,7 @@ use crate::feature::ssim::tools::luma_scaler;
 use crate::gpu::frames::{device_frame, HeldFrameReads};
 use crate::gpu::job::{Job, Parts, Queued};
 use crate::gpu::launch::{DevicePlane, Sample};
-use crate::gpu::planes::PlaneAs;
+use crate::gpu::planes::{host_registration, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
 use crate::picture::{Picture, PictureData};
 
@@ -305,14 +305,32 @@ fn chroma_typed<T: Sample + PlaneAs>(
             scratch: s,
             ..
         } = job.parts();
-        // Plane k: U of the reference, U of the distorted picture, then V of each.
+        // Plane k: U of the reference, U of the distorted picture, then V of each. Host
+        // pictures in page-locked memory (as the luma upload leaves recycled buffers) are
+        // copied by DMA where they are; others through one staging copy.
         let len = s.plane_len;
         if reads.is_none() {
-            let host = s.host.as_mut_slice()?;
-            for (k, src) in planes.iter().enumerate() {
-                host[k * len..k * len + src.len()].copy_from_slice(src);
+            let regs = [r, dp].map(|pic| host_registration(pic, stream));
+            match regs {
+                [Some(rr), Some(rd)]
+                    if planes
+                        .iter()
+                        .zip([rr, rd, rr, rd])
+                        .all(|(p, g)| g.covers(p)) =>
+                {
+                    for (k, (src, reg)) in planes.iter().zip([rr, rd, rr, rd]).enumerate() {
+                        s.dev
+                            .upload_registered_at_async(stream, reg, src, k * len)?;
+                    }
+                }
+                _ => {
+                    let host = s.host.as_mut_slice()?;
+                    for (k, src) in planes.iter().enumerate() {
+                        host[k * len..k * len + src.len()].copy_from_slice(src);
+                    }
+                    s.dev.upload_async(stream, &mut s.host, 4 * len)?;
+                }
             }
-            s.dev.upload_async(stream, &mut s.host, 4 * len)?;
         }
         let (bufs, offsets): ([&DeviceBuffer<T>; 4], [usize; 4]) = match &reads {
             Some(held) => {
