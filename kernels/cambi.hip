@@ -431,7 +431,7 @@ template <int W, int BYTES>
 VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, int band_base,
                                      int band_size, int vlt, const vmaf_i32 *params,
                                      const float *lut, int rows, float *cv, vmaf_u64 *stats,
-                                     vmaf_u32 *smem, CambiStats *st)
+                                     vmaf_u32 *smem, CambiStats *st, int room)
 {
     const int nd = CAMBI_SLIDE_ND;
     const int cols = W + 2 * pad;
@@ -440,6 +440,7 @@ VMAF_DEVICE void cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int pad, 
     const int hist_words = (band_size + 2 * CAMBI_SLIDE_GUARD) * pw;
     const int srows = rows + 2 * pad;
     VMAF_ASSUME(hist_words * 4 + srows * cols * 2 <= BYTES, "cambi sliding tables fit");
+    VMAF_ASSUME(hist_words * 4 + srows * cols * 2 <= room, "cambi sliding tables fit the launch");
     vmaf_u8 *hist = (vmaf_u8 *)smem;
     vmaf_u16 *strip = (vmaf_u16 *)(smem + hist_words);
     const int x0 = blockIdx.x * W;
@@ -520,8 +521,9 @@ VMAF_KERNEL void vmaf_cambi_cvalues_slide(const vmaf_u16 *wv, int w, int h, int 
     __shared__ CambiStats st;
     VMAF_ASSUME(nd == CAMBI_SLIDE_ND, "cambi sliding contrast steps");
     (void)nd;
-    cambi_cvalues_slide<CAMBI_SLIDE_W, CAMBI_SLIDE_BYTES>(wv, w, h, pad, band_base, band_size, vlt, params,
-                                           lut, rows, cv, stats, smem, &st);
+    cambi_cvalues_slide<CAMBI_SLIDE_W, CAMBI_SLIDE_BYTES>(wv, w, h, pad, band_base, band_size,
+                                                          vlt, params, lut, rows, cv, stats,
+                                                          smem, &st, CAMBI_SLIDE_BYTES);
 }
 
 /* The same with room for wider windows (fewer blocks fit a compute unit). */
@@ -534,8 +536,10 @@ VMAF_KERNEL void vmaf_cambi_cvalues_slide_big(const vmaf_u16 *wv, int w, int h, 
     __shared__ CambiStats st;
     VMAF_ASSUME(nd == CAMBI_SLIDE_ND, "cambi sliding contrast steps");
     (void)nd;
-    cambi_cvalues_slide<CAMBI_SLIDE_W, CAMBI_SLIDE_BIG_BYTES>(wv, w, h, pad, band_base, band_size, vlt,
-                                               params, lut, rows, cv, stats, smem, &st);
+    cambi_cvalues_slide<CAMBI_SLIDE_W, CAMBI_SLIDE_BIG_BYTES>(wv, w, h, pad, band_base,
+                                                              band_size, vlt, params, lut, rows,
+                                                              cv, stats, smem, &st,
+                                                              CAMBI_SLIDE_BIG_BYTES);
 }
 
 /* The wide variant: launch with CAMBI_WIDE_W x 1 blocks, grid (ceil(w / CAMBI_WIDE_W),
@@ -549,6 +553,7 @@ vmaf_cambi_cvalues_wide(const vmaf_u16 *wv, int w, int h, int pad, int band_base
     __shared__ CambiStats st;
     VMAF_ASSUME(nd == CAMBI_SLIDE_ND, "cambi sliding contrast steps");
     (void)nd;
-    cambi_cvalues_slide<CAMBI_WIDE_W, CAMBI_WIDE_BYTES>(wv, w, h, pad, band_base, band_size, vlt,
-                                                        params, lut, rows, cv, stats, smem, &st);
+    cambi_cvalues_slide<CAMBI_WIDE_W, CAMBI_WIDE_BYTES>(
+        wv, w, h, pad, band_base, band_size, vlt, params, lut, rows, cv, stats, smem, &st,
+        VMAF_DYNAMIC_SHARED_BYTES(CAMBI_WIDE_BYTES));
 }

@@ -167,6 +167,13 @@ static_assert(VMAF_MAX_WARPS * 32 >= 1024, "scratch must hold the waves of a 102
 #else
 #define VMAF_DYNAMIC_SHARED(T, name, max_bytes) extern __shared__ T name[]
 #endif
+/* The bytes of dynamic shared memory the launch gave (checked by the host execution model;
+ * GPU code gets `max_bytes`, the most the kernel is ever launched with). */
+#if defined(VMAF_HIPCPU)
+#define VMAF_DYNAMIC_SHARED_BYTES(max_bytes) ((int)::hipcpu::dynamic_shared_bytes())
+#else
+#define VMAF_DYNAMIC_SHARED_BYTES(max_bytes) (max_bytes)
+#endif
 
 /* Linear index of the calling thread in its block (x fastest, as warps are formed). */
 VMAF_DEVICE unsigned vmaf_thread_rank(void)

@@ -31,6 +31,7 @@ pub(crate) type LaunchFn = unsafe extern "C" fn(
     *const c_uint,
     *const c_uint,
     c_int,
+    usize,
     *const *mut c_void,
     c_uint,
     *mut c_char,
@@ -173,6 +174,20 @@ pub(crate) fn launch(
     warp: c_int,
     args: &[A<'_>],
 ) -> Result<(), String> {
+    launch_shared(f, name, grid, block, warp, 0, args)
+}
+
+/// [`launch`] with `shmem` bytes of dynamic shared memory, which kernels see through
+/// `VMAF_DYNAMIC_SHARED_BYTES` (each block's buffer itself is the kernel's fixed maximum).
+pub(crate) fn launch_shared(
+    f: LaunchFn,
+    name: &str,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    warp: c_int,
+    shmem: usize,
+    args: &[A<'_>],
+) -> Result<(), String> {
     let declared = declarations()
         .get(name)
         .ok_or_else(|| format!("no kernel {name} declared"))?;
@@ -217,6 +232,7 @@ pub(crate) fn launch(
             g.as_ptr(),
             b.as_ptr(),
             warp,
+            shmem,
             ptrs.as_ptr(),
             ptrs.len() as c_uint,
             err.as_mut_ptr().cast(),

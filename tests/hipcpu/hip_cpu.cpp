@@ -286,9 +286,7 @@ std::string run(dim3 grid, dim3 block, int warp, size_t shmem, std::function<voi
     const unsigned long long n = (unsigned long long)block.x * block.y * block.z;
     if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0)
         return "bad launch geometry";
-    if (shmem != 0)
-        return "launch-time shared memory is not modelled (VMAF_DYNAMIC_SHARED gives each block a fixed buffer)";
-    Launch launch{grid, block, warp, (unsigned)n, std::move(body)};
+    Launch launch{grid, block, warp, (unsigned)n, shmem, std::move(body)};
     const unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
     unsigned workers = std::max(1u, std::thread::hardware_concurrency());
     if (const char *e = std::getenv("HIPCPU_THREADS"))

@@ -69,6 +69,8 @@ struct Launch {
     dim3 grid, block;
     int warp;
     unsigned nthreads;
+    /* The launch's dynamic shared memory, which VMAF_DYNAMIC_SHARED_BYTES reports. */
+    size_t shmem;
     std::function<void()> body;
 };
 
@@ -98,6 +100,7 @@ void syncthreads(int line);
 std::string run(dim3 grid, dim3 block, int warp, size_t shmem, std::function<void()> body);
 
 inline int warp_size() { return tl_block->launch->warp; }
+inline size_t dynamic_shared_bytes() { return tl_block->launch->shmem; }
 
 inline unsigned lane_id() { return tl_lane->rank % (unsigned)warp_size(); }
 

@@ -1,7 +1,7 @@
 /* Every kernel of kernels/<name>.hip compiled for the host execution model (hip_cpu.h), plus a few
  * kernels that test the model itself, behind one C entry point the Rust tests load:
  *
- *   int hipcpu_launch(name, grid[3], block[3], warp, args, nargs, err, err_len)
+ *   int hipcpu_launch(name, grid[3], block[3], warp, shmem, args, nargs, err, err_len)
  *
  * `args` points at the argument values in order, as hipModuleLaunchKernel takes them; returns
  * 0, or -1 (unknown kernel or wrong argument count) / -2 (the launch failed) with a message in
@@ -91,20 +91,20 @@ VMAF_KERNEL void hipcpu_test_divergent_barrier(vmaf_u64 *out)
 
 namespace {
 
-typedef std::string (*Thunk)(dim3, dim3, int, void **);
+typedef std::string (*Thunk)(dim3, dim3, int, size_t, void **);
 
 template <typename... P, size_t... I>
-std::string call(void (*k)(P...), dim3 g, dim3 b, int warp, void **args,
+std::string call(void (*k)(P...), dim3 g, dim3 b, int warp, size_t shmem, void **args,
                  std::index_sequence<I...>)
 {
-    return hipcpu::launch(k, g, b, 0, warp, *static_cast<P *>(args[I])...);
+    return hipcpu::launch(k, g, b, shmem, warp, *static_cast<P *>(args[I])...);
 }
 
 template <typename... P> constexpr unsigned arity(void (*)(P...)) { return sizeof...(P); }
 
-template <auto K> std::string thunk(dim3 g, dim3 b, int warp, void **args)
+template <auto K> std::string thunk(dim3 g, dim3 b, int warp, size_t shmem, void **args)
 {
-    return call(K, g, b, warp, args, std::make_index_sequence<arity(K)>());
+    return call(K, g, b, warp, shmem, args, std::make_index_sequence<arity(K)>());
 }
 
 struct Entry {
@@ -173,7 +173,8 @@ void put_error(char *err, size_t len, const std::string &msg)
 } // namespace
 
 extern "C" int hipcpu_launch(const char *name, const unsigned *grid, const unsigned *block,
-                             int warp, void **args, unsigned nargs, char *err, size_t err_len)
+                             int warp, size_t shmem, void **args, unsigned nargs, char *err,
+                             size_t err_len)
 {
     for (const Entry &e : ENTRIES) {
         if (std::strcmp(e.name, name) != 0)
@@ -184,7 +185,7 @@ extern "C" int hipcpu_launch(const char *name, const unsigned *grid, const unsig
             return -1;
         }
         const std::string r = e.thunk(dim3(grid[0], grid[1], grid[2]),
-                                      dim3(block[0], block[1], block[2]), warp, args);
+                                      dim3(block[0], block[1], block[2]), warp, shmem, args);
         if (r.empty())
             return 0;
         put_error(err, err_len, std::string(name) + ": " + r);

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use std::time::Instant;
 
 use crate::gpu::hipcpu::{
-    dense_u16, dense_u8, launch, model_or_skip, mptr, ptr, LaunchFn, A, WAVES,
+    dense_u16, dense_u8, launch, launch_shared, model_or_skip, mptr, ptr, LaunchFn, A, WAVES,
 };
 use crate::picture::{Picture, PictureData, PixelFormat};
 use crate::testutil::{load_parity_clip, noise_picture};
@@ -113,7 +113,7 @@ fn cambi_on_model(
         .unwrap_or_else(fail);
         let mut cv = vec![0f32; sw * sh];
         let mut st = vec![0u64; super::launch::CAMBI_STATS_LEN];
-        let (kernel, grid, block, rows) = if let Some(k) = slide {
+        let (kernel, grid, block, rows, shmem) = if let Some(k) = slide {
             // As the launcher shortens the rows on small scales; `k` keeps its own rows on the
             // scales large enough.
             let k = k.for_size(&c.c_values(), sw, sh);
@@ -127,6 +127,7 @@ fn cambi_on_model(
                 ),
                 (bw, 1, 1),
                 k.rows,
+                k.dynamic_shared,
             )
         } else {
             (
@@ -134,17 +135,19 @@ fn cambi_on_model(
                 ((sw as u32).div_ceil(16), (sh as u32).div_ceil(16), 1),
                 (16, 16, 1),
                 0,
+                0,
             )
         };
         // dense sw x sh window values below band_size or the no-value mark; params holds
         // 2 * nd values; the LUT is longer than the window area (as cambi_cvalues checks); cv
         // holds sw * sh, st 257 zeroed entries.
-        launch(
+        launch_shared(
             f,
             kernel,
             grid,
             block,
             warp,
+            shmem,
             &[
                 ptr(&wv),
                 A::I32(swi),
