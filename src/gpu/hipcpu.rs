@@ -174,20 +174,25 @@ pub(crate) fn launch(
     warp: c_int,
     args: &[A<'_>],
 ) -> Result<(), String> {
-    launch_shared(f, name, grid, block, warp, 0, args)
+    let cfg = crate::gpu::LaunchConfig {
+        grid,
+        block,
+        shared_mem_bytes: 0,
+    };
+    launch_cfg(f, name, cfg, warp, args)
 }
 
-/// [`launch`] with `shmem` bytes of dynamic shared memory, which kernels see through
-/// `VMAF_DYNAMIC_SHARED_BYTES` (each block's buffer itself is the kernel's fixed maximum).
-pub(crate) fn launch_shared(
+/// [`launch`] with a device launcher's whole geometry, its dynamic shared memory included
+/// (kernels see it through `VMAF_DYNAMIC_SHARED_BYTES`; each block's buffer itself is the
+/// kernel's fixed maximum).
+pub(crate) fn launch_cfg(
     f: LaunchFn,
     name: &str,
-    grid: (u32, u32, u32),
-    block: (u32, u32, u32),
+    cfg: crate::gpu::LaunchConfig,
     warp: c_int,
-    shmem: usize,
     args: &[A<'_>],
 ) -> Result<(), String> {
+    let (grid, block, shmem) = (cfg.grid, cfg.block, cfg.shared_mem_bytes as usize);
     let declared = declarations()
         .get(name)
         .ok_or_else(|| format!("no kernel {name} declared"))?;

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 use std::time::Instant;
 
 use crate::gpu::hipcpu::{
-    dense_u16, dense_u8, launch, launch_shared, model_or_skip, mptr, ptr, LaunchFn, A, WAVES,
+    dense_u16, dense_u8, launch, launch_cfg, model_or_skip, mptr, ptr, LaunchFn, A, WAVES,
 };
 use crate::picture::{Picture, PictureData, PixelFormat};
 use crate::testutil::{load_parity_clip, noise_picture};
@@ -141,13 +141,16 @@ fn cambi_on_model(
         // dense sw x sh window values below band_size or the no-value mark; params holds
         // 2 * nd values; the LUT is longer than the window area (as cambi_cvalues checks); cv
         // holds sw * sh, st 257 zeroed entries.
-        launch_shared(
-            f,
-            kernel,
+        let cfg = crate::gpu::LaunchConfig {
             grid,
             block,
+            shared_mem_bytes: shmem as u32,
+        };
+        launch_cfg(
+            f,
+            kernel,
+            cfg,
             warp,
-            shmem,
             &[
                 ptr(&wv),
                 A::I32(swi),
