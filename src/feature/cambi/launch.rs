@@ -368,28 +368,45 @@ impl CambiCValues {
     /// Every sliding kernel whose shared memory holds these tables, best first, on a device
     /// whose blocks may use up to `block_shared` bytes of shared memory; empty where the
     /// options need the direct kernel.
+    #[cfg(test)]
     pub fn sliding_kernels(&self, block_shared: usize) -> Vec<Sliding> {
+        self.wide_kernel(block_shared)
+            .into_iter()
+            .chain(self.narrow_kernel())
+            .collect()
+    }
+
+    /// The wide kernel, where two of its blocks fit an SM of a device whose blocks may use
+    /// `block_shared` bytes.
+    fn wide_kernel(&self, block_shared: usize) -> Option<Sliding> {
         if self.num_diffs != CAMBI_SLIDE_ND {
-            return Vec::new();
+            return None;
         }
-        let wide_room = CAMBI_WIDE_BYTES
+        let room = CAMBI_WIDE_BYTES
             .min((block_shared / 2).saturating_sub(CAMBI_STATS_SHARED + CAMBI_BLOCK_RESERVED));
-        let wide = CAMBI_SLIDE_ROWS
+        CAMBI_SLIDE_ROWS
             .into_iter()
             .map(|rows| (rows, self.slide_bytes(CAMBI_WIDE_W, rows)))
-            .find(|&(_, bytes)| bytes <= wide_room)
+            .find(|&(_, bytes)| bytes <= room)
             .map(|(rows, bytes)| Sliding {
                 kernel: CVALUES_WIDE_KERNEL,
                 width: CAMBI_WIDE_W,
                 rows,
                 dynamic_shared: bytes,
-            });
-        let narrow = [
+            })
+    }
+
+    /// The smaller one-wave kernel whose static tables hold these options.
+    fn narrow_kernel(&self) -> Option<Sliding> {
+        if self.num_diffs != CAMBI_SLIDE_ND {
+            return None;
+        }
+        [
             (CVALUES_SLIDE_KERNEL, CAMBI_SLIDE_BYTES),
             (CVALUES_SLIDE_BIG_KERNEL, CAMBI_SLIDE_BIG_BYTES),
         ]
         .into_iter()
-        .filter_map(|(kernel, room)| {
+        .find_map(|(kernel, room)| {
             CAMBI_SLIDE_ROWS
                 .into_iter()
                 .find(|&rows| self.slide_bytes(CAMBI_SLIDE_W, rows) <= room)
@@ -400,13 +417,13 @@ impl CambiCValues {
                     dynamic_shared: 0,
                 })
         })
-        .take(1);
-        wide.into_iter().chain(narrow).collect()
     }
 
     /// The sliding kernel [`cambi_cvalues`] takes on such a device, if any.
+    /// (No allocation: it runs for every scale of every frame.)
     pub fn sliding_kernel(&self, block_shared: usize) -> Option<Sliding> {
-        self.sliding_kernels(block_shared).first().copied()
+        self.wide_kernel(block_shared)
+            .or_else(|| self.narrow_kernel())
     }
 }
 
