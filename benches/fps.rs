@@ -131,7 +131,22 @@ fn convert(pic: &Picture, bpc: u32, scale: usize) -> Picture {
     Arc::new(out)
 }
 
-/// Scores `frames` pairs (cycling through the clip) and returns (fps, pooled vmaf).
+/// One timed run: frames per second, the pooled score, and where the threads' time went.
+struct Run {
+    fps: f64,
+    score: f64,
+    /// The feeding thread's wait for frames in flight and each extractor's time per frame
+    /// (`Context::frame_times`), in microseconds.
+    times: String,
+}
+
+impl Run {
+    fn pair(&self) -> (f64, f64) {
+        (self.fps, self.score)
+    }
+}
+
+/// Scores `frames` pairs (cycling through the clip) with the default model.
 fn run(
     refs: &[Picture],
     dists: &[Picture],
@@ -139,6 +154,16 @@ fn run(
     threads: u32,
     gpu: Option<&Arc<GpuState>>,
 ) -> (f64, f64) {
+    run_timed(refs, dists, frames, threads, gpu).pair()
+}
+
+fn run_timed(
+    refs: &[Picture],
+    dists: &[Picture],
+    frames: usize,
+    threads: u32,
+    gpu: Option<&Arc<GpuState>>,
+) -> Run {
     let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
     run_model(&model, refs, dists, frames, threads, gpu)
 }
@@ -150,7 +175,7 @@ fn run_model(
     frames: usize,
     threads: u32,
     gpu: Option<&Arc<GpuState>>,
-) -> (f64, f64) {
+) -> Run {
     let mut ctx = Context::new(Config {
         log_level: LogLevel::Error,
         n_threads: threads,
@@ -168,10 +193,25 @@ fn run_model(
             .expect("read");
     }
     ctx.flush().expect("flush");
+    let fps = frames as f64 / t.elapsed().as_secs_f64();
     let score = ctx
         .score_pooled(model, PoolingMethod::Mean, 0, frames - 1)
         .expect("pool");
-    (frames as f64 / t.elapsed().as_secs_f64(), score)
+    let times = format!(
+        "{} worker threads; feeding thread waited {:.0} µs/frame; per frame, µs queueing/on \
+         the CPU/finishing: {}",
+        ctx.worker_count(),
+        ctx.feed_wait().as_secs_f64() * 1e6 / frames as f64,
+        vmaf_hip::context::frame_times_summary(&ctx.frame_times())
+    );
+    Run { fps, score, times }
+}
+
+/// The fastest of `runs`.
+fn best_of(runs: &[Run]) -> &Run {
+    runs.iter()
+        .max_by(|a, b| a.fps.total_cmp(&b.fps))
+        .expect("at least one run")
 }
 
 /// `pool` distinct copies cycling through `pics`.
@@ -266,23 +306,28 @@ fn main() {
                 run(refs, dists, refs.len(), cores, Some(g));
                 let (g0, _) = run(refs, dists, args.frames, 0, Some(g));
                 // Workers mostly wait on the device, so more workers than cores can help.
-                let runs: Vec<(f64, f64)> = [cores, 2 * cores, 4 * cores]
+                let runs: Vec<Run> = [cores, 2 * cores, 4 * cores]
                     .iter()
-                    .map(|&t| run(refs, dists, args.frames, t, Some(g)))
+                    .map(|&t| run_timed(refs, dists, args.frames, t, Some(g)))
                     .collect();
-                let ga = runs.iter().map(|r| r.0).fold(0.0, f64::max);
-                let frames_score = runs[0].1;
+                let best = best_of(&runs);
+                let ga = best.fps;
+                println!("  gpu Nt: {}", best.times);
+                let frames_score = runs[0].score;
                 if args.pinned {
                     let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
-                    let (gp, ps) = [cores, 2 * cores]
+                    let runs: Vec<Run> = [cores, 2 * cores]
                         .iter()
-                        .map(|&t| run(&pr, &pd, args.frames, t, Some(g)))
-                        .fold((0.0, 0.0), |a, b| if b.0 > a.0 { b } else { a });
+                        .map(|&t| run_timed(&pr, &pd, args.frames, t, Some(g)))
+                        .collect();
+                    let best = best_of(&runs);
+                    let (gp, ps) = best.pair();
                     assert!(
                         ps == frames_score,
                         "page-locked pictures change the score on {name}: {ps} vs {frames_score}"
                     );
                     println!("  page-locked pictures: gpu Nt {gp:.1} fps (same pooled score)");
+                    println!("    {}", best.times);
                 }
                 if args.device_memory {
                     let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
@@ -342,17 +387,18 @@ fn v1016_row(
     let model = Model::load_from_path(std::path::Path::new(path), &ModelConfig::default())
         .expect("v1.0.16 model");
     let n = args.cpu_frames.max(8);
-    let (ca, sa) = run_model(&model, refs, dists, n, cores, None);
+    let (ca, sa) = run_model(&model, refs, dists, n, cores, None).pair();
     run_model(&model, refs, dists, cores as usize, cores, Some(g));
     let frames = args.frames.min(refs.len());
-    let runs: Vec<(f64, f64)> = [cores, 2 * cores]
+    let runs: Vec<Run> = [cores, 2 * cores]
         .iter()
         .map(|&t| run_model(&model, refs, dists, frames, t, Some(g)))
         .collect();
-    let ga = runs.iter().map(|r| r.0).fold(0.0, f64::max);
+    let best = best_of(&runs);
+    let ga = best.fps;
     // The pooled score of these `frames` frames, which the other GPU paths must equal.
-    let frames_score = runs[0].1;
-    let (_, gs) = run_model(&model, refs, dists, n, cores, Some(g));
+    let frames_score = runs[0].score;
+    let gs = run_model(&model, refs, dists, n, cores, Some(g)).score;
     assert!(
         gs == sa,
         "GPU v1.0.16 score differs from CPU on {name}: {gs} vs {sa}"
@@ -366,18 +412,22 @@ fn v1016_row(
         ga / ca
     );
     println!("  pooled vmaf {sa:.6} (model {path})");
+    println!("  gpu Nt: {}", best.times);
     if args.pinned {
         let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
-        let gp = [cores, 2 * cores]
+        let runs: Vec<Run> = [cores, 2 * cores]
             .iter()
-            .map(|&t| run_model(&model, &pr, &pd, frames, t, Some(g)).0)
-            .fold(0.0, f64::max);
-        let (_, ps) = run_model(&model, &pr, &pd, n, cores, Some(g));
+            .map(|&t| run_model(&model, &pr, &pd, frames, t, Some(g)))
+            .collect();
+        let best = best_of(&runs);
+        let gp = best.fps;
+        let ps = run_model(&model, &pr, &pd, n, cores, Some(g)).score;
         assert!(
             ps == sa,
             "page-locked pictures change the v1.0.16 score on {name}"
         );
         println!("  page-locked pictures: gpu Nt {gp:.1} fps (same pooled score)");
+        println!("    {}", best.times);
     }
     if args.device_memory {
         device_memory_row(name, refs, dists, frames, cores, g, &model, frames_score);
@@ -443,6 +493,7 @@ fn device_memory_row(
     }
     let floor = frames as f64 / t.elapsed().as_secs_f64();
     let mut cells = Vec::new();
+    let mut times = String::new();
     for threads in [0, cores] {
         let mut ctx = Context::new(Config {
             log_level: LogLevel::Error,
@@ -468,10 +519,18 @@ fn device_memory_row(
             "caller device memory changes the score on {name}: {score} vs {want}"
         );
         cells.push(fps);
+        times = format!(
+            "{} worker threads; feeding thread waited {:.0} µs/frame; per frame, µs \
+             queueing/on the CPU/finishing: {}",
+            ctx.worker_count(),
+            ctx.feed_wait().as_secs_f64() * 1e6 / frames as f64,
+            vmaf_hip::context::frame_times_summary(&ctx.frame_times())
+        );
     }
     println!(
         "  caller device memory: gpu 0t {:.1}, {cores}t {:.1} fps; wrapping alone {floor:.1} fps \
          (same pooled score)",
         cells[0], cells[1]
     );
+    println!("    {times}");
 }

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
 
 use crate::collector::FeatureCollector;
 use crate::error::{Error, Result};
@@ -16,8 +17,12 @@ use crate::output::OutputFormat;
 use crate::picture::{Picture, PixelFormat};
 use crate::pooling::{self, PoolingMethod};
 
+mod frame_times;
 #[cfg(test)]
 mod gpu_tests;
+
+pub use frame_times::{summary as frame_times_summary, ExtractorTimes};
+use frame_times::{FrameSample, FrameTimes};
 
 /// libvmaf's `VmafConfiguration`, in Rust terms.
 #[derive(Debug, Clone, Copy)]
@@ -231,6 +236,8 @@ pub struct Context {
     workers: Arc<Mutex<Vec<std::thread::ThreadId>>>,
     /// Time `read_pictures` spent waiting for frames in flight (logged at the flush).
     feed_wait: std::time::Duration,
+    /// Where the extracting threads' time went, per extractor.
+    times: Arc<FrameTimes>,
     /// Stored feature names of model features, by name and options (see `stored_name`).
     stored_names: Mutex<std::collections::HashMap<String, String>>,
 }
@@ -239,16 +246,24 @@ fn run_extractors(
     exts: &[Arc<dyn Extractor>],
     input: &FrameInput<'_>,
     collector: &FeatureCollector,
+    times: &FrameTimes,
 ) -> Result<()> {
     // GPU work of every extractor is queued first; the CPU-only extractors run while it
     // computes. Then the queued ones are waited for, last queued first: their read-backs are
     // on one worker's stream, so the first wait covers the others and they cost no runtime
     // call (`Event::synchronize`). Scores go to the collector in registration order, which
     // fixes the output's column order.
+    let mut sample = FrameSample::with_capacity(exts.len());
     let mut queued = Vec::with_capacity(exts.len());
     for e in exts {
+        let t = Instant::now();
         match e.queue(input) {
-            Ok(q) => queued.push(q),
+            Ok(q) => {
+                if q.is_some() {
+                    sample.add(e.name(), 0, t.elapsed());
+                }
+                queued.push(q)
+            }
             Err(err) => {
                 drain(queued);
                 return Err(err);
@@ -261,16 +276,20 @@ fn run_extractors(
         .map(|(e, q)| {
             let mut scores = Vec::new();
             if q.is_none() {
+                let t = Instant::now();
                 input
                     .fetch_host(e.host_planes())
                     .and_then(|()| e.extract(input, &mut scores))?;
+                sample.add(e.name(), 1, t.elapsed());
             }
             Ok(scores)
         })
         .collect();
-    for (q, r) in queued.into_iter().zip(results.iter_mut()).rev() {
+    for ((e, q), r) in exts.iter().zip(queued).zip(results.iter_mut()).rev() {
         if let Some(finish) = q {
+            let t = Instant::now();
             *r = finish();
+            sample.add(e.name(), 2, t.elapsed());
         }
     }
     for scores in results {
@@ -278,6 +297,7 @@ fn run_extractors(
             collector.append(name, *v, input.index)?;
         }
     }
+    times.add(sample);
     Ok(())
 }
 
@@ -328,6 +348,7 @@ impl Context {
             gpu: None,
             workers,
             feed_wait: std::time::Duration::ZERO,
+            times: Arc::default(),
             stored_names: Mutex::default(),
         })
     }
@@ -348,6 +369,17 @@ impl Context {
         self.pool
             .as_ref()
             .map_or(0, |p| p.pool().current_num_threads())
+    }
+
+    /// Where the extracting threads' time went so far, summed per extractor (what bounds the
+    /// frame rate: host copies and launches, CPU extraction, or waiting for the device).
+    pub fn frame_times(&self) -> Vec<ExtractorTimes> {
+        self.times.snapshot()
+    }
+
+    /// How long `read_pictures` has waited for frames in flight to finish.
+    pub fn feed_wait(&self) -> std::time::Duration {
+        self.feed_wait
     }
 
     /// The instruction-set level of this context's CPU code.
@@ -580,7 +612,7 @@ impl Context {
                     prev_dist: self.prev_dist.as_ref(),
                     cpu: self.cpu,
                 };
-                run_extractors(&exts, &input, &self.collector)?;
+                run_extractors(&exts, &input, &self.collector, &self.times)?;
             }
             Some(workers) => {
                 let pool = workers.pool();
@@ -600,14 +632,16 @@ impl Context {
                     prev_dist: self.prev_dist.as_ref(),
                     cpu: self.cpu,
                 };
-                run_extractors(&temporal, &input, &self.collector)?;
+                run_extractors(&temporal, &input, &self.collector, &self.times)?;
                 if !parallel.is_empty() {
                     // Bound the queue so pictures do not pile up in memory.
-                    let bound = in_flight_bound(
-                        pool.current_num_threads(),
-                        &parallel,
-                        reference.owned_host_bytes() + distorted.owned_host_bytes(),
-                    );
+                    let bound = crate::settings::get().frames_in_flight.unwrap_or_else(|| {
+                        in_flight_bound(
+                            pool.current_num_threads(),
+                            &parallel,
+                            reference.owned_host_bytes() + distorted.owned_host_bytes(),
+                        )
+                    });
                     let t = std::time::Instant::now();
                     self.in_flight.wait_below(bound)?;
                     self.feed_wait += t.elapsed();
@@ -616,6 +650,7 @@ impl Context {
                     let (pr, ppr) = (self.prev_ref.clone(), self.prev_prev_ref.clone());
                     let pd = self.prev_dist.clone();
                     let collector = self.collector.clone();
+                    let times = self.times.clone();
                     let in_flight = self.in_flight.clone();
                     let cpu = self.cpu;
                     pool.spawn(move || {
@@ -629,7 +664,7 @@ impl Context {
                             cpu,
                         };
                         let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            run_extractors(&parallel, &input, &collector)
+                            run_extractors(&parallel, &input, &collector, &times)
                         }));
                         let err = match res {
                             Ok(Ok(())) => None,
@@ -667,6 +702,10 @@ impl Context {
             self.feed_wait.as_secs_f64() * 1e3,
             t.elapsed().as_secs_f64() * 1e3,
             self.worker_count()
+        );
+        crate::log_debug!(
+            "per frame, µs queueing/on the CPU/finishing: {}",
+            frame_times::summary(&self.times.snapshot())
         );
         self.prev_ref = None;
         self.prev_prev_ref = None;

@@ -90,7 +90,8 @@ pub(crate) struct Cli {
     /// Write the output file as subtitles
     #[arg(long, overrides_with_all = ["xml", "json", "csv", "sub"])]
     pub(crate) sub: bool,
-    /// Worker threads (0 = extract on the reading thread)
+    /// Worker threads (0 = extract on the reading thread; with --backend hip, as many as the
+    /// cores the input readers leave, 2 to 16)
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_threads)]
     pub(crate) threads: u32,
     /// Score only every N-th frame

@@ -215,9 +215,14 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         say!("warning: {w}");
     }
 
+    // On a GPU the default leaves the readers their cores (`driver::gpu_workers`).
+    let n_threads = match (cli.threads, cli.backend) {
+        (0, Backend::Hip) => driver::gpu_workers(None).unwrap_or(0),
+        (n, _) => n,
+    };
     let mut ctx = Context::new(Config {
         log_level: LogLevel::Info,
-        n_threads: cli.threads,
+        n_threads,
         n_subsample: cli.subsample,
         cpumask: cli.cpumask,
         gpumask: cli.gpumask,

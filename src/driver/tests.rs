@@ -449,3 +449,15 @@ fn errors_name_their_step() {
     let e = Error::from(crate::Error::inval("bad"));
     assert_eq!(crate::Error::from(e).to_string(), "invalid argument: bad");
 }
+
+/// GPU workers take the cores the two inputs' readers leave, at least 2 and at most 16.
+#[test]
+fn gpu_workers_leave_the_readers_their_cores() {
+    assert_eq!(workers_beside_readers(16, 4), 8);
+    assert_eq!(workers_beside_readers(8, 2), 4);
+    assert_eq!(workers_beside_readers(4, 1), 2);
+    assert_eq!(workers_beside_readers(2, 1), 2);
+    assert_eq!(workers_beside_readers(1, 1), 2);
+    assert_eq!(workers_beside_readers(64, 4), 16);
+    assert_eq!(workers_beside_readers(20, 1), 16);
+}

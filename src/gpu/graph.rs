@@ -234,8 +234,31 @@ impl<K: PartialEq + Clone> Replay<K> {
         head: &Launch<'_>,
         work: impl Fn(&Stream) -> Result<()>,
     ) -> Result<()> {
+        self.run_inner(key, stream, Some(head), work)
+    }
+
+    /// [`Self::run`] for work that reads nothing that changes from frame to frame (its inputs
+    /// were copied into the caller's buffers before it): all of it is recorded and replayed.
+    pub(crate) fn run_fixed(
+        &mut self,
+        key: &K,
+        stream: &Stream,
+        work: impl Fn(&Stream) -> Result<()>,
+    ) -> Result<()> {
+        self.run_inner(key, stream, None, work)
+    }
+
+    fn run_inner(
+        &mut self,
+        key: &K,
+        stream: &Stream,
+        head: Option<&Launch<'_>>,
+        work: impl Fn(&Stream) -> Result<()>,
+    ) -> Result<()> {
         let direct = |stream: &Stream| {
-            head.queue(stream)?;
+            if let Some(h) = head {
+                h.queue(stream)?;
+            }
             work(stream)
         };
         let fns = match enabled(&stream.dev) {
@@ -243,6 +266,9 @@ impl<K: PartialEq + Clone> Replay<K> {
             _ => return direct(stream),
         };
         if let Some((_, exec)) = self.execs.iter().find(|(k, _)| k == key) {
+            let Some(head) = head else {
+                return exec.launch(stream);
+            };
             if exec.update_head(stream, head)? {
                 return exec.launch(stream);
             }
@@ -262,10 +288,15 @@ impl<K: PartialEq + Clone> Replay<K> {
         };
         // Without the update call the head stays outside the recording, launched each frame.
         let head_fns = fns.head.as_ref().filter(|_| self.heads);
-        if head_fns.is_none() {
-            head.queue(stream)?;
-        }
-        match record(fns, stream, head_fns.map(|_| head), &work) {
+        let recorded_head = match (head, head_fns) {
+            (Some(h), Some(_)) => Some(h),
+            (Some(h), None) => {
+                h.queue(stream)?;
+                None
+            }
+            (None, _) => None,
+        };
+        match record(fns, stream, recorded_head, &work) {
             Ok(exec) => {
                 self.seen.remove(i);
                 if self.execs.len() == KEYS {
@@ -281,7 +312,7 @@ impl<K: PartialEq + Clone> Replay<K> {
                     "graph capture failed ({} of {MAX_FAILURES}), launching call by call: {e}",
                     self.failures
                 );
-                match head_fns {
+                match recorded_head {
                     Some(_) => {
                         // The next capture leaves the head out, in case it was the cause.
                         self.heads = false;

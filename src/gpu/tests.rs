@@ -352,6 +352,39 @@ fn replayed_work_reads_current_contents() {
     }
 }
 
+/// Work with no head (its input copied into a fixed buffer before each run) is recorded whole
+/// on its second run and replayed from then on, reading the buffer's current contents.
+#[test]
+fn fixed_work_replays_whole_reading_current_contents() {
+    let Some((state, stream, mut rows, out)) = head_fixture() else {
+        return;
+    };
+    let dev = state.device();
+    let mut host = PinnedHostBuffer::<u64>::new(dev, 1).unwrap();
+    let mut replay = graph::Replay::<u8>::default();
+    let graphs = graph::enabled(dev).is_some();
+    for run in 0..5u64 {
+        let mut up = PinnedHostBuffer::<u64>::new(dev, 4).unwrap();
+        up.as_mut_slice()
+            .unwrap()
+            .copy_from_slice(&[run, 10 * run, 100 * run, 1000 * run]);
+        rows.upload_async(&stream, &mut up, 4).unwrap();
+        host.prepare_download().unwrap();
+        let dst = &host;
+        replay
+            .run_fixed(&7, &stream, |s| {
+                sum_rows(&state, &rows, 3, &out).queue(s)?;
+                out.queue_download(s, dst, 1)
+            })
+            .unwrap();
+        host.mark_in_use(&stream).unwrap();
+        assert_eq!(host.as_slice().unwrap(), &[111 * run], "run {run}");
+        let want = usize::from(graphs && run >= 1);
+        assert_eq!(replay.recordings(), want, "run {run}");
+    }
+    assert!(!replay.heads_recorded());
+}
+
 /// A head for the replay tests: `out[0] = rows[0] + .. + rows[h - 1]`, one kernel with buffer
 /// arguments (kernels/motion.hip's reduction, at its launcher's block size).
 fn sum_rows<'a>(

@@ -14,7 +14,7 @@ use super::{
     Setup, NUM_SCALES,
 };
 use crate::error::{Error, Result};
-use crate::gpu::job::{Job, Parts, Queued};
+use crate::gpu::job::{Job, Parts, Queued, ReadBack, Replay};
 use crate::gpu::launch::Sample;
 use crate::gpu::planes::{dense, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer};
@@ -45,6 +45,34 @@ struct Scratch {
     taps: DeviceBuffer<u32>,
     taps_host: PinnedHostBuffer<u32>,
     taps_cap: usize,
+    /// What `taps` and `params` hold on the device: uploaded again only when it changes.
+    tables: Option<Tables>,
+    /// Everything after the preprocessing (the head, which reads the picture), replayed.
+    tail: Replay<TailKey>,
+}
+
+/// The small per-call tables of the device's `taps` and `params`: the preprocessing's source
+/// columns and rows for an `in_w`x`in_h` picture processed at `w`x`h`, and the thresholds
+/// then contrast weights.
+#[derive(Clone, PartialEq)]
+struct Tables {
+    sizes: (usize, usize, usize, usize),
+    params: Vec<i32>,
+}
+
+/// What the replayed tail of one frame's work depends on besides the scratch's buffers: the
+/// processing size, the scales' sizes and the c-value parameters (one scratch serves every
+/// cambi instance, whatever its options).
+#[derive(Clone, PartialEq)]
+struct TailKey {
+    w: usize,
+    h: usize,
+    sizes: [(usize, usize); NUM_SCALES],
+    pad: usize,
+    band_base: u16,
+    band_size: u16,
+    num_diffs: usize,
+    vlt: u16,
 }
 
 /// The statistics buffer: each scale's map statistics, then the input range flag (set when a
@@ -72,6 +100,10 @@ impl Scratch {
         let mut lut = DeviceBuffer::new(dev, reciprocal_lut().len())?;
         lut.upload_blocking(state.stream(), reciprocal_lut())?;
         let lens = cv_lens(w, h);
+        // Zeroed here, then at the end of each frame's replayed work (after its read-back).
+        let stats = DeviceBuffer::new(dev, STATS_ALL)?;
+        stats.zero(state.stream())?;
+        state.stream().synchronize()?;
         Ok(Scratch {
             cap,
             pre: DeviceBuffer::new(dev, cap)?,
@@ -86,7 +118,7 @@ impl Scratch {
                 .iter()
                 .map(|&n| PinnedHostBuffer::new(dev, n))
                 .collect::<Result<_>>()?,
-            stats: DeviceBuffer::new(dev, STATS_ALL)?,
+            stats,
             stats_host: PinnedHostBuffer::new(dev, STATS_ALL)?,
             lut,
             params: DeviceBuffer::new(dev, 2 * CAMBI_MAX_DIFFS)?,
@@ -94,6 +126,8 @@ impl Scratch {
             taps: DeviceBuffer::new(dev, taps_cap)?,
             taps_host: PinnedHostBuffer::new(dev, taps_cap)?,
             taps_cap,
+            tables: None,
+            tail: Replay::default(),
         })
     }
 
@@ -192,8 +226,18 @@ fn queue_c_values<T: Sample + PlaneAs>(
             luma: [luma],
         } = job.parts();
 
-        // Small per-call tables: the scratch is shared by every cambi instance.
-        {
+        // Small per-call tables: the scratch is shared by every cambi instance, so they are
+        // uploaded whenever they differ from the last ones (usually only the first frame).
+        let tables = Tables {
+            sizes: (in_w, in_h, w, h),
+            params: s.tvi[..nd]
+                .iter()
+                .map(|&t| i32::from(t))
+                .chain(s.diff_weights[..nd].iter().copied())
+                .collect(),
+        };
+        if sc.tables.as_ref() != Some(&tables) {
+            sc.tables = None;
             let taps = sc.taps_host.as_mut_slice()?;
             if (in_w, in_h) == (w, h) {
                 taps[..w]
@@ -211,13 +255,14 @@ fn queue_c_values<T: Sample + PlaneAs>(
                     *t = *v as u32;
                 }
             }
-            let params = sc.params_host.as_mut_slice()?;
-            for d in 0..nd {
-                params[d] = i32::from(s.tvi[d]);
-                params[nd + d] = s.diff_weights[d];
-            }
+            sc.params_host.as_mut_slice()?[..2 * nd].copy_from_slice(&tables.params);
+            sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
+            sc.params
+                .upload_async(stream, &mut sc.params_host, 2 * nd)?;
+            sc.tables = Some(tables);
         }
-        sc.stats.zero(stream)?;
+        // The statistics are zero here (from the scratch's making, or the last frame's reset);
+        // the range check sets its flag among them before the replayed work.
         if bpc != 8 && bpc != 16 {
             launch::cambi_range(
                 state,
@@ -228,31 +273,17 @@ fn queue_c_values<T: Sample + PlaneAs>(
             )?
             .queue(stream)?;
         }
-        sc.taps.upload_async(stream, &mut sc.taps_host, w + h)?;
-        sc.params
-            .upload_async(stream, &mut sc.params_host, 2 * nd)?;
-        launch::cambi_preprocess(
+        let head = launch::cambi_preprocess(
             state,
             luma.plane(in_w, in_h),
             &sc.taps,
             bpc,
             s.enc_bitdepth < 10,
             dense(&sc.pre, w, h),
-        )?
-        .queue(stream)?;
-        drop(luma);
+        )?;
         // The mask is only ever read where the first scale samples the picture.
         let (fw, fh) = sizes[0];
         let step0 = if (fw, fh) == (w, h) { 1 } else { 2 };
-        launch::cambi_mask(
-            state,
-            dense(&sc.pre, w, h),
-            mask_index(w, h),
-            step0,
-            dense(&sc.mask, fw, fh),
-        )?
-        .queue(stream)?;
-
         let p = CambiCValues {
             pad,
             band_base: s.band_base,
@@ -260,42 +291,69 @@ fn queue_c_values<T: Sample + PlaneAs>(
             num_diffs: nd,
             vlt: s.vlt_luma,
         };
-        for (scale, &(sw, sh)) in sizes.iter().enumerate() {
-            let [a, b] = &sc.mode;
-            let (prev, step) = match scale {
-                0 => (dense(&sc.pre, w, h), step0),
-                _ => {
-                    let (pw, ph) = sizes[scale - 1];
-                    (dense(if scale % 2 == 1 { a } else { b }, pw, ph), 2)
-                }
-            };
-            let out = if scale % 2 == 0 { a } else { b };
-            launch::cambi_scale(
+        let key = TailKey {
+            w,
+            h,
+            sizes,
+            pad,
+            band_base: p.band_base,
+            band_size: p.band_size,
+            num_diffs: nd,
+            vlt: p.vlt,
+        };
+        let (pre, mask, mode, wv, cv, stats) = (&sc.pre, &sc.mask, &sc.mode, &sc.wv, &sc.cv, &sc.stats);
+        let (lut, params) = (&sc.lut, &sc.params);
+        let rb = ReadBack {
+            from: stats,
+            into: &mut sc.stats_host,
+            count: STATS_ALL,
+            reset: stats,
+        };
+        sc.tail.run_and_read_back(&key, stream, rb, &head, |stream| {
+            launch::cambi_mask(
                 state,
-                prev,
-                step,
-                dense(&sc.mask, fw, fh),
-                1 << scale,
-                s.band_base,
-                s.band_size,
-                dense(out, sw, sh),
-                dense(&sc.wv, sw, sh),
+                dense(pre, w, h),
+                mask_index(w, h),
+                step0,
+                dense(mask, fw, fh),
             )?
             .queue(stream)?;
-            launch::cambi_cvalues(
-                state,
-                dense(&sc.wv, sw, sh),
-                &p,
-                &sc.params,
-                &sc.lut,
-                &sc.cv[scale],
-                &sc.stats,
-                scale * CAMBI_STATS_LEN,
-            )?
-            .queue(stream)?;
-        }
-        sc.stats
-            .download_async(stream, &mut sc.stats_host, STATS_ALL)?;
+            for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+                let [a, b] = mode;
+                let (prev, step) = match scale {
+                    0 => (dense(pre, w, h), step0),
+                    _ => {
+                        let (pw, ph) = sizes[scale - 1];
+                        (dense(if scale % 2 == 1 { a } else { b }, pw, ph), 2)
+                    }
+                };
+                let out = if scale % 2 == 0 { a } else { b };
+                launch::cambi_scale(
+                    state,
+                    prev,
+                    step,
+                    dense(mask, fw, fh),
+                    1 << scale,
+                    s.band_base,
+                    s.band_size,
+                    dense(out, sw, sh),
+                    dense(wv, sw, sh),
+                )?
+                .queue(stream)?;
+                launch::cambi_cvalues(
+                    state,
+                    dense(wv, sw, sh),
+                    &p,
+                    params,
+                    lut,
+                    &cv[scale],
+                    stats,
+                    scale * CAMBI_STATS_LEN,
+                )?
+                .queue(stream)?;
+            }
+            Ok(())
+        })?;
     }
     Ok(job)
 }

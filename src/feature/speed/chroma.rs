@@ -68,7 +68,14 @@ impl Extractor for SpeedChroma {
         let Some(g) = &self.gpu else { return Ok(None) };
         let (r, dp) = (&**input.reference, &**input.distorted);
         let d = self.dims(r, dp)?;
-        let q = super::gpu::queue_chroma(g.for_frame(input.index), &d, &self.opts.params, r, dp)?;
+        let q = super::gpu::queue_chroma(
+            g.for_frame(input.index),
+            input.cpu,
+            &d,
+            &self.opts.params,
+            r,
+            dp,
+        )?;
         Ok(Some(Box::new(move || {
             let mut out = Scores::new();
             self.finish(q()?, &mut out);

@@ -16,10 +16,11 @@ use super::{Dims, Params, NB};
 use crate::error::{Error, Result};
 use crate::feature::ssim::tools::luma_scaler;
 use crate::gpu::frames::{device_frame, HeldFrameReads};
-use crate::gpu::job::{Job, Parts, Queued};
+use crate::gpu::job::{Replay, Job, Parts, Queued};
 use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::{host_registration, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
+use crate::simd::CpuLevel;
 use crate::picture::{Picture, PictureData};
 
 /// The filters and resampling tables of one geometry and option set, on the device.
@@ -134,7 +135,7 @@ impl PairBufs {
     }
 
     /// The pair's score from its read-back moments (after the job's wait).
-    fn score(&mut self, d: &Dims, p: &Params) -> Result<(f32, bool)> {
+    fn score(&mut self, cpu: CpuLevel, d: &Dims, p: &Params) -> Result<(f32, bool)> {
         let n = d.dw * d.dh;
         let mut k = [[0.0f32; NB * NB]; 2];
         let cov = self.cov_host.as_slice()?;
@@ -143,6 +144,7 @@ impl PairBufs {
         let norm = self.norm_host.as_slice()?;
         let (r, s): (&Mat, &Mat) = (&k[0], &k[1]);
         Ok(score_from_moments(
+            cpu,
             d,
             p,
             (&norm[..n], r),
@@ -152,7 +154,8 @@ impl PairBufs {
 }
 
 /// Queues the whole device side of one pair: decimation (through prescaling when asked),
-/// local mean removal and moments, and their read-back.
+/// local mean removal and moments, and their read-back, which reading `b`'s host buffers then
+/// waits for.
 #[allow(clippy::too_many_arguments)]
 fn queue_pair<T: Sample>(
     state: &GpuState,
@@ -163,6 +166,27 @@ fn queue_pair<T: Sample>(
     scaler: f32,
     c: &Consts,
     b: &mut PairBufs,
+) -> Result<()> {
+    b.norm_host.prepare_download()?;
+    b.cov_host.prepare_download()?;
+    queue_pair_work(state, stream, input, d, p, scaler, c, b)?;
+    b.norm_host.mark_in_use(stream)?;
+    b.cov_host.mark_in_use(stream)
+}
+
+/// [`queue_pair`]'s stream work, with the read-back unmarked (the host buffers prepared
+/// before, and something queued after it waited for before they are read): what a replay
+/// records.
+#[allow(clippy::too_many_arguments)]
+fn queue_pair_work<T: Sample>(
+    state: &GpuState,
+    stream: &Stream,
+    input: &PairPlanes<'_, T>,
+    d: &Dims,
+    p: &Params,
+    scaler: f32,
+    c: &Consts,
+    b: &PairBufs,
 ) -> Result<()> {
     let missing = || Error::inval("SpEED: prescaling buffers missing");
     if !prescales(p) {
@@ -210,9 +234,8 @@ fn queue_pair<T: Sample>(
         &b.cov,
     )?
     .queue(stream)?;
-    b.norm
-        .download_async(stream, &mut b.norm_host, 2 * d.dw * d.dh)?;
-    b.cov.download_async(stream, &mut b.cov_host, 2 * NB * NB)
+    b.norm.queue_download(stream, &b.norm_host, 2 * d.dw * d.dh)?;
+    b.cov.queue_download(stream, &b.cov_host, 2 * NB * NB)
 }
 
 /// What `bpc`-bit samples are divided by to reach the 8-bit scale.
@@ -228,26 +251,33 @@ struct ChromaScratch<T: Sample> {
     host: PinnedHostBuffer<T>,
     dev: DeviceBuffer<T>,
     plane_len: usize,
+    /// Both pairs' work on the staged planes, by strides, plane length, sample scale, size
+    /// and options.
+    replay: Replay<ChromaKey>,
 }
+
+type ChromaKey = ([usize; 4], usize, u32, usize, usize, (u32, u64, u32));
 
 /// Queues the device work of the U and V planes of a picture pair (`d` their geometry); the
 /// returned closure waits and gives each plane's (score, singular).
 pub(super) fn queue_chroma(
     state: &Arc<GpuState>,
+    cpu: CpuLevel,
     d: &Dims,
     p: &Params,
     r: &PictureData,
     dp: &PictureData,
 ) -> Result<Queued<'static, [(f32, bool); 2]>> {
     if r.bpc == 8 {
-        chroma_typed::<u8>(state, d, p, r, dp)
+        chroma_typed::<u8>(state, cpu, d, p, r, dp)
     } else {
-        chroma_typed::<u16>(state, d, p, r, dp)
+        chroma_typed::<u16>(state, cpu, d, p, r, dp)
     }
 }
 
 fn chroma_typed<T: Sample + PlaneAs>(
     state: &Arc<GpuState>,
+    cpu: CpuLevel,
     d: &Dims,
     p: &Params,
     r: &PictureData,
@@ -295,6 +325,7 @@ fn chroma_typed<T: Sample + PlaneAs>(
                 host: PinnedHostBuffer::new(st.device(), total.max(1))?,
                 dev: DeviceBuffer::new(st.device(), total.max(1))?,
                 plane_len,
+                replay: Replay::default(),
             })
         },
     )?;
@@ -352,18 +383,39 @@ fn chroma_typed<T: Sample + PlaneAs>(
             h: d.h,
             stride: strides[k],
         };
-        for (c, pair) in s.pairs.iter_mut().enumerate() {
-            let input = PairPlanes {
-                a: [plane(2 * c), plane(2 * c + 1)],
-                b: [None, None],
-            };
-            queue_pair(state, stream, &input, d, p, scaler, &s.consts, pair)?;
+        let input = |c: usize| PairPlanes {
+            a: [plane(2 * c), plane(2 * c + 1)],
+            b: [None, None],
+        };
+        if reads.is_some() {
+            // The caller's planes, at addresses that change from frame to frame.
+            for (c, pair) in s.pairs.iter_mut().enumerate() {
+                queue_pair(state, stream, &input(c), d, p, scaler, &s.consts, pair)?;
+            }
+        } else {
+            // The planes were copied into the scratch: the rest is the same every frame for
+            // this geometry and these options, and is replayed. Only the last read-back is
+            // marked: reading it first (in the closure below) waits for the others.
+            for pair in &mut s.pairs {
+                pair.norm_host.prepare_download()?;
+                pair.cov_host.prepare_download()?;
+            }
+            let key = (strides, len, scaler.to_bits(), d.w, d.h, params_key(p));
+            let (pairs, consts) = (&s.pairs, &s.consts);
+            s.replay.run_fixed(&key, stream, |stream| {
+                for (c, pair) in pairs.iter().enumerate() {
+                    queue_pair_work(state, stream, &input(c), d, p, scaler, consts, pair)?;
+                }
+                Ok(())
+            })?;
+            s.pairs[1].cov_host.mark_in_use(stream)?;
         }
     }
     let (d, p) = (*d, *p);
     // The second pair's read-back is the job's last work: waiting for it covers everything.
     Ok(job.finish(move |s| {
-        let scores = [s.pairs[0].score(&d, &p)?, s.pairs[1].score(&d, &p)?];
+        s.pairs[1].cov_host.as_slice()?;
+        let scores = [s.pairs[0].score(cpu, &d, &p)?, s.pairs[1].score(cpu, &d, &p)?];
         if let Some(held) = reads {
             held.waited();
         }
@@ -382,20 +434,22 @@ struct TemporalScratch {
 /// closure waits and gives (score, singular).
 pub(super) fn queue_temporal(
     state: &Arc<GpuState>,
+    cpu: CpuLevel,
     d: &Dims,
     p: &Params,
     [pr, pd, r, dp]: [&Picture; 4],
     use_ref_diff: bool,
 ) -> Result<Queued<'static, (f32, bool)>> {
     if r.bpc == 8 {
-        temporal_typed::<u8>(state, d, p, [pr, pd, r, dp], use_ref_diff)
+        temporal_typed::<u8>(state, cpu, d, p, [pr, pd, r, dp], use_ref_diff)
     } else {
-        temporal_typed::<u16>(state, d, p, [pr, pd, r, dp], use_ref_diff)
+        temporal_typed::<u16>(state, cpu, d, p, [pr, pd, r, dp], use_ref_diff)
     }
 }
 
 fn temporal_typed<T: Sample + PlaneAs>(
     state: &Arc<GpuState>,
+    cpu: CpuLevel,
     d: &Dims,
     p: &Params,
     pics: [&Picture; 4],
@@ -433,7 +487,7 @@ fn temporal_typed<T: Sample + PlaneAs>(
         queue_pair(state, stream, &input, d, p, scaler, &s.consts, &mut s.pair)?;
     }
     let (d, p) = (*d, *p);
-    Ok(job.finish(move |s| s.pair.score(&d, &p)))
+    Ok(job.finish(move |s| s.pair.score(cpu, &d, &p)))
 }
 
 #[cfg(test)]

@@ -94,7 +94,13 @@ fn covariance_sums(
 /// Estimates the GSM variance and entropy of every block of the normalised plane `data` given
 /// its covariance matrix `k`. The flag is false when `k` could not be inverted (variances are
 /// then 0).
-fn est_params_with(d: &Dims, data: &[f32], k: &Mat, sigma_nn: f32) -> (Stats, bool) {
+fn est_params_with(
+    cpu: CpuLevel,
+    d: &Dims,
+    data: &[f32],
+    k: &Mat,
+    sigma_nn: f32,
+) -> (Stats, bool) {
     let eig = eigenvalues(k);
 
     // Row r = in-block position (r / 5, r % 5); column = block index.
@@ -111,7 +117,7 @@ fn est_params_with(d: &Dims, data: &[f32], k: &Mat, sigma_nn: f32) -> (Stats, bo
 
     // Written as "no eigenvalue below": a NaN eigenvalue does not count as singular upstream.
     let regular = !eig.iter().any(|&e| f64::from(e) < EIG_EPS);
-    let sol = if regular { solve(k, &y, nbk) } else { None };
+    let sol = if regular { solve(cpu, k, &y, nbk) } else { None };
     let ok = sol.is_some();
     let mut z = sol.unwrap_or_else(|| vec![0.0f32; NB * nbk]);
 
@@ -199,20 +205,21 @@ pub(super) fn extract_score(
     let kr = covariance_matrix(d, &r);
     let s = filter_and_downscale(cpu, d, p, s)?;
     let ks = covariance_matrix(d, &s);
-    Ok(score_from_moments(d, p, (&r, &kr), (&s, &ks)))
+    Ok(score_from_moments(cpu, d, p, (&r, &kr), (&s, &ks)))
 }
 
 /// The score of a pair of normalised planes given with their covariance matrices (the CPU's
 /// or the GPU's, identical), and whether either matrix was singular; when exactly one was,
 /// the score is 0.
 pub(super) fn score_from_moments(
+    cpu: CpuLevel,
     d: &Dims,
     p: &Params,
     (r, kr): (&[f32], &Mat),
     (s, ks): (&[f32], &Mat),
 ) -> (f32, bool) {
-    let (rs, rok) = est_params_with(d, r, kr, p.sigma_nn);
-    let (ds, dok) = est_params_with(d, s, ks, p.sigma_nn);
+    let (rs, rok) = est_params_with(cpu, d, r, kr, p.sigma_nn);
+    let (ds, dok) = est_params_with(cpu, d, s, ks, p.sigma_nn);
     let score = if rok != dok {
         0.0
     } else {
@@ -242,3 +249,4 @@ mod tests {
         assert_eq!(LOG2_2PIE, (2.0 * PI * std::f64::consts::E).log2());
     }
 }
+

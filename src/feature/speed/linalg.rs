@@ -2,6 +2,7 @@
 //! QR) and the QR solve, reproduced operation by operation from upstream's own routines.
 
 use super::{EIG_EPS, EIG_MAX_ITERS, NB};
+use crate::simd::CpuLevel;
 
 /// A square `NB`x`NB` row-major matrix.
 pub(super) type Mat = [f32; NB * NB];
@@ -217,6 +218,7 @@ pub(super) fn eigenvalues(k: &Mat) -> [f32; NB] {
 }
 
 /// `dst = x * y` for `NB`-row `x` (`NB`x`NB`) and `y` (`NB`x`cols`), summing over k in order.
+#[inline(always)]
 fn mat_mul(dst: &mut [f32], x: &[f32], y: &[f32], cols: usize) {
     dst.fill(0.0);
     for i in 0..NB {
@@ -227,6 +229,23 @@ fn mat_mul(dst: &mut [f32], x: &[f32], y: &[f32], cols: usize) {
                 *o += xik * v;
             }
         }
+    }
+}
+
+/// [`mat_mul`] of two `NB`x`NB` matrices: the same products summed in the same order, each
+/// output row kept in registers across its sum. The QR's 49 products per solve dominate a
+/// SpEED frame's host work; x86 has a faster form of this with the same sums
+/// (`x86::mat_mul_square_avx512`).
+#[inline(always)]
+pub(super) fn mat_mul_square(dst: &mut Mat, x: &Mat, y: &Mat) {
+    for (drow, xrow) in dst.chunks_exact_mut(NB).zip(x.chunks_exact(NB)) {
+        let mut acc = [0.0f32; NB];
+        for (&xik, yrow) in xrow.iter().zip(y.chunks_exact(NB)) {
+            for (a, &v) in acc.iter_mut().zip(yrow) {
+                *a += xik * v;
+            }
+        }
+        drow.copy_from_slice(&acc);
     }
 }
 
@@ -248,19 +267,22 @@ fn vec_norm(v: &[f32; NB]) -> f32 {
 
 /// Householder QR of `a` as upstream computes it; returns `(Qᵀ, R)` with `Qᵀ` the product of
 /// the reflectors (what the solver multiplies the right-hand side by).
-fn qr(a: &Mat) -> (Mat, Mat) {
+#[inline(always)]
+fn qr(a: &Mat, mm: impl Fn(&mut Mat, &Mat, &Mat)) -> (Mat, Mat) {
     let mut z = *a;
     let mut q = identity();
     let mut h = [0.0f32; NB * NB];
     let mut tmp = [0.0f32; NB * NB];
     let mut v = [0.0f32; NB];
     for k in 0..NB - 1 {
-        // Embed the trailing block in an identity.
-        for i in 0..NB {
-            for j in 0..NB {
-                if i < k || j < k {
-                    z[i * NB + j] = if i == j { 1.0 } else { 0.0 };
-                }
+        // Embed the trailing block in an identity: rows above k become rows of the identity,
+        // the columns left of k in the rows below become zero.
+        for (i, row) in z.chunks_exact_mut(NB).enumerate() {
+            if i < k {
+                row.fill(0.0);
+                row[i] = 1.0;
+            } else {
+                row[..k].fill(0.0);
             }
         }
         for i in 0..NB {
@@ -281,21 +303,44 @@ fn qr(a: &Mat) -> (Mat, Mat) {
         for i in 0..NB {
             h[i * NB + i] += 1.0;
         }
-        mat_mul(&mut tmp, &h, &z, NB);
+        mm(&mut tmp, &h, &z);
         z = tmp;
-        mat_mul(&mut tmp, &h, &q, NB);
+        mm(&mut tmp, &h, &q);
         q = tmp;
     }
     let mut r = [0.0f32; NB * NB];
-    mat_mul(&mut r, &q, a, NB);
+    mm(&mut r, &q, a);
     // Upstream transposes Q here and back again in the solver (an exact no-op pair).
     (q, r)
 }
 
 /// Solves `K X = B` (`B` is `NB`x`cols`) through QR and back substitution; `None` when a pivot
-/// of R is below the threshold.
-pub(super) fn solve(k: &Mat, b: &[f32], cols: usize) -> Option<Vec<f32>> {
-    let (qt, r) = qr(k);
+/// of R is below the threshold. Vector code where `cpu` allows it (the same operations in the
+/// same order, so the same result).
+pub(super) fn solve(cpu: CpuLevel, k: &Mat, b: &[f32], cols: usize) -> Option<Vec<f32>> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = super::x86::solve(cpu, k, b, cols) {
+        return x;
+    }
+    let _ = cpu;
+    solve_scalar(k, b, cols)
+}
+
+/// [`solve`]'s scalar reference, inlined into the x86 vector builds.
+#[inline(always)]
+pub(super) fn solve_scalar(k: &Mat, b: &[f32], cols: usize) -> Option<Vec<f32>> {
+    solve_with(k, b, cols, mat_mul_square)
+}
+
+/// [`solve`] with `mm` computing the QR's `NB`x`NB` products (as [`mat_mul_square`] does).
+#[inline(always)]
+pub(super) fn solve_with(
+    k: &Mat,
+    b: &[f32],
+    cols: usize,
+    mm: impl Fn(&mut Mat, &Mat, &Mat),
+) -> Option<Vec<f32>> {
+    let (qt, r) = qr(k, mm);
     let mut rhs = vec![0.0f32; NB * cols];
     mat_mul(&mut rhs, &qt, b, cols);
     let mut x = vec![0.0f32; NB * cols];
@@ -304,13 +349,111 @@ pub(super) fn solve(k: &Mat, b: &[f32], cols: usize) -> Option<Vec<f32>> {
         if f64::from(den.abs()) < EIG_EPS {
             return None;
         }
-        for j in 0..cols {
-            let mut t = rhs[i * cols + j];
-            for kk in i + 1..NB {
-                t -= x[kk * cols + j] * r[i * NB + kk];
+        // Row i of X: each entry starts from the right-hand side and takes off the terms of
+        // the rows below in order of k; all columns advance together, so they vectorise.
+        let (head, below) = x.split_at_mut((i + 1) * cols);
+        let xi = &mut head[i * cols..];
+        xi.copy_from_slice(&rhs[i * cols..(i + 1) * cols]);
+        for (xk, &rik) in below.chunks_exact(cols).zip(&r[i * NB + i + 1..(i + 1) * NB]) {
+            for (t, &v) in xi.iter_mut().zip(xk) {
+                *t -= v * rik;
             }
-            x[i * cols + j] = t / den;
+        }
+        for t in xi.iter_mut() {
+            *t /= den;
         }
     }
     Some(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pseudo-random floats in [-0.5, 0.5).
+    fn noise(seed: u32, n: usize) -> Vec<f32> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / 16_777_216.0 - 0.5
+            })
+            .collect()
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// A symmetric positive definite matrix (a covariance) from `seed`, scaled by `scale`.
+    fn covariance(seed: u32, scale: f32) -> Mat {
+        let g = noise(seed, NB * NB);
+        let mut k = [0.0f32; NB * NB];
+        for i in 0..NB {
+            for j in 0..NB {
+                let mut s = 0.0f32;
+                for t in 0..NB {
+                    s += g[i * NB + t] * g[j * NB + t];
+                }
+                k[i * NB + j] = s * scale + if i == j { 1e-3 } else { 0.0 };
+            }
+        }
+        k
+    }
+
+    /// The vector solves at every level this CPU has give the scalar solve's bits, on
+    /// well-conditioned, badly scaled and singular systems (the solve's pivot test).
+    #[test]
+    fn solve_is_the_same_at_every_cpu_level() {
+        let mut cases: Vec<Mat> = (1..6).map(|s| covariance(s, 1.0)).collect();
+        cases.push(covariance(7, 1e-6));
+        cases.push(covariance(8, 3e4));
+        // Singular: a repeated row and column.
+        let mut sing = covariance(9, 1.0);
+        for j in 0..NB {
+            sing[NB + j] = sing[j];
+        }
+        for i in 0..NB {
+            sing[i * NB + 1] = sing[i * NB];
+        }
+        cases.push(sing);
+        cases.push([0.0; NB * NB]);
+        for (c, k) in cases.iter().enumerate() {
+            for cols in [1, 7, 72, 130] {
+                let b = noise(100 + c as u32, NB * cols);
+                let want = solve_scalar(k, &b, cols).map(|x| bits(&x));
+                for cpu in CpuLevel::available() {
+                    let got = solve(cpu, k, &b, cols).map(|x| bits(&x));
+                    assert_eq!(got, want, "case {c}, {cols} columns, {cpu}");
+                }
+            }
+        }
+    }
+
+    /// The square product keeps the scalar sums' rounding, signed zeros, infinities and NaN
+    /// at every level.
+    #[test]
+    fn square_products_are_the_same_at_every_cpu_level() {
+        let mut x: Mat = noise(1, NB * NB).try_into().unwrap();
+        let mut y: Mat = noise(2, NB * NB).try_into().unwrap();
+        x[3] = -0.0;
+        y[4 * NB + 2] = f32::INFINITY;
+        x[NB + 7] = f32::NAN;
+        y[NB * NB - 1] = 1e30;
+        x[NB * NB - 2] = -1e30;
+        for row in 10..15 {
+            x[row * NB..(row + 1) * NB].fill(-0.0);
+        }
+        let mut want = [0.0f32; NB * NB];
+        mat_mul(&mut want, &x, &y, NB);
+        let mut fast = [0.0f32; NB * NB];
+        mat_mul_square(&mut fast, &x, &y);
+        assert_eq!(bits(&fast), bits(&want));
+        #[cfg(target_arch = "x86_64")]
+        for cpu in CpuLevel::available() {
+            if let Some(got) = super::super::x86::mat_mul_square_at(cpu, &x, &y) {
+                assert_eq!(bits(&got), bits(&want), "{cpu}");
+            }
+        }
+    }
 }

@@ -77,7 +77,14 @@ impl Extractor for SpeedTemporal {
         };
         let pics = [pr, pd, input.reference, input.distorted];
         let state = g.for_frame(input.index);
-        let q = super::gpu::queue_temporal(state, &d, &self.opts.params, pics, self.use_ref_diff)?;
+        let q = super::gpu::queue_temporal(
+            state,
+            input.cpu,
+            &d,
+            &self.opts.params,
+            pics,
+            self.use_ref_diff,
+        )?;
         Ok(Some(Box::new(move || {
             let (score, _) = q()?;
             Ok(vec![(name, f64::from(score))])
