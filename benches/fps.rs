@@ -432,6 +432,72 @@ fn v1016_row(
     if args.device_memory {
         device_memory_row(name, refs, dists, frames, cores, g, &model, frames_score);
     }
+    if refs[0].bpc == 8 {
+        // What moving a frame's planes to the device costs alone: the luma planes v0.6.1 reads,
+        // and those plus the chroma planes speed_chroma reads.
+        let t = cores as usize;
+        let cell =
+            |planes: &[usize], staged| copy_floor(g, refs, dists, 4 * frames, t, planes, staged);
+        let (luma, all) = (cell(&[0], true), cell(&[0, 1, 2], true));
+        let (luma_dma, all_dma) = (cell(&[0], false), cell(&[0, 1, 2], false));
+        println!(
+            "  copy floor, {t} threads: host memory (staging copy + upload) luma {luma:.1}, \
+             luma+chroma {all:.1} fps; page-locked (upload alone) luma {luma_dma:.1}, \
+             luma+chroma {all_dma:.1} fps"
+        );
+    }
+}
+
+/// Frames per second of only moving planes `planes` of each frame's two pictures to the
+/// device, on `threads` threads with a stream each, one frame at a time as a worker does:
+/// copied into page-locked staging memory then uploaded (`staged`), or uploaded from
+/// page-locked memory alone.
+fn copy_floor(
+    g: &Arc<GpuState>,
+    refs: &[Picture],
+    dists: &[Picture],
+    frames: usize,
+    threads: usize,
+    planes: &[usize],
+    staged: bool,
+) -> f64 {
+    use vmaf_hip::gpu::{DeviceBuffer, PinnedHostBuffer, Stream};
+    let dev = g.device();
+    let total: usize = planes.iter().map(|&p| 2 * refs[0].plane_u8(p).len()).sum();
+    // Buffers and streams are made before the clock starts (the workers keep theirs too).
+    let start = std::sync::Barrier::new(threads + 1);
+    let start = &start;
+    let t = std::thread::scope(|sc| {
+        for first in 0..threads {
+            sc.spawn(move || {
+                let stream = Stream::new(dev).expect("stream");
+                let mut host = PinnedHostBuffer::<u8>::new(dev, total).expect("pinned");
+                let mut buf = DeviceBuffer::<u8>::new(dev, total).expect("device");
+                buf.upload_async(&stream, &mut host, total).expect("upload");
+                stream.synchronize().expect("wait");
+                start.wait();
+                for i in (first..frames).step_by(threads) {
+                    let k = i % refs.len();
+                    if staged {
+                        let h = host.as_mut_slice().expect("staging");
+                        let mut at = 0;
+                        for pic in [&refs[k], &dists[k]] {
+                            for &p in planes {
+                                let src = pic.plane_u8(p);
+                                h[at..at + src.len()].copy_from_slice(src);
+                                at += src.len();
+                            }
+                        }
+                    }
+                    buf.upload_async(&stream, &mut host, total).expect("upload");
+                    stream.synchronize().expect("wait");
+                }
+            });
+        }
+        start.wait();
+        Instant::now()
+    });
+    frames as f64 / t.elapsed().as_secs_f64()
 }
 
 /// Page-locked copies of `v` (as from `vmaf_hip_preallocate_pictures` HOST_PINNED).

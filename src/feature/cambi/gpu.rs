@@ -301,7 +301,8 @@ fn queue_c_values<T: Sample + PlaneAs>(
             num_diffs: nd,
             vlt: p.vlt,
         };
-        let (pre, mask, mode, wv, cv, stats) = (&sc.pre, &sc.mask, &sc.mode, &sc.wv, &sc.cv, &sc.stats);
+        let (pre, mask, mode, wv, cv, stats) =
+            (&sc.pre, &sc.mask, &sc.mode, &sc.wv, &sc.cv, &sc.stats);
         let (lut, params) = (&sc.lut, &sc.params);
         let rb = ReadBack {
             from: stats,
@@ -309,51 +310,52 @@ fn queue_c_values<T: Sample + PlaneAs>(
             count: STATS_ALL,
             reset: stats,
         };
-        sc.tail.run_and_read_back(&key, stream, rb, &head, |stream| {
-            launch::cambi_mask(
-                state,
-                dense(pre, w, h),
-                mask_index(w, h),
-                step0,
-                dense(mask, fw, fh),
-            )?
-            .queue(stream)?;
-            for (scale, &(sw, sh)) in sizes.iter().enumerate() {
-                let [a, b] = mode;
-                let (prev, step) = match scale {
-                    0 => (dense(pre, w, h), step0),
-                    _ => {
-                        let (pw, ph) = sizes[scale - 1];
-                        (dense(if scale % 2 == 1 { a } else { b }, pw, ph), 2)
-                    }
-                };
-                let out = if scale % 2 == 0 { a } else { b };
-                launch::cambi_scale(
+        sc.tail
+            .run_and_read_back(&key, stream, rb, &head, |stream| {
+                launch::cambi_mask(
                     state,
-                    prev,
-                    step,
+                    dense(pre, w, h),
+                    mask_index(w, h),
+                    step0,
                     dense(mask, fw, fh),
-                    1 << scale,
-                    s.band_base,
-                    s.band_size,
-                    dense(out, sw, sh),
-                    dense(wv, sw, sh),
                 )?
                 .queue(stream)?;
-                launch::cambi_cvalues(
-                    state,
-                    dense(wv, sw, sh),
-                    &p,
-                    params,
-                    lut,
-                    &cv[scale],
-                    stats,
-                    scale * CAMBI_STATS_LEN,
-                )?
-                .queue(stream)?;
-            }
-            Ok(())
-        })?;
+                for (scale, &(sw, sh)) in sizes.iter().enumerate() {
+                    let [a, b] = mode;
+                    let (prev, step) = match scale {
+                        0 => (dense(pre, w, h), step0),
+                        _ => {
+                            let (pw, ph) = sizes[scale - 1];
+                            (dense(if scale % 2 == 1 { a } else { b }, pw, ph), 2)
+                        }
+                    };
+                    let out = if scale % 2 == 0 { a } else { b };
+                    launch::cambi_scale(
+                        state,
+                        prev,
+                        step,
+                        dense(mask, fw, fh),
+                        1 << scale,
+                        s.band_base,
+                        s.band_size,
+                        dense(out, sw, sh),
+                        dense(wv, sw, sh),
+                    )?
+                    .queue(stream)?;
+                    launch::cambi_cvalues(
+                        state,
+                        dense(wv, sw, sh),
+                        &p,
+                        params,
+                        lut,
+                        &cv[scale],
+                        stats,
+                        scale * CAMBI_STATS_LEN,
+                    )?
+                    .queue(stream)?;
+                }
+                Ok(())
+            })?;
     }
     Ok(job)
 }

@@ -16,12 +16,12 @@ use super::{Dims, Params, NB};
 use crate::error::{Error, Result};
 use crate::feature::ssim::tools::luma_scaler;
 use crate::gpu::frames::{device_frame, HeldFrameReads};
-use crate::gpu::job::{Replay, Job, Parts, Queued};
+use crate::gpu::job::{Job, Parts, Queued, Replay};
 use crate::gpu::launch::{DevicePlane, Sample};
 use crate::gpu::planes::{host_registration, PlaneAs};
 use crate::gpu::{DeviceBuffer, GpuState, PinnedHostBuffer, Stream};
-use crate::simd::CpuLevel;
 use crate::picture::{Picture, PictureData};
+use crate::simd::CpuLevel;
 
 /// The filters and resampling tables of one geometry and option set, on the device.
 struct Consts {
@@ -234,7 +234,8 @@ fn queue_pair_work<T: Sample>(
         &b.cov,
     )?
     .queue(stream)?;
-    b.norm.queue_download(stream, &b.norm_host, 2 * d.dw * d.dh)?;
+    b.norm
+        .queue_download(stream, &b.norm_host, 2 * d.dw * d.dh)?;
     b.cov.queue_download(stream, &b.cov_host, 2 * NB * NB)
 }
 
@@ -415,7 +416,10 @@ fn chroma_typed<T: Sample + PlaneAs>(
     // The second pair's read-back is the job's last work: waiting for it covers everything.
     Ok(job.finish(move |s| {
         s.pairs[1].cov_host.as_slice()?;
-        let scores = [s.pairs[0].score(cpu, &d, &p)?, s.pairs[1].score(cpu, &d, &p)?];
+        let scores = [
+            s.pairs[0].score(cpu, &d, &p)?,
+            s.pairs[1].score(cpu, &d, &p)?,
+        ];
         if let Some(held) = reads {
             held.waited();
         }

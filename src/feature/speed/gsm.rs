@@ -94,13 +94,7 @@ fn covariance_sums(
 /// Estimates the GSM variance and entropy of every block of the normalised plane `data` given
 /// its covariance matrix `k`. The flag is false when `k` could not be inverted (variances are
 /// then 0).
-fn est_params_with(
-    cpu: CpuLevel,
-    d: &Dims,
-    data: &[f32],
-    k: &Mat,
-    sigma_nn: f32,
-) -> (Stats, bool) {
+fn est_params_with(cpu: CpuLevel, d: &Dims, data: &[f32], k: &Mat, sigma_nn: f32) -> (Stats, bool) {
     let eig = eigenvalues(k);
 
     // Row r = in-block position (r / 5, r % 5); column = block index.
@@ -117,7 +111,11 @@ fn est_params_with(
 
     // Written as "no eigenvalue below": a NaN eigenvalue does not count as singular upstream.
     let regular = !eig.iter().any(|&e| f64::from(e) < EIG_EPS);
-    let sol = if regular { solve(cpu, k, &y, nbk) } else { None };
+    let sol = if regular {
+        solve(cpu, k, &y, nbk)
+    } else {
+        None
+    };
     let ok = sol.is_some();
     let mut z = sol.unwrap_or_else(|| vec![0.0f32; NB * nbk]);
 
@@ -249,4 +247,3 @@ mod tests {
         assert_eq!(LOG2_2PIE, (2.0 * PI * std::f64::consts::E).log2());
     }
 }
-

@@ -354,7 +354,10 @@ pub(super) fn solve_with(
         let (head, below) = x.split_at_mut((i + 1) * cols);
         let xi = &mut head[i * cols..];
         xi.copy_from_slice(&rhs[i * cols..(i + 1) * cols]);
-        for (xk, &rik) in below.chunks_exact(cols).zip(&r[i * NB + i + 1..(i + 1) * NB]) {
+        for (xk, &rik) in below
+            .chunks_exact(cols)
+            .zip(&r[i * NB + i + 1..(i + 1) * NB])
+        {
             for (t, &v) in xi.iter_mut().zip(xk) {
                 *t -= v * rik;
             }

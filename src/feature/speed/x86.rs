@@ -6,8 +6,8 @@
 #![allow(unsafe_code)]
 
 use super::linalg::{solve_scalar, solve_with, Mat};
-use super::NB;
 use super::scale::{antialias_decimate_rows, filter1d_rows, Rows};
+use super::NB;
 use crate::simd::CpuLevel;
 
 /// `scale::filter1d` at the best x86 level `cpu` allows; false when it allows none (the caller
@@ -129,7 +129,7 @@ const ROWS: usize = 5;
 fn mat_mul_square_avx512(dst: &mut Mat, x: &Mat, y: &Mat) {
     use std::arch::x86_64::*;
     const TAIL: __mmask16 = (1 << (NB - 16)) - 1;
-    const _: () = assert!(NB > 16 && NB <= 32 && NB % ROWS == 0);
+    const _: () = assert!(NB > 16 && NB <= 32 && NB.is_multiple_of(ROWS));
     for i0 in (0..NB).step_by(ROWS) {
         let mut lo = [_mm512_setzero_ps(); ROWS];
         let mut hi = [_mm512_setzero_ps(); ROWS];
