@@ -31,9 +31,10 @@ struct Scratch {
     mode: [DeviceBuffer<u16>; 2],
     wv: DeviceBuffer<u16>,
     /// Each scale's c-value map, on the device and (when the statistics cannot pool it) in
-    /// pinned memory.
+    /// pinned memory, allocated the first time a map is read back: about 11 MB per scratch set
+    /// at 1080p that most runs never use, and page-locking it cost the start of every run.
     cv: Vec<DeviceBuffer<f32>>,
-    cv_host: Vec<PinnedHostBuffer<f32>>,
+    cv_host: Vec<Option<PinnedHostBuffer<f32>>>,
     /// Per scale: the statistics [`launch::cambi_cvalues`] accumulates of the map.
     stats: DeviceBuffer<u64>,
     stats_host: PinnedHostBuffer<u64>,
@@ -114,10 +115,7 @@ impl Scratch {
                 .iter()
                 .map(|&n| DeviceBuffer::new(dev, n))
                 .collect::<Result<_>>()?,
-            cv_host: lens
-                .iter()
-                .map(|&n| PinnedHostBuffer::new(dev, n))
-                .collect::<Result<_>>()?,
+            cv_host: lens.iter().map(|_| None).collect(),
             stats,
             stats_host: PinnedHostBuffer::new(dev, STATS_ALL)?,
             lut,
@@ -180,14 +178,23 @@ fn read_c_values(
     }
     for (scale, &(sw, sh)) in sizes.iter().enumerate() {
         if wanted[scale] {
-            sc.cv[scale].download_async(stream, &mut sc.cv_host[scale], sw * sh)?;
+            let host = match &mut sc.cv_host[scale] {
+                Some(h) => h,
+                slot => slot.insert(PinnedHostBuffer::new(stream.device(), sc.cv[scale].len())?),
+            };
+            sc.cv[scale].download_async(stream, host, sw * sh)?;
         }
     }
     for (scale, &(sw, sh)) in sizes.iter().enumerate() {
         if wanted[scale] {
             each(
                 scale,
-                ScaleData::Map(&mut sc.cv_host[scale].as_mut_slice()?[..sw * sh]),
+                ScaleData::Map(
+                    &mut sc.cv_host[scale]
+                        .as_mut()
+                        .ok_or_else(|| Error::inval("cambi: map read-back buffer missing"))?
+                        .as_mut_slice()?[..sw * sh],
+                ),
             );
         }
     }

@@ -248,8 +248,9 @@ fn scaler(bpc: u32) -> Result<f32> {
 struct ChromaScratch<T: Sample> {
     consts: Consts,
     pairs: [PairBufs; 2],
-    /// U of the reference, U of the distorted picture, then V of each (whole planes).
-    host: PinnedHostBuffer<T>,
+    /// U of the reference, U of the distorted picture, then V of each (whole planes): the
+    /// staging copy of pictures that are not page-locked, allocated when the first one comes.
+    host: Option<PinnedHostBuffer<T>>,
     dev: DeviceBuffer<T>,
     plane_len: usize,
     /// Both pairs' work on the staged planes, by strides, plane length, sample scale, size
@@ -323,7 +324,7 @@ fn chroma_typed<T: Sample + PlaneAs>(
             Ok(ChromaScratch {
                 consts: Consts::new(st, &stream, d, p)?,
                 pairs: [PairBufs::new(st, d, p)?, PairBufs::new(st, d, p)?],
-                host: PinnedHostBuffer::new(st.device(), total.max(1))?,
+                host: None,
                 dev: DeviceBuffer::new(st.device(), total.max(1))?,
                 plane_len,
                 replay: Replay::default(),
@@ -356,11 +357,15 @@ fn chroma_typed<T: Sample + PlaneAs>(
                     }
                 }
                 _ => {
-                    let host = s.host.as_mut_slice()?;
+                    let staging = match &mut s.host {
+                        Some(h) => h,
+                        slot => slot.insert(PinnedHostBuffer::new(stream.device(), s.dev.len())?),
+                    };
+                    let host = staging.as_mut_slice()?;
                     for (k, src) in planes.iter().enumerate() {
                         host[k * len..k * len + src.len()].copy_from_slice(src);
                     }
-                    s.dev.upload_async(stream, &mut s.host, 4 * len)?;
+                    s.dev.upload_async(stream, staging, 4 * len)?;
                 }
             }
         }
