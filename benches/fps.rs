@@ -153,16 +153,6 @@ fn run(
     frames: usize,
     threads: u32,
     gpu: Option<&Arc<GpuState>>,
-) -> (f64, f64) {
-    run_timed(refs, dists, frames, threads, gpu).pair()
-}
-
-fn run_timed(
-    refs: &[Picture],
-    dists: &[Picture],
-    frames: usize,
-    threads: u32,
-    gpu: Option<&Arc<GpuState>>,
 ) -> Run {
     let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).expect("model");
     run_model(&model, refs, dists, frames, threads, gpu)
@@ -283,10 +273,10 @@ fn main() {
         let n = args.cpu_frames.max(refs.len());
         let (refs, dists) = (&distinct(refs, args.pool), &distinct(dists, args.pool));
         let (c1, s1) = if args.cpu {
-            let (c1, s1) = run(refs, dists, n, 1, None);
-            let (c2, s2) = run(refs, dists, n, 2, None);
+            let (c1, s1) = run(refs, dists, n, 1, None).pair();
+            let (c2, s2) = run(refs, dists, n, 2, None).pair();
             let (ca, sa) = if cores > 2 {
-                run(refs, dists, n, cores, None)
+                run(refs, dists, n, cores, None).pair()
             } else {
                 (c2, s2)
             };
@@ -297,18 +287,18 @@ fn main() {
             // No CPU reference: the synchronous GPU run is the score the threaded ones must equal.
             let g = gpu.as_ref().expect("--no-cpu needs a GPU");
             cpu_row = (f64::NAN, f64::NAN, f64::NAN);
-            (f64::NAN, run(refs, dists, n, 0, Some(g)).1)
+            (f64::NAN, run(refs, dists, n, 0, Some(g)).score)
         };
         let (c2, ca) = (cpu_row.1, cpu_row.2);
         let gpu_cell = match &gpu {
             Some(g) => {
                 // Warm-up: kernel loading and buffer allocation.
                 run(refs, dists, refs.len(), cores, Some(g));
-                let (g0, _) = run(refs, dists, args.frames, 0, Some(g));
+                let g0 = run(refs, dists, args.frames, 0, Some(g)).fps;
                 // Workers mostly wait on the device, so more workers than cores can help.
                 let runs: Vec<Run> = [cores, 2 * cores, 4 * cores]
                     .iter()
-                    .map(|&t| run_timed(refs, dists, args.frames, t, Some(g)))
+                    .map(|&t| run(refs, dists, args.frames, t, Some(g)))
                     .collect();
                 let best = best_of(&runs);
                 let ga = best.fps;
@@ -318,7 +308,7 @@ fn main() {
                     let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
                     let runs: Vec<Run> = [cores, 2 * cores]
                         .iter()
-                        .map(|&t| run_timed(&pr, &pd, args.frames, t, Some(g)))
+                        .map(|&t| run(&pr, &pd, args.frames, t, Some(g)))
                         .collect();
                     let best = best_of(&runs);
                     let (gp, ps) = best.pair();
@@ -342,7 +332,7 @@ fn main() {
                         frames_score,
                     );
                 }
-                let (_, gs) = run(refs, dists, n, cores, Some(g));
+                let gs = run(refs, dists, n, cores, Some(g)).score;
                 assert!(
                     gs == s1,
                     "GPU score differs from CPU on {name}: {gs} vs {s1}"

@@ -153,23 +153,28 @@ impl PairBufs {
     }
 }
 
+/// What one pair's device work reads besides its buffers: the planes, their geometry, the
+/// options, the sample scale and the constants.
+struct PairWork<'a, T: Sample> {
+    input: &'a PairPlanes<'a, T>,
+    d: &'a Dims,
+    p: &'a Params,
+    scaler: f32,
+    c: &'a Consts,
+}
+
 /// Queues the whole device side of one pair: decimation (through prescaling when asked),
 /// local mean removal and moments, and their read-back, which reading `b`'s host buffers then
 /// waits for.
-#[allow(clippy::too_many_arguments)]
 fn queue_pair<T: Sample>(
     state: &GpuState,
     stream: &Stream,
-    input: &PairPlanes<'_, T>,
-    d: &Dims,
-    p: &Params,
-    scaler: f32,
-    c: &Consts,
+    w: &PairWork<'_, T>,
     b: &mut PairBufs,
 ) -> Result<()> {
     b.norm_host.prepare_download()?;
     b.cov_host.prepare_download()?;
-    queue_pair_work(state, stream, input, d, p, scaler, c, b)?;
+    queue_pair_work(state, stream, w, b)?;
     b.norm_host.mark_in_use(stream)?;
     b.cov_host.mark_in_use(stream)
 }
@@ -177,17 +182,19 @@ fn queue_pair<T: Sample>(
 /// [`queue_pair`]'s stream work, with the read-back unmarked (the host buffers prepared
 /// before, and something queued after it waited for before they are read): what a replay
 /// records.
-#[allow(clippy::too_many_arguments)]
 fn queue_pair_work<T: Sample>(
     state: &GpuState,
     stream: &Stream,
-    input: &PairPlanes<'_, T>,
-    d: &Dims,
-    p: &Params,
-    scaler: f32,
-    c: &Consts,
+    w: &PairWork<'_, T>,
     b: &PairBufs,
 ) -> Result<()> {
+    let PairWork {
+        input,
+        d,
+        p,
+        scaler,
+        c,
+    } = *w;
     let missing = || Error::inval("SpEED: prescaling buffers missing");
     if !prescales(p) {
         launch::decimate(state, input, (d.sw, d.sh), scaler, &c.aa, c.n_aa, &b.dec)?
@@ -396,7 +403,14 @@ fn chroma_typed<T: Sample + PlaneAs>(
         if reads.is_some() {
             // The caller's planes, at addresses that change from frame to frame.
             for (c, pair) in s.pairs.iter_mut().enumerate() {
-                queue_pair(state, stream, &input(c), d, p, scaler, &s.consts, pair)?;
+                let w = PairWork {
+                    input: &input(c),
+                    d,
+                    p,
+                    scaler,
+                    c: &s.consts,
+                };
+                queue_pair(state, stream, &w, pair)?;
             }
         } else {
             // The planes were copied into the scratch: the rest is the same every frame for
@@ -410,7 +424,14 @@ fn chroma_typed<T: Sample + PlaneAs>(
             let (pairs, consts) = (&s.pairs, &s.consts);
             s.replay.run_fixed(&key, stream, |stream| {
                 for (c, pair) in pairs.iter().enumerate() {
-                    queue_pair_work(state, stream, &input(c), d, p, scaler, consts, pair)?;
+                    let w = PairWork {
+                        input: &input(c),
+                        d,
+                        p,
+                        scaler,
+                        c: consts,
+                    };
+                    queue_pair_work(state, stream, &w, pair)?;
                 }
                 Ok(())
             })?;
@@ -493,7 +514,14 @@ fn temporal_typed<T: Sample + PlaneAs>(
                 Some(cur_for_dist.plane(d.w, d.h)),
             ],
         };
-        queue_pair(state, stream, &input, d, p, scaler, &s.consts, &mut s.pair)?;
+        let w = PairWork {
+            input: &input,
+            d,
+            p,
+            scaler,
+            c: &s.consts,
+        };
+        queue_pair(state, stream, &w, &mut s.pair)?;
     }
     let (d, p) = (*d, *p);
     Ok(job.finish(move |s| s.pair.score(cpu, &d, &p)))
