@@ -69,6 +69,12 @@ fn gpu_pipeline_threads(gpu_mem: usize) -> usize {
     pipeline_threads_from(crate::settings::get().pipeline_threads, cores, gpu_mem)
 }
 
+/// Worker threads `gpu_mem` bytes of device memory allow (at least 2; see
+/// [`GPU_MEMORY_PER_PIPELINE_THREAD`]).
+pub(crate) fn gpu_threads_by_memory(gpu_mem: usize) -> usize {
+    (gpu_mem / GPU_MEMORY_PER_PIPELINE_THREAD).max(2)
+}
+
 fn pipeline_threads_from(setting: Option<usize>, cores: usize, gpu_mem: usize) -> usize {
     if let Some(n) = setting {
         return n;

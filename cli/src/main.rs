@@ -215,10 +215,11 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         say!("warning: {w}");
     }
 
-    // On a GPU the default leaves the readers their cores (`driver::gpu_workers`).
-    let n_threads = match (cli.threads, cli.backend) {
-        (0, Backend::Hip) => driver::gpu_workers(None).unwrap_or(0),
-        (n, _) => n,
+    // On a GPU the default leaves the readers their cores (`driver::gpu_workers`); a GPU the
+    // gpumask turns off leaves the CPU's rule.
+    let n_threads = match cli.threads {
+        0 if cli.gpumask == 0 => driver::gpu_workers(None, &gpu).unwrap_or(0),
+        n => n,
     };
     let mut ctx = Context::new(Config {
         log_level: LogLevel::Info,

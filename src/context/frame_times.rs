@@ -1,4 +1,5 @@
-//! Where the extracting threads' time goes, frame by frame, summed per extractor: the numbers
+//! Where the extracting threads' time goes, frame by frame, summed per extractor name (two
+//! instances of one extractor, e.g. with different options, share a row): the numbers
 //! that show what bounds a context's frame rate (the `fps` bench prints them, the flush logs
 //! them at debug level).
 //!

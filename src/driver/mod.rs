@@ -357,19 +357,23 @@ impl ReadPlan {
     }
 }
 
-/// Worker threads for a GPU context that [`Inputs::score`] feeds with `readers` threads per
-/// input (`None`: its default): the cores the two inputs' readers leave, 2 to 16. `None` when
-/// `VMAF_HIP_PIPELINE_THREADS` sets the number (the context's own pipeline threads then
+/// Worker threads for a context scoring on `states` (the GPU states it imports) that
+/// [`Inputs::score`] feeds with `readers` threads per input (`None`: its default): the cores
+/// the two inputs' readers leave, 2 to 16, and no more than the smallest device's memory allows
+/// (as for pipeline threads). `None` without a GPU state (the CPU path keeps its own rule) or
+/// when `VMAF_HIP_PIPELINE_THREADS` sets the number (the context's pipeline threads then
 /// apply). On a 16-core H200 host the `vmaf` tool scored VMAF v1.0.16 1.27x faster with 8
 /// workers beside its 8 readers than with 16, and v0.6.1 within 2% of it: the readers' copies
 /// and the workers' host work and runtime calls compete for the same cores.
-pub fn gpu_workers(readers: Option<usize>) -> Option<u32> {
+pub fn gpu_workers(readers: Option<usize>, states: &[Arc<crate::gpu::GpuState>]) -> Option<u32> {
+    let mem = states.iter().map(|s| s.info().total_mem).min()?;
     if crate::settings::get().pipeline_threads.is_some() {
         return None;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let readers = readers.unwrap_or_else(read_ahead::readers_per_input);
-    Some(workers_beside_readers(cores, readers) as u32)
+    let n = workers_beside_readers(cores, readers).min(crate::context::gpu_threads_by_memory(mem));
+    Some(n as u32)
 }
 
 /// [`gpu_workers`] for `cores` cores and `readers` readers per input.

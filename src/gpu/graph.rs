@@ -267,6 +267,12 @@ impl<K: PartialEq + Clone> Replay<K> {
         };
         if let Some((_, exec)) = self.execs.iter().find(|(k, _)| k == key) {
             let Some(head) = head else {
+                // One replay takes either `run` or `run_fixed`, never both: a recorded head
+                // would be launched with the arguments of another frame.
+                debug_assert!(
+                    exec.head.is_none(),
+                    "fixed work replayed with a recorded head"
+                );
                 return exec.launch(stream);
             };
             if exec.update_head(stream, head)? {

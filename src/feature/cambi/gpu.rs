@@ -66,6 +66,8 @@ struct Tables {
 /// cambi instance, whatever its options).
 #[derive(Clone, PartialEq)]
 struct TailKey {
+    /// Bytes per input sample: which preprocessing kernel the recorded head is.
+    sample: usize,
     w: usize,
     h: usize,
     sizes: [(usize, usize); NUM_SCALES],
@@ -299,6 +301,7 @@ fn queue_c_values<T: Sample + PlaneAs>(
             vlt: s.vlt_luma,
         };
         let key = TailKey {
+            sample: std::mem::size_of::<T>(),
             w,
             h,
             sizes,
