@@ -945,7 +945,10 @@ fn in_flight_bound(threads: usize, parallel: &[Arc<dyn Extractor>], owned_bytes:
 
 #[cfg(test)]
 mod tests {
-    use super::{in_flight_bound, pipeline_threads_from, Arc, Extractor};
+    use super::{
+        frame_times, in_flight_bound, pipeline_threads_from, Arc, Config, Context, Extractor,
+        LogLevel,
+    };
     use crate::error::Result;
     use crate::feature::{FrameInput, Scores};
 
@@ -986,6 +989,41 @@ mod tests {
         // Pictures in caller or device memory, CPU work, or no work: two per worker.
         assert_eq!(in_flight_bound(16, &gpu, 0), 32);
         assert_eq!(in_flight_bound(16, &mixed, 4 * p1080), 32);
+    }
+
+    /// Every extractor that ran has a row with one frame per frame scored, on the threads'
+    /// clocks: CPU extractors count CPU time, none queue or finish (nothing ran on a device),
+    /// and the rows are the same at 0 and 2 worker threads.
+    #[test]
+    fn frame_times_count_every_frame_of_every_extractor() {
+        let (refs, dists) = crate::testutil::load_parity_clip("natural_576x324_420p8");
+        for threads in [0, 2] {
+            let mut ctx = Context::new(Config {
+                n_threads: threads,
+                log_level: LogLevel::Error,
+                ..Config::default()
+            })
+            .unwrap();
+            crate::testutil::use_features(&mut ctx, &[("psnr", ""), ("float_ssim", "")]).unwrap();
+            for (i, (r, d)) in refs.iter().zip(&dists).enumerate() {
+                ctx.read_pictures(r.clone(), d.clone(), i).unwrap();
+            }
+            ctx.flush().unwrap();
+            let times = ctx.frame_times();
+            let mut names: Vec<_> = times.iter().map(|t| t.name).collect();
+            names.sort_unstable();
+            assert_eq!(names, ["float_ssim", "psnr"], "{threads} threads");
+            for t in &times {
+                assert_eq!(t.frames, refs.len() as u64, "{}", t.name);
+                assert!(t.cpu > std::time::Duration::ZERO, "{}", t.name);
+                assert_eq!(t.queue + t.finish, std::time::Duration::ZERO, "{}", t.name);
+            }
+            let line = frame_times::summary(&times);
+            assert!(
+                line.contains("psnr ") && line.contains("float_ssim "),
+                "{line}"
+            );
+        }
     }
 
     #[test]

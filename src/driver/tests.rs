@@ -461,3 +461,10 @@ fn gpu_workers_leave_the_readers_their_cores() {
     assert_eq!(workers_beside_readers(64, 4), 16);
     assert_eq!(workers_beside_readers(20, 1), 16);
 }
+
+/// Without a GPU state the tool keeps the CPU's rule for `--threads 0`.
+#[test]
+fn gpu_workers_need_a_gpu_state() {
+    assert_eq!(gpu_workers(None, &[]), None);
+    assert_eq!(gpu_workers(Some(4), &[]), None);
+}
