@@ -22,7 +22,7 @@ mod frame_times;
 mod gpu_tests;
 
 pub use frame_times::{summary as frame_times_summary, ExtractorTimes};
-use frame_times::{FrameSample, FrameTimes};
+use frame_times::{FrameSample, FrameTimes, Part};
 
 /// libvmaf's `VmafConfiguration`, in Rust terms.
 #[derive(Debug, Clone, Copy)]
@@ -266,7 +266,7 @@ fn run_extractors(
         match e.queue(input) {
             Ok(q) => {
                 if q.is_some() {
-                    sample.add(e.name(), 0, t.elapsed());
+                    sample.add(e.name(), Part::Queue, t.elapsed());
                 }
                 queued.push(q)
             }
@@ -286,7 +286,7 @@ fn run_extractors(
                 input
                     .fetch_host(e.host_planes())
                     .and_then(|()| e.extract(input, &mut scores))?;
-                sample.add(e.name(), 1, t.elapsed());
+                sample.add(e.name(), Part::Cpu, t.elapsed());
             }
             Ok(scores)
         })
@@ -295,7 +295,7 @@ fn run_extractors(
         if let Some(finish) = q {
             let t = Instant::now();
             *r = finish();
-            sample.add(e.name(), 2, t.elapsed());
+            sample.add(e.name(), Part::Finish, t.elapsed());
         }
     }
     for scores in results {

@@ -36,6 +36,14 @@ pub(crate) struct FrameTimes {
     per: Mutex<Vec<ExtractorTimes>>,
 }
 
+/// Which of an extractor's times a duration adds to.
+#[derive(Clone, Copy)]
+pub(crate) enum Part {
+    Queue = 0,
+    Cpu = 1,
+    Finish = 2,
+}
+
 /// One frame's times before they are added (so the lock is taken once per frame).
 #[derive(Default)]
 pub(crate) struct FrameSample {
@@ -49,13 +57,14 @@ impl FrameSample {
         }
     }
 
-    /// Adds `d` to `name`'s queue (0), CPU (1) or finish (2) time.
-    pub(crate) fn add(&mut self, name: &'static str, part: usize, d: Duration) {
+    /// Adds `d` to `name`'s time in `part`.
+    pub(crate) fn add(&mut self, name: &'static str, part: Part, d: Duration) {
+        let i = part as usize;
         match self.per.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, t)) => t[part] += d,
+            Some((_, t)) => t[i] += d,
             None => {
                 let mut t = [Duration::ZERO; 3];
-                t[part] = d;
+                t[i] = d;
                 self.per.push((name, t));
             }
         }
@@ -118,13 +127,13 @@ mod tests {
         let t = FrameTimes::default();
         let ms = Duration::from_millis;
         let mut a = FrameSample::with_capacity(2);
-        a.add("adm", 0, ms(2));
-        a.add("adm", 2, ms(5));
-        a.add("cambi", 1, ms(3));
+        a.add("adm", Part::Queue, ms(2));
+        a.add("adm", Part::Finish, ms(5));
+        a.add("cambi", Part::Cpu, ms(3));
         t.add(a);
         let mut b = FrameSample::default();
-        b.add("cambi", 1, ms(1));
-        b.add("adm", 0, ms(4));
+        b.add("cambi", Part::Cpu, ms(1));
+        b.add("adm", Part::Queue, ms(4));
         t.add(b);
         let s = t.snapshot();
         assert_eq!(s.len(), 2);
