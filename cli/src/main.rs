@@ -215,15 +215,10 @@ fn run(cli: Cli, stdout: &std::io::Result<File>) -> Result<(), CliError> {
         say!("warning: {w}");
     }
 
-    // On a GPU the default leaves the readers their cores (`driver::gpu_workers`); a GPU the
-    // gpumask turns off leaves the CPU's rule.
-    let n_threads = match cli.threads {
-        0 if cli.gpumask == 0 => driver::gpu_workers(None, &gpu).unwrap_or(0),
-        n => n,
-    };
     let mut ctx = Context::new(Config {
         log_level: LogLevel::Info,
-        n_threads,
+        // On a GPU the default leaves the readers their cores.
+        n_threads: driver::fed_context_threads(cli.threads, cli.gpumask, &gpu),
         n_subsample: cli.subsample,
         cpumask: cli.cpumask,
         gpumask: cli.gpumask,

@@ -205,15 +205,21 @@ impl Setup {
         })
     }
 
-    /// A context with the GPU states, models and features, as the CLI sets one up.
-    fn context(&self) -> Result<(Context, Vec<Loaded>), Error> {
+    /// A context with the GPU states, models and features, as the CLI sets one up; `files`:
+    /// fed by the driver's readers, whose cores a GPU context leaves them as the CLI's does.
+    fn context(&self, files: bool) -> Result<(Context, Vec<Loaded>), Error> {
         let states = match self.backend {
             Backend::Cpu => Vec::new(),
             Backend::Hip { device } => gpu_states(device)?,
         };
+        let n_threads = if files {
+            driver::fed_context_threads(self.threads, self.gpumask, &states)
+        } else {
+            self.threads
+        };
         let mut ctx = Context::new(Config {
             log_level: LogLevel::Warning,
-            n_threads: self.threads,
+            n_threads,
             n_subsample: self.subsample,
             cpumask: self.cpumask,
             gpumask: self.gpumask,
@@ -283,7 +289,7 @@ impl CancelFlag {
 /// library's driver: read ahead, skipped, counted, flushed) and returns the JSON it writes.
 fn score_files_impl(setup: &Setup, opts: driver::Options) -> Result<String, Error> {
     let inputs = driver::Inputs::open(opts)?;
-    let (mut ctx, models) = setup.context()?;
+    let (mut ctx, models) = setup.context(true)?;
     let frames = inputs.score(&mut ctx, &mut ())?;
     finish_json(&mut ctx, &models, frames)
 }
@@ -627,7 +633,7 @@ impl PyContext {
         let b = parse_backend(backend, device.as_ref())?;
         let setup = Setup::new(models, features, b, threads, subsample, cpumask, gpumask)
             .map_err(py_err)?;
-        let (ctx, models) = detached(py, || setup.context())?;
+        let (ctx, models) = detached(py, || setup.context(false))?;
         Ok(PyContext {
             inner: Mutex::new(Some(Inner {
                 ctx,

@@ -376,6 +376,21 @@ pub fn gpu_workers(readers: Option<usize>, states: &[Arc<crate::gpu::GpuState>])
     Some(n as u32)
 }
 
+/// The `n_threads` of a context that [`Inputs::score`] feeds: `requested` when non-zero or
+/// when `gpumask` turns the GPU off, else [`gpu_workers`] with the default readers (0, the
+/// CPU's rule, without a GPU state). What the `vmaf` tool and the Python package's file
+/// scoring both use.
+pub fn fed_context_threads(
+    requested: u32,
+    gpumask: u64,
+    states: &[Arc<crate::gpu::GpuState>],
+) -> u32 {
+    if requested != 0 || gpumask != 0 {
+        return requested;
+    }
+    gpu_workers(None, states).unwrap_or(0)
+}
+
 /// [`gpu_workers`] for `cores` cores and `readers` readers per input.
 fn workers_beside_readers(cores: usize, readers: usize) -> usize {
     cores.saturating_sub(2 * readers).clamp(2, 16)

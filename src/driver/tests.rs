@@ -468,3 +468,12 @@ fn gpu_workers_need_a_gpu_state() {
     assert_eq!(gpu_workers(None, &[]), None);
     assert_eq!(gpu_workers(Some(4), &[]), None);
 }
+
+/// A thread count asked for, or a GPU turned off by the mask, stands; without a GPU state the
+/// CPU's rule (0) stands too.
+#[test]
+fn fed_contexts_keep_what_was_asked() {
+    assert_eq!(fed_context_threads(6, 0, &[]), 6);
+    assert_eq!(fed_context_threads(0, 1, &[]), 0);
+    assert_eq!(fed_context_threads(0, 0, &[]), 0);
+}

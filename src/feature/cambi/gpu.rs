@@ -55,7 +55,6 @@ struct Scratch {
 /// The small per-call tables of the device's `taps` and `params`: the preprocessing's source
 /// columns and rows for an `in_w`x`in_h` picture processed at `w`x`h`, and the thresholds
 /// then contrast weights.
-#[derive(Clone, PartialEq)]
 struct Tables {
     sizes: (usize, usize, usize, usize),
     params: Vec<i32>,
@@ -237,16 +236,24 @@ fn queue_c_values<T: Sample + PlaneAs>(
 
         // Small per-call tables: the scratch is shared by every cambi instance, so they are
         // uploaded whenever they differ from the last ones (usually only the first frame).
-        let tables = Tables {
-            sizes: (in_w, in_h, w, h),
-            params: s.tvi[..nd]
+        let table_sizes = (in_w, in_h, w, h);
+        let params = || {
+            s.tvi[..nd]
                 .iter()
                 .map(|&t| i32::from(t))
                 .chain(s.diff_weights[..nd].iter().copied())
-                .collect(),
         };
-        if sc.tables.as_ref() != Some(&tables) {
+        // Compared in place: nothing is allocated on a frame that reuses the tables.
+        let current = sc
+            .tables
+            .as_ref()
+            .is_some_and(|t| t.sizes == table_sizes && t.params.iter().copied().eq(params()));
+        if !current {
             sc.tables = None;
+            let tables = Tables {
+                sizes: table_sizes,
+                params: params().collect(),
+            };
             let taps = sc.taps_host.as_mut_slice()?;
             if (in_w, in_h) == (w, h) {
                 taps[..w]
