@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks FFmpeg's unmodified libvmaf_cuda filter with vmaf-hip's library, from
-# the CUDA bundle made by ffmpeg-patches/test.sh (bin/ffmpeg, lib/libvmaf.so.3,
-# inputs/, clips/, expected/, this script and vmaf_json_cmp.py).
+# Checks FFmpeg's unmodified libvmaf_cuda filter with vmaf-hip's library, and
+# the patched libvmaf filter on CUDA frames, from the CUDA bundle made by
+# ffmpeg-patches/test.sh (bin/ffmpeg: unmodified, bin/ffmpeg-hip: patched,
+# lib/, inputs/, clips/, expected/, this script and vmaf_json_cmp.py).
 #
 #   cuda_check.sh [--no-device] [BUNDLE]     (BUNDLE: default this script's dir)
 #
@@ -289,6 +290,55 @@ else
     expect_clean_failure "unsupported.$name" "Unsupported input format: nv12"
 fi
 
+# ------------------------------------------------------------------ the patched libvmaf filter on CUDA frames
+
+# bin/ffmpeg-hip: FFmpeg with ffmpeg-patches/ and --enable-libvmaf-hip, same
+# CUDA configuration. Its libvmaf filter takes NVDEC's nv12/p010le frames with
+# hip_device and scores them in GPU memory: no scale_cuda, no download. Each
+# JSON log must equal the unmodified CPU filter's on software-decoded frames
+# (yuv420p / yuv420p10le), 10-bit included.
+FH="$B/bin/ffmpeg-hip"
+HIP_OK=0
+vmaf_hip() { echo "libvmaf=hip_device=$DEV:log_fmt=json:log_path=$WORK/$1.json${2:+:$2}"; }
+# ff with bin/ffmpeg-hip
+ffh() { local keep=$FF; FF=$FH; ff "$@"; FF=$keep; }
+if [ ! -x "$FH" ]; then
+    note "no bin/ffmpeg-hip in this bundle: the patched filter's CUDA checks are skipped"
+elif [ $USE_NVDEC = 0 ]; then
+    note "the patched filter's CUDA frame checks need NVDEC: skipped"
+else
+    HIP_OK=1
+    for line in "${INPUTS[@]}"; do
+        read -r name codec clip kind <<<"$line"
+        case $kind in parity) fmt=nv12 ;; 10bit) fmt=p010le ;; *) continue ;; esac
+        d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+        for extra in "" "feature=name=psnr"; do
+            tag=${extra:+.psnr}
+            ff "$name$tag.swcpu" -i "$d" -i "$r" -lavfi "$(vmaf_cpu "$name$tag.swcpu")${extra:+:$extra}" -f null -
+            ran_ok "$name$tag.swcpu" || continue
+            label="$name$tag.hip-nvdec"
+            ffh "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+                -lavfi "[0:v][1:v]$(vmaf_hip "$label" "$extra")" -f null -
+            ran_ok "$label" || continue
+            if ! grep -q "reading $fmt CUDA frames in place" "$WORK/$label.err"; then
+                fail "$label: no 'reading $fmt CUDA frames in place' in the log"
+                continue
+            fi
+            compare_json "$label" "$WORK/$name$tag.swcpu.json" \
+                "libvmaf (CPU) on software-decoded $codec ($fmt frames${extra:+, psnr reads the chroma})"
+        done
+    done
+    # clean failures: inputs of different formats, CUDA frames without hip_device
+    name=$first_parity
+    d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+    ffh hip.mixed-formats "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v]$TO420[d];[d][1:v]$(vmaf_hip hip.mixed-formats)" -f null -
+    expect_clean_failure hip.mixed-formats "CUDA frames differ in format"
+    ffh hip.no-hip_device "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v][1:v]libvmaf" -f null -
+    expect_clean_failure hip.no-hip_device "CUDA frames need hip_device"
+fi
+
 # ------------------------------------------------------------------ throughput
 
 # frames from -progress's last frame= line
@@ -326,6 +376,22 @@ for line in "${INPUTS[@]}"; do
         ff "$name.vmaf" -progress "$WORK/$name.vmaf.progress" "${HWDEV[@]}" -i "$d" -i "$r" \
             -lavfi "[0:v]hwupload_cuda[d];[1:v]hwupload_cuda[r];[d][r]$(vmaf_cuda "$name.vmaf")" -f null -
         ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$what sw decode+upload+libvmaf_cuda"
+    fi
+    if [ $HIP_OK = 1 ]; then
+        # (4) both inputs through NVDEC alone: the decode-only rate
+        ff "$name.nvdec-only" -progress "$WORK/$name.nvdec-only.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+            -map 0:v -f null - -map 1:v -f null -
+        only_secs=
+        ran_ok "$name.nvdec-only" && fps_line "$name.nvdec-only" "$what (4) NVDEC x2, no VMAF" &&
+            only_secs=$SECS
+        # (5) NVDEC frames straight into the patched libvmaf filter
+        ffh "$name.hip" -progress "$WORK/$name.hip.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+            -lavfi "[0:v][1:v]libvmaf=hip_device=$DEV" -f null -
+        if ran_ok "$name.hip"; then
+            fps_line "$name.hip" "$what (5) NVDEC+libvmaf hip_device"
+            [ -n "$only_secs" ] && note "$(printf '%-46s %s' "$what (5)/(4) rate" \
+                "$(python3 -c "print(f'{$only_secs / max($SECS, 1e-9):.3f}')")")"
+        fi
     fi
     # (3) reference: software decode, the libvmaf filter on the CPU
     ff "$name.cpu" -progress "$WORK/$name.cpu.progress" -i "$d" -i "$r" \

@@ -468,6 +468,12 @@ impl Context {
         Ok(())
     }
 
+    /// The planes ([`crate::picture::LUMA`] and the chroma bits) the registered extractors
+    /// read, on the host or on a GPU.
+    pub fn planes_read(&self) -> u8 {
+        self.extractors.iter().fold(0, |m, e| m | e.planes_read())
+    }
+
     /// The imported GPU states, if any.
     pub fn gpu_states(&self) -> &[Arc<crate::gpu::GpuState>] {
         self.gpu.as_ref().map_or(&[], |s| s.states())

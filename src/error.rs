@@ -29,6 +29,9 @@ pub enum Error {
     /// The object is in use by another thread.
     #[error("busy: {0}")]
     Busy(String),
+    /// Memory or a context of another device than the one asked for.
+    #[error("wrong device: {0}")]
+    CrossDevice(String),
     /// A GPU runtime (or run-time compiler) call failed with a status the other variants do not
     /// cover; `status` is the runtime's own code (hipError_t, CUresult, nvrtcResult...), kept for
     /// callers and logs.
@@ -72,6 +75,7 @@ impl Error {
             Error::NoDevice(m) => Error::NoDevice(format!("{what}: {m}")),
             Error::NotSupported(m) => Error::NotSupported(format!("{what}: {m}")),
             Error::Busy(m) => Error::Busy(format!("{what}: {m}")),
+            Error::CrossDevice(m) => Error::CrossDevice(format!("{what}: {m}")),
             Error::Io { context, source } => Error::Io {
                 context: format!("{what}: {context}"),
                 source,
@@ -97,6 +101,7 @@ impl Error {
             Error::NotSupported(_) => -libc::ENOSYS,
             Error::Io { source, .. } => -source.raw_os_error().unwrap_or(libc::EIO),
             Error::Busy(_) => -libc::EBUSY,
+            Error::CrossDevice(_) => -libc::EXDEV,
             Error::Gpu { .. } => -libc::EIO,
         }
     }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 
 pub mod pool;
+pub mod semiplanar;
 
 /// Plane masks for [`PictureData::fetch_host`] and what extractors read on the host: bit `i` =
 /// plane `i`.

@@ -189,6 +189,81 @@ int vmaf_hip_picture_wrap_device(VmafContext *vmaf, VmafPicture *pic,
                                  unsigned h, void *const data[3], const ptrdiff_t stride[3],
                                  VmafHipReleaseCallback release, void *opaque);
 
+/* Tests for vmaf_hip_state_init_cuda(). */
+#define VMAF_HIP_HAVE_STATE_INIT_CUDA 1
+
+/* As vmaf_hip_state_init(), on NVIDIA, in the caller's CUDA context cu_ctx
+ * (a CUcontext, such as FFmpeg's AVCUDADeviceContext.cuda_ctx), which must
+ * outlive every context the state is imported into. Memory of that context
+ * (a decoder's frames) can then be wrapped with vmaf_hip_picture_wrap_device()
+ * and vmaf_hip_picture_wrap_device_semiplanar() and is read in place.
+ * cfg.device_index -1 takes the context's device; any other index must name
+ * that device.
+ * -EXDEV:  cu_ctx belongs to another GPU than cfg.device_index.
+ * -ENODEV: no CUDA driver, or a context the driver refuses.
+ * -EINVAL: out or cu_ctx is NULL, device_index < -1, or flags has unknown
+ *          bits.
+ * *out is NULL after every failure. */
+int vmaf_hip_state_init_cuda(VmafHipState **out, VmafHipConfiguration cfg, void *cu_ctx);
+
+/* Tests for the semi-planar calls below. */
+#define VMAF_HIP_HAVE_SEMIPLANAR 1
+
+/* Semi-planar 4:2:0 layouts, as hardware decoders output them: a luma plane,
+ * then one plane of interleaved (Cb, Cr) pairs, (w + 1) / 2 pairs per row and
+ * (h + 1) / 2 rows. The picture made from one is VMAF_PIX_FMT_YUV420P with the
+ * same samples, so it scores exactly as the planar frame (yuv420p,
+ * yuv420p10le, yuv420p12le, yuv420p16le) would. */
+enum VmafHipSemiPlanarFormat {
+    /* 8-bit samples (bpc 8). */
+    VMAF_HIP_SEMIPLANAR_NV12 = 1,
+    /* 10-bit samples in the high bits of native-endian 16-bit words (bpc 10). */
+    VMAF_HIP_SEMIPLANAR_P010 = 2,
+    /* 12-bit samples in the high bits of 16-bit words (bpc 12). */
+    VMAF_HIP_SEMIPLANAR_P012 = 3,
+    /* 16-bit samples (bpc 16). */
+    VMAF_HIP_SEMIPLANAR_P016 = 4,
+};
+
+/* Makes *pic the planar picture of a semi-planar frame in host memory: data[0]
+ * and stride[0] (bytes) give the luma plane, data[1] and stride[1] the
+ * interleaved chroma plane. The samples are unpacked into memory of the
+ * library's during the call; release(opaque) is called once the picture is
+ * released (by vmaf_picture_unref() or after vmaf_read_pictures()), as for
+ * vmaf_hip_picture_wrap(); release may be NULL.
+ * -EINVAL: pic, data, stride or a plane is NULL, an unknown format, zero size
+ *          or a side above 65536, a stride shorter than a row or negative, odd
+ *          pointers or strides for 16-bit words.
+ * -ENOMEM: no memory for the picture.
+ * On failure release is not called and *pic is left empty. */
+int vmaf_hip_picture_wrap_semiplanar(VmafPicture *pic, enum VmafHipSemiPlanarFormat fmt,
+                                     unsigned w, unsigned h, void *const data[2],
+                                     const ptrdiff_t stride[2], VmafHipReleaseCallback release,
+                                     void *opaque);
+
+/* As vmaf_hip_picture_wrap_device(), for a semi-planar frame in GPU memory (a
+ * decoder's NV12 or P010 surface, FFmpeg's CUDA frames of those formats):
+ * data[0]/stride[0] the luma, data[1]/stride[1] the interleaved chroma, as
+ * device addresses of the first imported state's GPU context. NV12 and P016
+ * luma is read in place; P010 and P012 luma is shifted to its sample values
+ * on the device. The chroma is split into two planes on the device only when
+ * a feature registered on vmaf when this is called reads chroma (register
+ * models and features first); otherwise data[1] is not read. The unpacking is
+ * queued at vmaf_read_pictures() behind the caller's writes, with the same
+ * ordering rules as vmaf_hip_picture_wrap_device(); the picture's data[1] and
+ * data[2] are the library's chroma planes, or NULL when none were made.
+ * -EINVAL: vmaf is NULL or has no imported GPU state, or the argument errors
+ *          of vmaf_hip_picture_wrap_semiplanar(), or a plane that is not
+ *          device memory of that GPU.
+ * -EBUSY:  another call on vmaf is running.
+ * -ENOMEM: no host or device memory for the picture.
+ * On failure release is not called and *pic is left empty. */
+int vmaf_hip_picture_wrap_device_semiplanar(VmafContext *vmaf, VmafPicture *pic,
+                                            enum VmafHipSemiPlanarFormat fmt, unsigned w,
+                                            unsigned h, void *const data[2],
+                                            const ptrdiff_t stride[2],
+                                            VmafHipReleaseCallback release, void *opaque);
+
 #ifdef __cplusplus
 }
 #endif

@@ -173,6 +173,10 @@ impl Extractor for FloatAnsnr {
         "float_ansnr"
     }
 
+    fn planes_read(&self) -> u8 {
+        LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         LUMA
     }

@@ -54,6 +54,10 @@ impl Extractor for FloatMoment {
         "float_moment"
     }
 
+    fn planes_read(&self) -> u8 {
+        LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         LUMA
     }

@@ -63,6 +63,10 @@ impl Extractor for FloatPsnr {
         "float_psnr"
     }
 
+    fn planes_read(&self) -> u8 {
+        LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         LUMA
     }

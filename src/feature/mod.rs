@@ -164,6 +164,13 @@ pub(crate) trait Extractor: Send + Sync {
         ALL_PLANES
     }
 
+    /// Every plane the extractor reads, on the host or on a GPU: a semi-planar frame in device
+    /// memory has its chroma unpacked only when an extractor of the context reads it. All of
+    /// them unless the extractor says less.
+    fn planes_read(&self) -> u8 {
+        ALL_PLANES
+    }
+
     /// Whether this extractor's per-frame work runs on a GPU (the host queues it and waits):
     /// such frames need no worker of their own to overlap, only a few frames in flight.
     fn on_gpu(&self) -> bool {

@@ -24,6 +24,10 @@ impl Extractor for Null {
         "null"
     }
 
+    fn planes_read(&self) -> u8 {
+        0
+    }
+
     fn host_planes(&self) -> u8 {
         0
     }

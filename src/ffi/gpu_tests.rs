@@ -438,3 +438,128 @@ fn wrapped_device_memory_scores_like_the_cpu() {
     assert!(r.is_err());
     assert_eq!(released.load(Ordering::SeqCst), before + 1);
 }
+
+/// Semi-planar frames in device memory (NV12 for the 8-bit clip, P010 and P016 for the 10-bit
+/// one, luma and chroma rows padded) score like the planar frames they were stored from, on the
+/// CPU: with the model alone (luma only: the chroma is not unpacked, so `data[1]` is never
+/// read), and with extractors that read chroma on the GPU (psnr) and on the host (ciede), with
+/// and without workers; each wrapped frame's memory is let go once.
+#[test]
+fn semiplanar_device_frames_score_like_planar_ones() {
+    use crate::context::{Config, Context};
+    use crate::model::{Model, ModelConfig};
+    use crate::picture::semiplanar::{tests::pack, SemiPlanar};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let Some(state) = test_state() else { return };
+    let dev = state.device().clone();
+    let model = Model::load("vmaf_v0.6.1", &ModelConfig::default()).unwrap();
+    struct Owner(#[allow(dead_code)] [DeviceBuffer<u8>; 2], Arc<AtomicUsize>);
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let released = Arc::new(AtomicUsize::new(0));
+    let upload = |words: &[u16], fmt: SemiPlanar| {
+        let bytes: Vec<u8> = if fmt == SemiPlanar::Nv12 {
+            words.iter().map(|&v| v as u8).collect()
+        } else {
+            words.iter().flat_map(|v| v.to_ne_bytes()).collect()
+        };
+        let mut b = DeviceBuffer::<u8>::new(&dev, bytes.len()).unwrap();
+        b.upload_blocking(state.stream(), &bytes).unwrap();
+        b
+    };
+    for (clip, formats) in [
+        ("natural_576x324_420p8", &[SemiPlanar::Nv12][..]),
+        (
+            "natural_640x360_420p10",
+            &[SemiPlanar::P010, SemiPlanar::P016][..],
+        ),
+    ] {
+        let (refs, dists) = crate::testutil::load_parity_clip(clip);
+        let (refs, dists) = (&refs[..3], &dists[..3]);
+        for &fmt in formats {
+            // P016 holds the 10-bit clip's samples as 16-bit ones: the planar pictures it is
+            // compared with are the same samples at bpc 16.
+            let planar = |p: &crate::picture::Picture| {
+                if fmt.bpc() == p.bpc {
+                    return p.clone();
+                }
+                let mut q =
+                    crate::picture::PictureData::new(p.pix_fmt, fmt.bpc(), p.w[0], p.h[0]).unwrap();
+                for i in 0..3 {
+                    let (s, t) = (p.stride[i], q.stride[i]);
+                    for y in 0..p.h[i] {
+                        for x in 0..p.w[i] {
+                            q.plane_u16_mut(i)[y * t + x] = p.plane_u16(i)[y * s + x];
+                        }
+                    }
+                }
+                Arc::new(q)
+            };
+            // Without chroma readers the chroma address is NULL: it must not be read.
+            let wrap = |p: &crate::picture::Picture, chroma: bool| {
+                let (y, yp, c, cp) = pack(fmt, p, 24);
+                let bufs = [upload(&y, fmt), upload(&c, fmt)];
+                let ya = bufs[0].ptr().addr();
+                let ca = if chroma { bufs[1].ptr().addr() } else { 0 };
+                let owner = Box::new(Owner(bufs, released.clone()));
+                // SAFETY: both addresses (the chroma's only read when `chroma`) hold their
+                // planes' rows at their pitches in memory `owner` keeps; nothing writes it.
+                let pic = unsafe {
+                    frames::wrap_device_semiplanar(
+                        &state,
+                        fmt,
+                        (p.w[0], p.h[0]),
+                        (ya, yp),
+                        (ca, cp),
+                        chroma,
+                        owner,
+                    )
+                };
+                Arc::new(pic.unwrap())
+            };
+            for features in [&[][..], &["psnr", "ciede"][..]] {
+                let score = |device: bool, threads: u32| {
+                    let mut ctx = Context::new(Config {
+                        n_threads: threads,
+                        ..Config::default()
+                    })
+                    .unwrap();
+                    if device {
+                        ctx.import_gpu_state(state.clone()).unwrap();
+                    }
+                    ctx.use_features_from_model(&model).unwrap();
+                    for f in features {
+                        ctx.use_feature(f, &crate::feature::Dict::new()).unwrap();
+                    }
+                    let chroma = ctx.planes_read() & !crate::picture::LUMA != 0;
+                    assert_eq!(chroma, !features.is_empty(), "{features:?}");
+                    for (i, (r, d)) in refs.iter().zip(dists).enumerate() {
+                        let (r, d) = if device {
+                            (wrap(&planar(r), chroma), wrap(&planar(d), chroma))
+                        } else {
+                            (planar(r), planar(d))
+                        };
+                        ctx.read_pictures(r, d, i).unwrap();
+                    }
+                    ctx.flush().unwrap();
+                    crate::testutil::collected_scores(&ctx)
+                };
+                let cpu = score(false, 0);
+                for threads in [0, 3] {
+                    let before = released.load(Ordering::SeqCst);
+                    let gpu = score(true, threads);
+                    assert_eq!(cpu, gpu, "{clip} {fmt:?} {features:?} {threads} threads");
+                    assert_eq!(
+                        released.load(Ordering::SeqCst) - before,
+                        2 * refs.len(),
+                        "{clip} {fmt:?}: owners let go"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@ use crate::ffi::ffi_boundary;
 use crate::ffi::libvmaf::{context, VmafContext};
 use crate::ffi::picture::{picture_wrap, wrapped_layout, write_picture, WrappedLayout};
 use crate::gpu::GpuState;
+use crate::picture::semiplanar::{unpack_host, HostSemiPlanar, SemiPlanar};
 
 /// The opaque `VmafHipState`.
 pub struct HipStateHandle {
@@ -61,6 +62,53 @@ pub unsafe extern "C" fn vmaf_hip_state_init(
         }
         let index = usize::try_from(cfg.device_index).ok();
         let state = GpuState::new(index)?;
+        let handle = Box::into_raw(Box::new(HipStateHandle { state }));
+        // SAFETY: as above.
+        unsafe { *out = handle };
+        Ok(0)
+    })
+}
+
+/// Extension: as `vmaf_hip_state_init`, in the caller's CUDA context `cu_ctx` (FFmpeg's
+/// `AVCUDADeviceContext.cuda_ctx`), so pictures over memory of that context can be read in
+/// place. `-EXDEV` when `cfg.device_index` (not -1) names another device than the context's;
+/// `-ENODEV` without the CUDA driver or for a context it refuses; `-EINVAL` for a NULL `out` or
+/// `cu_ctx`, an index below -1 or unknown flags (`*out` is NULL after every failure).
+///
+/// # Safety
+/// `out` is NULL or writable; `cu_ctx` is NULL or a live `CUcontext` that outlives every
+/// context the state is imported into.
+#[no_mangle]
+pub unsafe extern "C" fn vmaf_hip_state_init_cuda(
+    out: *mut *mut HipStateHandle,
+    cfg: VmafHipConfiguration,
+    cu_ctx: *mut std::ffi::c_void,
+) -> c_int {
+    ffi_boundary!("vmaf_hip_state_init_cuda", {
+        if out.is_null() {
+            return Err(Error::inval("state pointer is NULL"));
+        }
+        // SAFETY: non-NULL and writable (caller's contract); cleared so failures leave NULL.
+        unsafe { *out = std::ptr::null_mut() };
+        if cu_ctx.is_null() {
+            return Err(Error::inval("CUDA context is NULL"));
+        }
+        if cfg.device_index < -1 {
+            return Err(Error::inval(format!("device index {}", cfg.device_index)));
+        }
+        if cfg.flags != 0 {
+            return Err(Error::inval(format!("unknown flags {:#x}", cfg.flags)));
+        }
+        // SAFETY: forwarded contract on `cu_ctx`.
+        let state = unsafe { GpuState::with_cuda_context(cu_ctx) }?;
+        let on = state.device().info().ordinal;
+        if let Ok(want) = usize::try_from(cfg.device_index) {
+            if want != on {
+                return Err(Error::CrossDevice(format!(
+                    "the CUDA context is on GPU {on}, not on GPU {want}"
+                )));
+            }
+        }
         let handle = Box::into_raw(Box::new(HipStateHandle { state }));
         // SAFETY: as above.
         unsafe { *out = handle };
@@ -312,6 +360,176 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap_device(
     })
 }
 
+/// The layout and the two planes (address, pitch in samples) of a semi-planar wrap, checked.
+///
+/// # Safety
+/// `data` and `stride` are NULL or point to 2 elements.
+unsafe fn semiplanar_args(
+    fmt: std::ffi::c_uint,
+    (w, h): (std::ffi::c_uint, std::ffi::c_uint),
+    data: *const *mut std::ffi::c_void,
+    stride: *const isize,
+) -> crate::error::Result<(SemiPlanar, [(usize, usize); 2])> {
+    let fmt = SemiPlanar::from_raw(fmt)
+        .ok_or_else(|| Error::inval(format!("unknown semi-planar format {fmt}")))?;
+    if data.is_null() || stride.is_null() {
+        return Err(Error::inval("data or stride is NULL"));
+    }
+    // SAFETY: non-NULL, 2 elements each (caller's contract).
+    let (data, stride) = unsafe {
+        (
+            std::slice::from_raw_parts(data, 2),
+            std::slice::from_raw_parts(stride, 2),
+        )
+    };
+    let bps = fmt.bytes_per_sample();
+    let mut planes = [(0usize, 0usize); 2];
+    for (i, plane) in planes.iter_mut().enumerate() {
+        let (p, s) = (data[i].addr(), stride[i]);
+        if p == 0 {
+            return Err(Error::inval(format!("data[{i}] is NULL")));
+        }
+        let s =
+            usize::try_from(s).map_err(|_| Error::inval(format!("stride[{i}] {s} is negative")))?;
+        if bps == 2 && (!p.is_multiple_of(2) || !s.is_multiple_of(2)) {
+            return Err(Error::inval(format!(
+                "plane {i}: odd address or stride for 16-bit samples"
+            )));
+        }
+        *plane = (p, s / bps);
+    }
+    fmt.check(w as usize, h as usize, [planes[0].1, planes[1].1])?;
+    Ok((fmt, planes))
+}
+
+/// Extension: makes `*pic` the yuv420p picture (8, 10, 12 or 16 bits) of a semi-planar frame in
+/// host memory (NV12, P010, P012, P016; see `libvmaf_hip.h`), unpacked at once into memory of
+/// the library's; `release(opaque)` is called when the picture goes. Returns 0, -EINVAL for
+/// NULL or bad arguments (then `*pic` is left empty and release not called), -ENOMEM.
+///
+/// # Safety
+/// `pic` is NULL or writable; `data` and `stride` are NULL or point to 2 elements; the luma's
+/// `h` rows and the chroma's `(h + 1) / 2` rows at their strides (the last row's padding
+/// excepted) are readable memory during the call.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn vmaf_hip_picture_wrap_semiplanar(
+    pic: *mut crate::ffi::picture::VmafPicture,
+    fmt: std::ffi::c_uint,
+    w: std::ffi::c_uint,
+    h: std::ffi::c_uint,
+    data: *const *mut std::ffi::c_void,
+    stride: *const isize,
+    release: crate::ffi::picture::ReleaseCallback,
+    opaque: *mut std::ffi::c_void,
+) -> c_int {
+    ffi_boundary!("vmaf_hip_picture_wrap_semiplanar", {
+        // SAFETY: `pic` per the caller's contract; the argument check reads 2 elements of each
+        // non-NULL array.
+        unsafe {
+            write_picture(pic, || {
+                let (fmt, planes) = semiplanar_args(fmt, (w, h), data, stride)?;
+                let (w, h) = (w as usize, h as usize);
+                let (cw, ch) = SemiPlanar::chroma_dims(w, h);
+                // The samples read: the last row's padding need not exist.
+                let len = |(p, s): (usize, usize), rows: usize, row: usize| {
+                    (p, if rows == 0 { 0 } else { (rows - 1) * s + row })
+                };
+                let (y, c) = (len(planes[0], h, w), len(planes[1], ch, 2 * cw));
+                // SAFETY: the rows checked above are readable during the call (contract);
+                // samples are u8 for NV12, else u16 at even addresses (checked).
+                let frame = if fmt.bytes_per_sample() == 1 {
+                    HostSemiPlanar::U8 {
+                        luma: (
+                            std::slice::from_raw_parts(y.0 as *const u8, y.1),
+                            planes[0].1,
+                        ),
+                        chroma: (
+                            std::slice::from_raw_parts(c.0 as *const u8, c.1),
+                            planes[1].1,
+                        ),
+                    }
+                } else {
+                    HostSemiPlanar::U16 {
+                        luma: (
+                            std::slice::from_raw_parts(y.0 as *const u16, y.1),
+                            planes[0].1,
+                        ),
+                        chroma: (
+                            std::slice::from_raw_parts(c.0 as *const u16, c.1),
+                            planes[1].1,
+                        ),
+                    }
+                };
+                crate::ffi::picture::wrap_with_release(release, opaque, |armed| {
+                    let mut p = unpack_host(fmt, w, h, frame)?;
+                    p.set_release(move |_| drop(armed));
+                    Ok(p)
+                })
+            })
+        }?;
+        Ok(0)
+    })
+}
+
+/// Extension: makes `*pic` the yuv420p picture (8, 10, 12 or 16 bits) of a semi-planar frame
+/// in device memory of the GPU of `vmaf`'s first imported state (see `libvmaf_hip.h`). Returns
+/// 0; -EINVAL for NULL or bad arguments or a context without a GPU state (then `*pic` is left
+/// empty and release not called); -EBUSY when another call on `vmaf` is running; -ENOMEM.
+///
+/// # Safety
+/// `vmaf` is NULL or live; `pic` is NULL or writable; `data` and `stride` are NULL or point to
+/// 2 elements; the luma's `h` rows and the chroma's `(h + 1) / 2` rows at their strides are
+/// device memory usable in the state's GPU context that stays valid and unwritten until
+/// release.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn vmaf_hip_picture_wrap_device_semiplanar(
+    vmaf: *mut VmafContext,
+    pic: *mut crate::ffi::picture::VmafPicture,
+    fmt: std::ffi::c_uint,
+    w: std::ffi::c_uint,
+    h: std::ffi::c_uint,
+    data: *const *mut std::ffi::c_void,
+    stride: *const isize,
+    release: crate::ffi::picture::ReleaseCallback,
+    opaque: *mut std::ffi::c_void,
+) -> c_int {
+    ffi_boundary!("vmaf_hip_picture_wrap_device_semiplanar", {
+        // SAFETY: `pic` per the caller's contract; the argument check reads 2 elements of each
+        // non-NULL array.
+        unsafe {
+            write_picture(pic, || {
+                let (fmt, planes) = semiplanar_args(fmt, (w, h), data, stride)?;
+                // SAFETY: live or NULL (caller's contract); the guard is dropped at once.
+                let (state, planes_read) = {
+                    let c = context(vmaf)?;
+                    let state = c.gpu_states().first().cloned().ok_or_else(|| {
+                        Error::inval("device pictures need an imported GPU state first")
+                    })?;
+                    (state, c.planes_read())
+                };
+                let with_chroma = planes_read & !crate::picture::LUMA != 0;
+                crate::ffi::picture::wrap_with_release(release, opaque, |armed| {
+                    // SAFETY: per the caller's contract both planes' rows are device memory of
+                    // the state's GPU, valid and unwritten until `release`, which runs when
+                    // `armed` drops: after the picture's last reader and the device's work.
+                    crate::gpu::frames::wrap_device_semiplanar(
+                        &state,
+                        fmt,
+                        (w as usize, h as usize),
+                        (planes[0].0 as u64, planes[0].1),
+                        (planes[1].0 as u64, planes[1].1),
+                        with_chroma,
+                        Box::new(armed),
+                    )
+                })
+            })
+        }?;
+        Ok(0)
+    })
+}
+
 /// The picture of `vmaf_hip_picture_wrap_device` over checked planes.
 ///
 /// # Safety
@@ -407,5 +625,140 @@ mod tests {
         assert!(!unsafe { context(ctx) }.unwrap().gpu_states().is_empty());
         // SAFETY: live, closed once.
         assert_eq!(unsafe { crate::ffi::libvmaf::vmaf_close(ctx) }, 0);
+    }
+
+    /// `vmaf_hip_state_init_cuda` refuses NULL and bad arguments with -EINVAL and leaves NULL;
+    /// without the CUDA driver a context is no device.
+    #[test]
+    fn cuda_context_state_arguments() {
+        let cfg = |device_index, flags| VmafHipConfiguration {
+            device_index,
+            flags,
+        };
+        let mut s: *mut HipStateHandle = std::ptr::dangling_mut();
+        // SAFETY: NULL is part of the contract; `s` is a valid out-pointer, and no call below
+        // reaches the driver with the made-up context.
+        unsafe {
+            assert_eq!(
+                vmaf_hip_state_init_cuda(std::ptr::null_mut(), cfg(-1, 0), std::ptr::null_mut()),
+                -libc::EINVAL
+            );
+            assert_eq!(
+                vmaf_hip_state_init_cuda(&mut s, cfg(0, 0), std::ptr::null_mut()),
+                -libc::EINVAL
+            );
+            assert!(s.is_null());
+            let ctx = std::ptr::dangling_mut::<std::ffi::c_void>();
+            assert_eq!(vmaf_hip_state_init_cuda(&mut s, cfg(-2, 0), ctx), -libc::EINVAL);
+            assert_eq!(vmaf_hip_state_init_cuda(&mut s, cfg(0, 1), ctx), -libc::EINVAL);
+            assert!(s.is_null());
+        }
+        assert_eq!(Error::CrossDevice("x".into()).errno(), -libc::EXDEV);
+    }
+
+    /// A semi-planar frame in host memory through the C call: the picture is the planar one
+    /// it was stored from, release runs once when the picture goes; bad arguments give -EINVAL
+    /// with release not called and the picture left empty.
+    #[test]
+    fn host_semiplanar_wrap() {
+        use crate::ffi::picture::{vmaf_picture_unref, VmafPicture};
+        use crate::picture::semiplanar::tests::pack;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        static RELEASED: AtomicUsize = AtomicUsize::new(0);
+        extern "C" fn release(_: *mut std::ffi::c_void) {
+            RELEASED.fetch_add(1, Ordering::SeqCst);
+        }
+        let (refs, _) = crate::testutil::load_parity_clip("natural_640x360_420p10");
+        let want = &refs[0];
+        let (y, yp, c, cp) = pack(SemiPlanar::P010, want, 8);
+        let data = [y.as_ptr() as *mut std::ffi::c_void, c.as_ptr() as *mut _];
+        let stride = [2 * yp as isize, 2 * cp as isize];
+        let (w, h) = (want.w[0] as u32, want.h[0] as u32);
+        // SAFETY: zeroed is a valid empty picture.
+        let mut pic: VmafPicture = unsafe { std::mem::zeroed() };
+        let before = RELEASED.load(Ordering::SeqCst);
+        // SAFETY: both planes hold their rows at their strides for the call.
+        let rc = unsafe {
+            vmaf_hip_picture_wrap_semiplanar(
+                &mut pic,
+                2,
+                w,
+                h,
+                data.as_ptr(),
+                stride.as_ptr(),
+                Some(release),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(rc, 0);
+        assert_eq!((pic.bpc, pic.w, pic.h), (10, [w, w / 2, w / 2], [h, h / 2, h / 2]));
+        for plane in 0..3 {
+            let p = pic.data[plane] as *const u16;
+            let s = pic.stride[plane] as usize / 2;
+            for row in 0..want.h[plane] {
+                for x in 0..want.w[plane] {
+                    // SAFETY: inside the picture's plane.
+                    let got = unsafe { *p.add(row * s + x) };
+                    assert_eq!(got, want.sample(plane, x, row), "plane {plane} ({x}, {row})");
+                }
+            }
+        }
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before);
+        // SAFETY: a live picture, released once.
+        assert_eq!(unsafe { vmaf_picture_unref(&mut pic) }, 0);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
+        // Bad arguments: unknown format, 8-bit layout over odd strides is fine but a negative
+        // stride is not, odd strides for 16-bit words, NULL planes.
+        let bad: [(u32, [isize; 2], bool); 4] = [
+            (9, stride, false),
+            (2, [-(stride[0]), stride[1]], false),
+            (2, [stride[0] + 1, stride[1]], false),
+            (2, stride, true),
+        ];
+        for (fmt, st, null) in bad {
+            let d = if null {
+                [data[0], std::ptr::null_mut()]
+            } else {
+                data
+            };
+            // SAFETY: as above; refused before any plane is read.
+            let rc = unsafe {
+                vmaf_hip_picture_wrap_semiplanar(
+                    &mut pic,
+                    fmt,
+                    w,
+                    h,
+                    d.as_ptr(),
+                    st.as_ptr(),
+                    Some(release),
+                    std::ptr::null_mut(),
+                )
+            };
+            assert_eq!(rc, -libc::EINVAL, "format {fmt}, strides {st:?}, NULL {null}");
+            assert!(pic.data[0].is_null());
+        }
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
+        // A device frame needs a context with a GPU state.
+        let ctx =
+            VmafContext::into_handle(crate::context::Context::new(Default::default()).unwrap());
+        // SAFETY: a live context; the planes are never read.
+        let rc = unsafe {
+            vmaf_hip_picture_wrap_device_semiplanar(
+                ctx,
+                &mut pic,
+                2,
+                w,
+                h,
+                data.as_ptr(),
+                stride.as_ptr(),
+                Some(release),
+                std::ptr::null_mut(),
+            )
+        };
+        assert_eq!(rc, -libc::EINVAL);
+        // SAFETY: live, closed once.
+        assert_eq!(unsafe { crate::ffi::libvmaf::vmaf_close(ctx) }, 0);
+        assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);
     }
 }

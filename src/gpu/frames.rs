@@ -38,6 +38,17 @@ pub(crate) struct DeviceFrame {
     /// Set when work reading the planes was queued and its reader gave the frame up without
     /// the host having waited for that work (a failed or abandoned job).
     unwaited: AtomicBool,
+    /// Work that makes planes of `planes` from the caller's memory (a semi-planar frame),
+    /// queued with the caller's writes at each submission.
+    unpack: Option<Box<dyn Unpack>>,
+    /// Set once `unpack` was queued: the caller's memory may still be read by it.
+    unpacked: AtomicBool,
+}
+
+/// Device work that fills planes of a device picture from memory the caller wrote (the planar
+/// planes of a semi-planar frame), queued on the stream the caller's writes are ordered on.
+pub(crate) trait Unpack: Send + Sync {
+    fn queue(&self, planes: &DevPlanes, stream: &Stream) -> Result<()>;
 }
 
 impl Drop for DeviceFrame {
@@ -48,6 +59,13 @@ impl Drop for DeviceFrame {
         // (Waiting always cost a third of the throughput of frames in caller memory: 6,000
         // against 8,900 fps from one feeding thread, 1080p 8-bit on an H100.)
         if self.owner.is_some() && *self.unwaited.get_mut() {
+            self.device.synchronize_for_release();
+        } else if self.owner.is_some()
+            && *self.unpacked.get_mut()
+            && self.written.synchronize().is_err()
+        {
+            // The unpacking may still read the caller's memory: readers waited for work behind
+            // it, so this wait is normally over at once.
             self.device.synchronize_for_release();
         }
     }
@@ -236,6 +254,12 @@ impl DeviceSamples for DevicePicture {
     }
 
     fn mark_written(&self) -> Result<()> {
+        // The unpacking goes on the legacy stream, behind the caller's writes; our streams are
+        // non-blocking, so it holds none of them up.
+        if let Some(unpack) = &self.frame.unpack {
+            self.frame.unpacked.store(true, Ordering::Release);
+            unpack.queue(&self.frame.planes, &Stream::legacy(&self.frame.device))?;
+        }
         // Readers' streams wait on it on the device; no host wait: a caller's legacy stream may
         // hold much more than its copies (FFmpeg's decoding and scaling of later frames).
         self.frame.written.record_legacy()
@@ -290,7 +314,7 @@ pub fn device_picture(
     };
     picture_over(
         device,
-        planes,
+        (planes, None),
         None,
         (pix_fmt, bpc, w, h),
         dims.map(|d| d.0),
@@ -298,10 +322,10 @@ pub fn device_picture(
     )
 }
 
-/// The picture over `planes` (rows `stride[i]` samples apart).
+/// The picture over `planes` (rows `stride[i]` samples apart), filled by `unpack` if set.
 fn picture_over(
     device: &Arc<Device>,
-    planes: DevPlanes,
+    (planes, unpack): (DevPlanes, Option<Box<dyn Unpack>>),
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
     (pix_fmt, bpc, w, h): (PixelFormat, u32, usize, usize),
     stride: [usize; 3],
@@ -314,6 +338,8 @@ fn picture_over(
         host_lens,
         owner,
         unwaited: AtomicBool::new(false),
+        unpack,
+        unpacked: AtomicBool::new(false),
     };
     let samples = DevicePicture {
         frame: Arc::new(frame),
@@ -474,10 +500,112 @@ pub unsafe fn wrap_device_planes(
     };
     picture_over(
         device,
-        planes,
+        (planes, None),
         Some(owner),
         (pix_fmt, bpc, w, h),
         strides,
+        host_lens,
+    )
+}
+
+/// A `w`x`h` semi-planar frame of layout `fmt` in device memory the caller owns (a decoder's
+/// NV12 or P010 surface), scored as the yuv420p picture of the same samples: the luma at
+/// device address `luma.0` with rows `luma.1` samples apart, the interleaved chroma at
+/// `chroma.0` with rows `chroma.1` samples apart (each holding `2 * chroma width` samples).
+/// NV12 and P016 luma is read in place; P010 and P012 luma is shifted into memory of ours, and
+/// the chroma is split into two planes of ours only when `with_chroma` (an extractor reads
+/// it): both on the legacy stream, behind the caller's writes, at each `read_pictures`.
+/// Otherwise as [`wrap_device_planes`].
+///
+/// # Safety
+/// The luma's `h` rows and, with `with_chroma`, the chroma's rows at their pitches (the last
+/// row's padding excepted) are memory usable on `state`'s device, which stays allocated until
+/// `owner` drops and which the caller does not write while the library may read it.
+pub unsafe fn wrap_device_semiplanar(
+    state: &Arc<crate::gpu::GpuState>,
+    fmt: crate::picture::semiplanar::SemiPlanar,
+    (w, h): (usize, usize),
+    luma: (u64, usize),
+    chroma: (u64, usize),
+    with_chroma: bool,
+    owner: Box<dyn std::any::Any + Send + Sync>,
+) -> Result<PictureData> {
+    use crate::picture::semiplanar::{gpu::DeviceUnpack, SemiPlanar};
+    fmt.check(w, h, [luma.1, chroma.1])?;
+    let device = state.device();
+    let (cw, ch) = SemiPlanar::chroma_dims(w, h);
+    // A frame one sample wide or high has empty chroma planes.
+    let with_chroma = with_chroma && cw > 0 && ch > 0;
+    let bps = fmt.bytes_per_sample();
+    // Samples each source spans: the last row's padding need not exist.
+    let luma_span = (h - 1) * luma.1 + w;
+    let chroma_span = ch.saturating_sub(1) * chroma.1 + 2 * cw;
+    device.check_span("semi-planar luma", luma.0, luma_span * bps)?;
+    if with_chroma {
+        device.check_span("semi-planar chroma", chroma.0, chroma_span * bps)?;
+    }
+    let shifted = fmt.shift() != 0;
+    let lens = [w * h, cw * ch, cw * ch];
+    let mut stride = [if shifted { w } else { luma.1 }, cw, cw];
+    let mut host_lens = [if shifted { w * h } else { luma.1 * h }, lens[1], lens[2]];
+    if !with_chroma {
+        (stride[1], stride[2], host_lens[1], host_lens[2]) = (cw, cw, 0, 0);
+    }
+    let planes_of = |n: usize| if with_chroma { n } else { 1 };
+    let (planes, unpack) = if fmt == SemiPlanar::Nv12 {
+        // SAFETY: forwarded contract: the luma's rows stay allocated until `owner` drops, which
+        // `DeviceFrame`'s drop delays until the device's work is done.
+        let mut p = vec![unsafe { DeviceBuffer::<u8>::borrowed(device, luma.0, luma_span) }?];
+        for _ in 1..planes_of(3) {
+            p.push(DeviceBuffer::new(device, lens[1])?);
+        }
+        let src = if with_chroma {
+            // SAFETY: as above, for the chroma rows.
+            Some(unsafe { DeviceBuffer::<u8>::borrowed(device, chroma.0, chroma_span) }?)
+        } else {
+            None
+        };
+        let unpack = DeviceUnpack::nv12(state.clone(), (w, h), src.map(|b| (b, chroma.1)));
+        (
+            DevPlanes::U8(p),
+            unpack.map(|u| Box::new(u) as Box<dyn Unpack>),
+        )
+    } else {
+        let (src_luma, first) = if shifted {
+            // SAFETY: as above.
+            let b = unsafe { DeviceBuffer::<u16>::borrowed(device, luma.0, luma_span) }?;
+            (Some((b, luma.1)), DeviceBuffer::new(device, lens[0])?)
+        } else {
+            // SAFETY: as above.
+            (None, unsafe {
+                DeviceBuffer::<u16>::borrowed(device, luma.0, luma_span)
+            }?)
+        };
+        let mut p = vec![first];
+        for _ in 1..planes_of(3) {
+            p.push(DeviceBuffer::new(device, lens[1])?);
+        }
+        let src_chroma = if with_chroma {
+            // SAFETY: as above, for the chroma rows.
+            Some((
+                unsafe { DeviceBuffer::<u16>::borrowed(device, chroma.0, chroma_span) }?,
+                chroma.1,
+            ))
+        } else {
+            None
+        };
+        let unpack = DeviceUnpack::deep(state.clone(), fmt, (w, h), src_luma, src_chroma);
+        (
+            DevPlanes::U16(p),
+            unpack.map(|u| Box::new(u) as Box<dyn Unpack>),
+        )
+    };
+    picture_over(
+        device,
+        (planes, unpack),
+        Some(owner),
+        (PixelFormat::Yuv420p, fmt.bpc(), w, h),
+        stride,
         host_lens,
     )
 }

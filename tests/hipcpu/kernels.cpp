@@ -15,6 +15,7 @@
 #include "motion.hip"
 #include "psnr.hip"
 #include "psnr_hvs.hip"
+#include "semiplanar.hip"
 #include "speed.hip"
 #include "vif.hip"
 
@@ -120,6 +121,9 @@ const Entry ENTRIES[] = {
     HIPCPU_KERNEL(vmaf_psnr_hvs_terms_u8),
     HIPCPU_KERNEL(vmaf_psnr_hvs_terms_u16),
     HIPCPU_KERNEL(vmaf_psnr_hvs_sum),
+    HIPCPU_KERNEL(vmaf_semiplanar_luma_u16),
+    HIPCPU_KERNEL(vmaf_semiplanar_chroma_u8),
+    HIPCPU_KERNEL(vmaf_semiplanar_chroma_u16),
     HIPCPU_KERNEL(vmaf_motion_rows_u8),
     HIPCPU_KERNEL(vmaf_motion_rows_u16),
     HIPCPU_KERNEL(vmaf_motion_reduce),

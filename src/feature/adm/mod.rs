@@ -379,6 +379,10 @@ impl Extractor for Adm {
         self.gpu.is_some()
     }
 
+    fn planes_read(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         crate::feature::LUMA
     }

@@ -303,6 +303,10 @@ impl Cambi {
 }
 
 impl Extractor for Cambi {
+    fn planes_read(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         // The GPU path reads device pictures in place and checks the input range there.
         if self.gpu.is_some() {

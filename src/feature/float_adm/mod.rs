@@ -256,6 +256,10 @@ fn luma_centred(pic: &PictureData, dst: &mut [f32]) -> Result<()> {
 }
 
 impl Extractor for FloatAdm {
+    fn planes_read(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         crate::feature::LUMA
     }

@@ -166,6 +166,10 @@ impl Extractor for FloatMotion {
         self.opts.feature_name(full_name)
     }
 
+    fn planes_read(&self) -> u8 {
+        self.host_planes()
+    }
+
     fn host_planes(&self) -> u8 {
         if self.force_zero {
             0

@@ -173,6 +173,10 @@ impl Extractor for FloatVif {
         }
     }
 
+    fn planes_read(&self) -> u8 {
+        LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         LUMA
     }

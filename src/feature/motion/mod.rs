@@ -160,6 +160,10 @@ impl Extractor for Motion {
         self.gpu.is_some()
     }
 
+    fn planes_read(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         // With a GPU the host computes only the first frame, which reads no samples (the GPU
         // path fetches what it needs itself): device pictures are not copied back for it.

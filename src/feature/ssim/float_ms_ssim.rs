@@ -164,6 +164,10 @@ impl Extractor for FloatMsSsim {
         self.gpu.is_some()
     }
 
+    fn planes_read(&self) -> u8 {
+        crate::feature::LUMA
+    }
+
     fn host_planes(&self) -> u8 {
         // The GPU path reads device pictures in place (and fetches host pictures' luma
         // itself), so device pictures are not copied back for it.
