@@ -312,8 +312,13 @@ else
         read -r name codec clip kind <<<"$line"
         case $kind in parity) fmt=nv12 ;; 10bit) fmt=p010le ;; *) continue ;; esac
         d=$(in_ "$name" dist) r=$(in_ "$name" ref)
-        for extra in "" "feature=name=psnr"; do
-            tag=${extra:+.psnr}
+        # the model alone (luma), PSNR (chroma on the GPU), VMAF v1.0.16 (speed_chroma)
+        for extra in "" "feature=name=psnr" "model=version=vmaf_v1.0.16_3d0h"; do
+            case $extra in
+            "") tag= ;;
+            feature=*) tag=.psnr ;;
+            *) tag=.v1 ;;
+            esac
             ff "$name$tag.swcpu" -i "$d" -i "$r" -lavfi "$(vmaf_cpu "$name$tag.swcpu")${extra:+:$extra}" -f null -
             ran_ok "$name$tag.swcpu" || continue
             label="$name$tag.hip-nvdec"
@@ -325,7 +330,7 @@ else
                 continue
             fi
             compare_json "$label" "$WORK/$name$tag.swcpu.json" \
-                "libvmaf (CPU) on software-decoded $codec ($fmt frames${extra:+, psnr reads the chroma})"
+                "libvmaf (CPU) on software-decoded $codec ($fmt frames${extra:+, $extra})"
         done
     done
     # clean failures: inputs of different formats, CUDA frames without hip_device
@@ -378,20 +383,54 @@ for line in "${INPUTS[@]}"; do
         ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$what sw decode+upload+libvmaf_cuda"
     fi
     if [ $HIP_OK = 1 ]; then
-        # (4) both inputs through NVDEC alone: the decode-only rate
-        ff "$name.nvdec-only" -progress "$WORK/$name.nvdec-only.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
-            -map 0:v -f null - -map 1:v -f null -
-        only_secs=
-        ran_ok "$name.nvdec-only" && fps_line "$name.nvdec-only" "$what (4) NVDEC x2, no VMAF" &&
-            only_secs=$SECS
-        # (5) NVDEC frames straight into the patched libvmaf filter
-        ffh "$name.hip" -progress "$WORK/$name.hip.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
-            -lavfi "[0:v][1:v]libvmaf=hip_device=$DEV" -f null -
-        if ran_ok "$name.hip"; then
-            fps_line "$name.hip" "$what (5) NVDEC+libvmaf hip_device"
-            [ -n "$only_secs" ] && note "$(printf '%-46s %s' "$what (5)/(4) rate" \
-                "$(python3 -c "print(f'{$only_secs / max($SECS, 1e-9):.3f}')")")"
-        fi
+        # (4) both inputs through NVDEC alone: the decode-only rate; (5) NVDEC frames straight
+        # into the patched libvmaf filter, v0.6.1 and v1.0.16. Each: the whole process, and the
+        # steady rate (frame 100 to the last, timed as -progress reports them), which leaves
+        # out start-up and teardown.
+        for run in "nvdec-only|(4) NVDEC x2, no VMAF|" \
+                   "hip|(5) NVDEC+libvmaf hip_device|libvmaf=hip_device=$DEV" \
+                   "hip-v1|(5) same, vmaf_v1.0.16_3d0h|libvmaf=hip_device=$DEV:model=version=vmaf_v1.0.16_3d0h"; do
+            IFS='|' read -r tag what_run graph <<<"$run"
+            label="$name.$tag"
+            if [ -z "$graph" ]; then
+                set -- -map 0:v -f null - -map 1:v -f null -
+            else
+                set -- -lavfi "[0:v][1:v]$graph" -f null -
+            fi
+            ffh "$label" -progress "$WORK/$label.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" "$@"
+            ran_ok "$label" || continue
+            fps_line "$label" "$what $what_run"
+            eval "secs_${tag//-/_}=$SECS"
+            # the steady rate: the same command again, its progress lines timed as they come
+            rate=$(cd "$WORK" && python3 - "$FH" -nostdin -hide_banner -loglevel error -progress pipe:2 \
+                -stats_period 0.02 "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" "$@" <<'PY'
+import subprocess, sys, time
+t0 = time.time()
+p = subprocess.Popen(sys.argv[1:], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+pts = []
+for line in p.stderr:
+    if line.startswith("frame="):
+        try:
+            pts.append((time.time() - t0, int(line.split("=")[1])))
+        except ValueError:
+            pass
+p.wait()
+last = max(n for _, n in pts) if pts else 0
+a = next((x for x in pts if x[1] >= 100), None)
+b = next((x for x in pts if x[1] == last), None)
+print(f"{(b[1] - a[1]) / (b[0] - a[0]):.1f}" if p.returncode == 0 and a and b and b[0] > a[0] else "nan")
+PY
+)
+            eval "rate_${tag//-/_}=$rate"
+            note "$(printf '%-46s %8s fps' "$what $what_run, steady" "$rate")"
+        done
+        for tag in hip hip_v1; do
+            eval "tag_rate=\${rate_$tag:-nan} tag_secs=\${secs_$tag:-0}"
+            [ -n "${rate_nvdec_only:-}" ] && [ -n "${secs_nvdec_only:-}" ] &&
+                note "$(printf '%-46s steady rate %s, whole process %s' "$what $tag/(4)" \
+                    "$(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.3f}')" "$tag_rate" "$rate_nvdec_only")" \
+                    "$(python3 -c "print(f'{$secs_nvdec_only / max($tag_secs, 1e-9):.3f}')")")"
+        done
     fi
     # (3) reference: software decode, the libvmaf filter on the CPU
     ff "$name.cpu" -progress "$WORK/$name.cpu.progress" -i "$d" -i "$r" \

@@ -375,7 +375,9 @@ build_ffmpeg() {
     if [ -x "$tree/ffmpeg" ] && [ -f "$tree/.vmaf-hip-built" ]; then
         log "FFmpeg ($variant): cached build $tree"
         if [ "$variant" = static ]; then
-            # the library is inside the binary: link it again with this libvmaf.a
+            # the library is inside the binary: link it again with this libvmaf.a (configured
+            # again first: the headers' directory is this run's prefix)
+            step "ffmpeg-$variant-reconfigure" configure_ffmpeg "$tree" "$variant"
             rm -f "$tree/ffmpeg" "$tree/ffmpeg_g"
             step "ffmpeg-$variant-relink" make -C "$tree" -j"$JOBS" ffmpeg
         fi
@@ -606,6 +608,9 @@ build_ffmpeg_cuda() {
     if [ -x "$tree/ffmpeg" ] && [ -f "$tree/.vmaf-hip-built" ]; then
         log "FFmpeg (cuda): cached build $tree"
         if [ "$CUDA_STATIC" = 1 ]; then
+            # configured again: the headers' directory is this run's prefix (config.h stays,
+            # so only what includes the library's headers is compiled again)
+            STEP_SOFT=1 step ffmpeg-cuda-reconfigure configure_ffmpeg_cuda "$tree" "$nvcc" || return 1
             rm -f "$tree/ffmpeg" "$tree/ffmpeg_g"
             STEP_SOFT=1 step ffmpeg-cuda-relink make -C "$tree" -j"$JOBS" ffmpeg || return 1
         fi
@@ -635,6 +640,7 @@ build_ffmpeg_cuda_hip() {
     if [ -x "$tree/ffmpeg" ] && [ -f "$tree/.vmaf-hip-built" ]; then
         log "FFmpeg (cuda, patched): cached build $tree"
         if [ "$CUDA_STATIC" = 1 ]; then
+            STEP_SOFT=1 step ffmpeg-cudahip-reconfigure configure_ffmpeg_cuda_hip "$tree" "$nvcc" || return 1
             rm -f "$tree/ffmpeg" "$tree/ffmpeg_g"
             STEP_SOFT=1 step ffmpeg-cudahip-relink make -C "$tree" -j"$JOBS" ffmpeg || return 1
         fi

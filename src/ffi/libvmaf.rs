@@ -673,8 +673,10 @@ pub unsafe extern "C" fn vmaf_close(vmaf: *mut VmafContext) -> c_int {
                 "vmaf_close: {out} preallocated picture(s) not released yet; freed on release"
             );
         }
+        let t = std::time::Instant::now();
         // SAFETY: live (checked by `context`) and held by this call (the forgotten guard).
         unsafe { release_handle(vmaf) };
+        crate::log_debug!("vmaf_close: context released in {:.1?}", t.elapsed());
         Ok(())
     })
 }
