@@ -4,7 +4,10 @@
  * fetched picture with cuMemcpy2D under the caller's own CUcontext), through upstream's CUDA API
  * with a caller context and with the primary context, through libvmaf_hip.h's DEVICE pool, and
  * as pitched frames handed over in place (vmaf_hip_picture_wrap_device, reference and distorted
- * pitches equal and differing), with 0 and 2 worker threads, 8- and 10-bit. The model, PSNR
+ * pitches equal and differing), as semi-planar decoder frames (NV12 at 8 bits, P010 at 10) in a
+ * caller's own CUcontext (vmaf_hip_state_init_cuda + vmaf_hip_picture_wrap_device_semiplanar,
+ * FFmpeg's way with NVDEC frames) and in host memory (vmaf_hip_picture_wrap_semiplanar), with 0
+ * and 2 worker threads, 8- and 10-bit. The model, PSNR
  * (read on the GPU in place) and CIEDE (a CPU extractor, which reads host copies of all three
  * planes) must equal a CPU run over the same frames in host pictures, bit for bit. */
 #include <dlfcn.h>
@@ -123,15 +126,47 @@ static void render(unsigned char *mem, const unsigned *pw, const unsigned *ph, s
     }
 }
 
-enum mode { HOST_ALLOC, CUDA_OWN_CTX, CUDA_PRIMARY, HIP_DEVICE, HIP_WRAP };
+enum mode { HOST_ALLOC, CUDA_OWN_CTX, CUDA_PRIMARY, HIP_DEVICE, HIP_WRAP, HIP_SEMIPLANAR,
+            HOST_SEMIPLANAR };
 static const char *mode_name[] = {"host", "cuda api, caller context", "cuda api, primary context",
-                                  "hip DEVICE pool", "hip wrapped device frames"};
+                                  "hip DEVICE pool", "hip wrapped device frames",
+                                  "hip semi-planar device frames, caller context",
+                                  "hip semi-planar host frames"};
 
-/* A decoded frame handed over in place (HIP_WRAP): freed by the test once released. */
+/* A decoded frame handed over in place (HIP_WRAP, the semi-planar modes): freed by the test
+ * once released. */
 struct wrapped {
     CUdeviceptr_t mem;
+    unsigned char *host;
     int released;
 };
+
+/* Frame `i` as a semi-planar decoder writes it into rows of `pitch` bytes at `mem`: the luma,
+ * then (at *chroma_off) the (Cb, Cr) pairs; P010 keeps 10-bit samples in the high bits. */
+static void render_semiplanar(unsigned char *mem, size_t pitch, unsigned i, int dist,
+                              unsigned bpc, size_t *chroma_off)
+{
+    const unsigned shift = bpc == 8 ? 0 : 16 - bpc;
+    *chroma_off = H * pitch;
+    for (unsigned y = 0; y < H; y++)
+        for (unsigned x = 0; x < W; x++) {
+            unsigned v = sample(x, y, i, 0, dist, bpc);
+            if (bpc == 8)
+                mem[y * pitch + x] = (unsigned char)v;
+            else
+                ((uint16_t *)(mem + y * pitch))[x] = (uint16_t)(v << shift);
+        }
+    for (unsigned y = 0; y < H / 2; y++)
+        for (unsigned x = 0; x < W / 2; x++)
+            for (int p = 1; p < 3; p++) {
+                unsigned v = sample(x, y, i, p, dist, bpc);
+                unsigned char *row = mem + *chroma_off + y * pitch;
+                if (bpc == 8)
+                    row[2 * x + p - 1] = (unsigned char)v;
+                else
+                    ((uint16_t *)row)[2 * x + p - 1] = (uint16_t)(v << shift);
+            }
+}
 
 static void on_release(void *opaque)
 {
@@ -159,7 +194,7 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
     VmafCudaState *cu_state = NULL;
     VmafHipState *hip = NULL;
     struct decoded dec = {0};
-    if (mode == CUDA_OWN_CTX) {
+    if (mode == CUDA_OWN_CTX || mode == HIP_SEMIPLANAR) {
         int dev;
         if (cu.device_get(&dev, 0) || cu.ctx_create(&own_ctx, 0, dev)) return -1;
         cu.ctx_pop(&cur);
@@ -171,6 +206,12 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
     } else if (mode == HIP_DEVICE || mode == HIP_WRAP) {
         VmafHipConfiguration hc = {.device_index = -1, .flags = 0};
         rc = vmaf_hip_state_init(&hip, hc);
+        if (!rc) rc = vmaf_hip_import_state(vmaf, hip);
+    } else if (mode == HIP_SEMIPLANAR) {
+        /* device 0's context, on device 0: accepted; -EXDEV for another index is checked in
+         * argument_checks() where a second GPU exists */
+        VmafHipConfiguration hc = {.device_index = -1, .flags = 0};
+        rc = vmaf_hip_state_init_cuda(&hip, hc, own_ctx);
         if (!rc) rc = vmaf_hip_import_state(vmaf, hip);
     }
     if (!rc) rc = vmaf_use_features_from_model(vmaf, model);
@@ -194,7 +235,7 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
     /* The decoder's context: the caller's own, or the primary one. */
     void *dec_ctx = own_ctx;
     int primary_dev = -1;
-    if (!rc && mode != HOST_ALLOC && !dec_ctx) {
+    if (!rc && mode != HOST_ALLOC && mode != HOST_SEMIPLANAR && !dec_ctx) {
         if (cu.device_get(&primary_dev, 0) || cu.primary_retain(&dec_ctx, primary_dev)) rc = -1;
     }
     dec.pitch = W * bps + PITCH_PAD;
@@ -202,7 +243,7 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
     size_t host_len = (dec.pitch + WRAP_EXTRA) * (H + H);
     unsigned char *host = calloc(1, host_len);
     if (!host) rc = -1;
-    if (!rc && mode != HOST_ALLOC) {
+    if (!rc && mode != HOST_ALLOC && mode != HOST_SEMIPLANAR) {
         cu.ctx_push(dec_ctx);
         if (cu.mem_alloc(&dec.mem, host_len)) rc = -1;
         cu.ctx_pop(&cur);
@@ -219,8 +260,53 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
         /* HIP_WRAP: on odd frames the distorted frame's rows are longer than the reference's
          * (pictures of differing pitch), else both share the decoder's pitch. */
         size_t pitch = dec.pitch + (mode == HIP_WRAP && dist && frame % 2 ? WRAP_EXTRA : 0);
-        render(host, pw, ph, pitch, frame, dist, bpc, dec.off);
-        if (mode == HIP_WRAP) {
+        if (mode == HIP_SEMIPLANAR || mode == HOST_SEMIPLANAR) {
+            struct wrapped *wr = &wraps[i];
+            size_t chroma_off;
+            const size_t len = pitch * (H + H / 2);
+            unsigned char *frame_mem = host;
+            if (mode == HOST_SEMIPLANAR) {
+                /* freed by the test after the context closed */
+                if (!(wr->host = calloc(1, len))) {
+                    rc = -1;
+                    break;
+                }
+                frame_mem = wr->host;
+            }
+            render_semiplanar(frame_mem, pitch, frame, dist, bpc, &chroma_off);
+            const enum VmafHipSemiPlanarFormat fmt =
+                bpc == 8 ? VMAF_HIP_SEMIPLANAR_NV12 : VMAF_HIP_SEMIPLANAR_P010;
+            const ptrdiff_t stride[2] = {(ptrdiff_t)pitch, (ptrdiff_t)pitch};
+            int err;
+            if (mode == HIP_SEMIPLANAR) {
+                cu.ctx_push(dec_ctx);
+                if (cu.mem_alloc(&wr->mem, len)) rc = -1;
+                Memcpy2D up = {.srcMemoryType = MEMORYTYPE_HOST, .srcHost = host,
+                               .srcPitch = pitch, .dstMemoryType = MEMORYTYPE_DEVICE,
+                               .dstDevice = wr->mem, .dstPitch = pitch, .WidthInBytes = pitch,
+                               .Height = H + H / 2};
+                if (!rc && cu.memcpy2d(&up)) rc = -1;
+                cu.ctx_pop(&cur);
+                void *data[2] = {(void *)(uintptr_t)wr->mem,
+                                 (void *)(uintptr_t)(wr->mem + chroma_off)};
+                err = rc ? -1
+                         : vmaf_hip_picture_wrap_device_semiplanar(vmaf, pic, fmt, W, H, data,
+                                                                   stride, on_release, wr);
+            } else {
+                void *data[2] = {wr->host, wr->host + chroma_off};
+                err = vmaf_hip_picture_wrap_semiplanar(pic, fmt, W, H, data, stride, on_release,
+                                                       wr);
+            }
+            if (err) {
+                rc = -1;
+                break;
+            }
+        } else {
+            render(host, pw, ph, pitch, frame, dist, bpc, dec.off);
+        }
+        if (mode == HIP_SEMIPLANAR || mode == HOST_SEMIPLANAR) {
+            /* wrapped above */
+        } else if (mode == HIP_WRAP) {
             struct wrapped *wr = &wraps[i];
             cu.ctx_push(dec_ctx);
             if (cu.mem_alloc(&wr->mem, pitch * 2 * H)) rc = -1;
@@ -284,12 +370,14 @@ static int run(enum mode mode, unsigned bpc, unsigned n_threads, VmafModel *mode
     if (vmaf_close(vmaf)) rc = -1;
     vmaf_hip_state_free(&hip);
     for (unsigned i = 0; wraps && i < 2 * FRAMES; i++) {
-        if (!wraps[i].mem) continue;
+        free(wraps[i].host);
+        if (!wraps[i].mem && !wraps[i].host) continue;
         /* Every wrapped frame was released exactly once by the time the context closed. */
         if (__atomic_load_n(&wraps[i].released, __ATOMIC_SEQ_CST) != 1) {
             fprintf(stderr, "  wrapped picture %u released %d times\n", i, wraps[i].released);
             rc = -1;
         }
+        if (!wraps[i].mem) continue;
         cu.ctx_push(dec_ctx);
         cu.mem_free(wraps[i].mem);
         cu.ctx_pop(&cur);
@@ -354,6 +442,44 @@ static void argument_checks(int have_gpu)
     CHECK(vmaf_hip_picture_wrap_device(vmaf, NULL, VMAF_PIX_FMT_YUV420P, 8, W, H, data, stride,
                                        on_release, &never) == -EINVAL);
     CHECK(never.released == 0);
+    /* The semi-planar calls: the same refusals, and unknown layouts, odd strides for 16-bit
+     * words, NULL planes. */
+    const ptrdiff_t sp_stride[2] = {W, W}, odd_stride[2] = {2 * W + 1, 2 * W};
+    void *sp_data[2] = {fake, fake}, *sp_null[2] = {fake, NULL};
+    CHECK(vmaf_hip_picture_wrap_device_semiplanar(vmaf, &pic, VMAF_HIP_SEMIPLANAR_NV12, W, H,
+                                                  sp_data, sp_stride, on_release,
+                                                  &never) == -EINVAL);
+    CHECK(pic.ref == NULL && pic.data[0] == NULL);
+    CHECK(vmaf_hip_picture_wrap_semiplanar(&pic, (enum VmafHipSemiPlanarFormat)0, W, H, sp_data,
+                                           sp_stride, on_release, &never) == -EINVAL);
+    CHECK(vmaf_hip_picture_wrap_semiplanar(&pic, VMAF_HIP_SEMIPLANAR_P010, W, H, sp_data,
+                                           odd_stride, on_release, &never) == -EINVAL);
+    CHECK(vmaf_hip_picture_wrap_semiplanar(&pic, VMAF_HIP_SEMIPLANAR_NV12, W, H, sp_null,
+                                           sp_stride, on_release, &never) == -EINVAL);
+    CHECK(vmaf_hip_picture_wrap_semiplanar(NULL, VMAF_HIP_SEMIPLANAR_NV12, W, H, sp_data,
+                                           sp_stride, on_release, &never) == -EINVAL);
+    CHECK(pic.ref == NULL && never.released == 0);
+    VmafHipState *hs = (VmafHipState *)&cfg;
+    VmafHipConfiguration hc = {.device_index = -1, .flags = 0};
+    CHECK(vmaf_hip_state_init_cuda(NULL, hc, fake) == -EINVAL);
+    CHECK(vmaf_hip_state_init_cuda(&hs, hc, NULL) == -EINVAL && hs == NULL);
+    hc.flags = 1;
+    CHECK(vmaf_hip_state_init_cuda(&hs, hc, fake) == -EINVAL && hs == NULL);
+    if (have_gpu) {
+        /* A context of device 0 for device 1: -EXDEV, whether or not a device 1 exists. */
+        void *ctx = NULL, *cur = NULL;
+        int dev;
+        CHECK(cu.device_get(&dev, 0) == 0 && cu.ctx_create(&ctx, 0, dev) == 0);
+        cu.ctx_pop(&cur);
+        hc.flags = 0;
+        hc.device_index = 1;
+        CHECK(vmaf_hip_state_init_cuda(&hs, hc, ctx) == -EXDEV && hs == NULL);
+        hc.device_index = 0;
+        CHECK(vmaf_hip_state_init_cuda(&hs, hc, ctx) == 0 && hs != NULL);
+        vmaf_hip_state_free(&hs);
+        CHECK(hs == NULL);
+        cu.ctx_destroy(ctx);
+    }
     /* HOST works without a GPU, as upstream's. */
     pc.pic_prealloc_method = VMAF_CUDA_PICTURE_PREALLOCATION_METHOD_HOST;
     CHECK(vmaf_cuda_preallocate_pictures(vmaf, pc) == 0);
@@ -467,7 +593,7 @@ int main(void)
     static const unsigned depths[] = {8, 10}, threads[] = {0, 2};
     for (unsigned d = 0; d < 2; d++) {
         CHECK(run(HOST_ALLOC, depths[d], 0, model, want) == 0);
-        for (int mode = CUDA_OWN_CTX; mode <= HIP_WRAP; mode++)
+        for (int mode = CUDA_OWN_CTX; mode <= HOST_SEMIPLANAR; mode++)
             for (unsigned t = 0; t < 2; t++) {
                 memset(got, 0, scores);
                 int rc = run(mode, depths[d], threads[t], model, got);

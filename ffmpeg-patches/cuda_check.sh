@@ -333,7 +333,34 @@ else
                 "libvmaf (CPU) on software-decoded $codec ($fmt frames${extra:+, $extra})"
         done
     done
-    # clean failures: inputs of different formats, CUDA frames without hip_device
+    # planar CUDA frames (read in place): yuv420p from scale_cuda (nearest keeps NVDEC's
+    # samples) against the CPU on software-decoded frames; 10-bit as yuv444p16 against the CPU
+    # filter on the same frames downloaded (as libvmaf_cuda above)
+    for line in "${INPUTS[@]}"; do
+        read -r name codec clip kind <<<"$line"
+        d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+        case $kind in
+        parity)
+            [ "$name" = "$first_parity" ] || continue
+            label="$name.hip-yuv420p"
+            ffh "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+                -lavfi "[0:v]$TO420[d];[1:v]$TO420[r];[d][r]$(vmaf_hip "$label" feature=name=psnr)" -f null -
+            ran_ok "$label" || continue
+            compare_json "$label" "$WORK/$name.psnr.swcpu.json" \
+                "libvmaf (CPU) on software-decoded $codec (yuv420p CUDA frames from scale_cuda)"
+            ;;
+        10bit)
+            label="$name.hip-yuv444p16"
+            ffh "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+                -lavfi "[0:v]$TO444[d];[1:v]$TO444[r];[d][r]$(vmaf_hip "$label")" -f null -
+            ran_ok "$label" || continue
+            compare_json "$label" "$WORK/$name.cpu.json" \
+                "libvmaf (CPU) on the same NVDEC frames (yuv444p16 CUDA frames, downloaded)"
+            ;;
+        esac
+    done
+    # clean failures: inputs of different formats, CUDA frames without hip_device, CUDA frames
+    # of device 0 given to hip_device=1 (the library's -EXDEV, whether or not a device 1 exists)
     name=$first_parity
     d=$(in_ "$name" dist) r=$(in_ "$name" ref)
     ffh hip.mixed-formats "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
@@ -342,6 +369,9 @@ else
     ffh hip.no-hip_device "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
         -lavfi "[0:v][1:v]libvmaf" -f null -
     expect_clean_failure hip.no-hip_device "CUDA frames need hip_device"
+    ffh hip.other-gpu "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+        -lavfi "[0:v][1:v]libvmaf=hip_device=$((DEV + 1))" -f null -
+    expect_clean_failure hip.other-gpu "the CUDA frames are on another GPU than hip_device=$((DEV + 1))"
 fi
 
 # ------------------------------------------------------------------ throughput

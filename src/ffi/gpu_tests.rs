@@ -442,8 +442,9 @@ fn wrapped_device_memory_scores_like_the_cpu() {
 /// Semi-planar frames in device memory (NV12 for the 8-bit clip, P010 and P016 for the 10-bit
 /// one, luma and chroma rows padded) score like the planar frames they were stored from, on the
 /// CPU: with the model alone (luma only: the chroma is not unpacked, so `data[1]` is never
-/// read), and with extractors that read chroma on the GPU (psnr) and on the host (ciede), with
-/// and without workers; each wrapped frame's memory is let go once.
+/// read), with extractors that read chroma on the GPU (psnr) and on the host (ciede), and (at 8
+/// and 10 bits) with every other extractor, with and without workers; each wrapped frame's
+/// memory is let go once.
 #[test]
 fn semiplanar_device_frames_score_like_planar_ones() {
     use crate::context::{Config, Context};
@@ -521,7 +522,27 @@ fn semiplanar_device_frames_score_like_planar_ones() {
                 };
                 Arc::new(pic.unwrap())
             };
-            for features in [&[][..], &["psnr", "ciede"][..]] {
+            let every: &[&str] = &[
+                "cambi",
+                "float_ssim",
+                "float_ms_ssim",
+                "speed_chroma",
+                "speed_temporal",
+                "psnr_hvs",
+                "float_motion",
+                "float_vif",
+                "float_adm",
+                "float_psnr",
+                "float_ansnr",
+                "float_moment",
+            ];
+            // psnr_hvs and the SSIMs take no 16-bit samples (as upstream's).
+            let sets: &[&[&str]] = if fmt == SemiPlanar::P016 {
+                &[&[], &["psnr", "ciede"]]
+            } else {
+                &[&[], &["psnr", "ciede"], every]
+            };
+            for &features in sets {
                 let score = |device: bool, threads: u32| {
                     let mut ctx = Context::new(Config {
                         n_threads: threads,
