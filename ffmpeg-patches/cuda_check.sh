@@ -413,6 +413,7 @@ for line in "${INPUTS[@]}"; do
         ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$what sw decode+upload+libvmaf_cuda"
     fi
     if [ $HIP_OK = 1 ]; then
+        unset rate_nvdec_only secs_nvdec_only rate_hip secs_hip rate_hip_v1 secs_hip_v1
         # (4) both inputs through NVDEC alone: the decode-only rate; (5) NVDEC frames straight
         # into the patched libvmaf filter, v0.6.1 and v1.0.16. Each: the whole process, and the
         # steady rate (frame 100 to the last, timed as -progress reports them), which leaves

@@ -627,7 +627,11 @@ build_ffmpeg_cuda() {
     cat "$tree/.vmaf-hip-configure.txt" 2>/dev/null || true
     mkdir -p "$PREFIX/bin"
     cp "$tree/ffmpeg" "$PREFIX/bin/ffmpeg-cuda"
-    build_ffmpeg_cuda_hip "$nvcc"
+    # the patched one: a failure is one, but the unmodified checks still run
+    if ! build_ffmpeg_cuda_hip "$nvcc"; then
+        fail "CUDA variant: the patched FFmpeg (bin/ffmpeg-hip) did not build (log above)"
+        rm -f "$PREFIX/bin/ffmpeg-cuda-hip"
+    fi
 }
 
 # The patched FFmpeg with the same CUDA configuration and --enable-libvmaf-hip:
@@ -722,7 +726,9 @@ assemble_cuda_bundle() {
     rm -rf "$CUDA_BUNDLE"
     mkdir -p "$CUDA_BUNDLE/bin" "$CUDA_BUNDLE/lib" "$CUDA_BUNDLE/clips" "$CUDA_BUNDLE/expected"
     cp "$PREFIX/bin/ffmpeg-cuda" "$CUDA_BUNDLE/bin/ffmpeg"
-    cp "$PREFIX/bin/ffmpeg-cuda-hip" "$CUDA_BUNDLE/bin/ffmpeg-hip"
+    if [ -x "$PREFIX/bin/ffmpeg-cuda-hip" ]; then
+        cp "$PREFIX/bin/ffmpeg-cuda-hip" "$CUDA_BUNDLE/bin/ffmpeg-hip"
+    fi
     for lib in $(readelf -d "$CUDA_BUNDLE/bin/ffmpeg" | sed -n 's/.*(NEEDED).*\[\(libvmaf[^]]*\)\].*/\1/p'); do
         cp -L "$PREFIX/lib/$lib" "$CUDA_BUNDLE/lib/"
     done

@@ -197,8 +197,8 @@ int vmaf_hip_picture_wrap_device(VmafContext *vmaf, VmafPicture *pic,
  * outlive every context the state is imported into. Memory of that context
  * (a decoder's frames) can then be wrapped with vmaf_hip_picture_wrap_device()
  * and vmaf_hip_picture_wrap_device_semiplanar() and is read in place.
- * cfg.device_index -1 takes the context's device; any other index must name
- * that device.
+ * cfg.device_index -1 takes the context's device; any other index (numbered
+ * as vmaf_hip_list_devices() prints them) must name that device.
  * -EXDEV:  cu_ctx belongs to another GPU than cfg.device_index.
  * -ENODEV: no CUDA driver, or a context the driver refuses.
  * -EINVAL: out or cu_ctx is NULL, device_index < -1, or flags has unknown
@@ -210,10 +210,13 @@ int vmaf_hip_state_init_cuda(VmafHipState **out, VmafHipConfiguration cfg, void 
 #define VMAF_HIP_HAVE_SEMIPLANAR 1
 
 /* Semi-planar 4:2:0 layouts, as hardware decoders output them: a luma plane,
- * then one plane of interleaved (Cb, Cr) pairs, (w + 1) / 2 pairs per row and
- * (h + 1) / 2 rows. The picture made from one is VMAF_PIX_FMT_YUV420P with the
- * same samples, so it scores exactly as the planar frame (yuv420p,
- * yuv420p10le, yuv420p12le, yuv420p16le) would. */
+ * then one plane of interleaved (Cb, Cr) pairs ((w + 1) / 2 pairs per row and
+ * (h + 1) / 2 rows as decoders store them). The picture made from one is
+ * VMAF_PIX_FMT_YUV420P with the same samples, its chroma planes w / 2 by h / 2
+ * as vmaf_picture_alloc() makes them, so it scores exactly as the planar frame
+ * (yuv420p, yuv420p10le, yuv420p12le, yuv420p16le) would; only the first w / 2
+ * pairs of the first h / 2 chroma rows are read, and the strides must hold at
+ * least the samples read of a row (w, and 2 * (w / 2) for the chroma). */
 enum VmafHipSemiPlanarFormat {
     /* 8-bit samples (bpc 8). */
     VMAF_HIP_SEMIPLANAR_NV12 = 1,
@@ -232,8 +235,8 @@ enum VmafHipSemiPlanarFormat {
  * released (by vmaf_picture_unref() or after vmaf_read_pictures()), as for
  * vmaf_hip_picture_wrap(); release may be NULL.
  * -EINVAL: pic, data, stride or a plane is NULL, an unknown format, zero size
- *          or a side above 65536, a stride shorter than a row or negative, odd
- *          pointers or strides for 16-bit words.
+ *          or a side above 65536, a stride shorter than the samples read of a
+ *          row or negative, odd pointers or strides for 16-bit words.
  * -ENOMEM: no memory for the picture.
  * On failure release is not called and *pic is left empty. */
 int vmaf_hip_picture_wrap_semiplanar(VmafPicture *pic, enum VmafHipSemiPlanarFormat fmt,

@@ -511,12 +511,17 @@ fn semiplanar_device_frames_score_like_planar_ones() {
                 // planes' rows at their pitches in memory `owner` keeps; nothing writes it.
                 let pic = unsafe {
                     frames::wrap_device_semiplanar(
-                        &state,
+                        &dev,
                         fmt,
                         (p.w[0], p.h[0]),
                         (ya, yp),
                         (ca, cp),
                         chroma,
+                        crate::picture::semiplanar::gpu::unpacker(
+                            state.clone(),
+                            fmt,
+                            (p.w[0], p.h[0]),
+                        ),
                         owner,
                     )
                 };

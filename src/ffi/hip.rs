@@ -100,7 +100,12 @@ pub unsafe extern "C" fn vmaf_hip_state_init_cuda(
             return Err(Error::inval(format!("unknown flags {:#x}", cfg.flags)));
         }
         // SAFETY: forwarded contract on `cu_ctx`.
-        let state = unsafe { GpuState::with_cuda_context(cu_ctx) }?;
+        let state = unsafe { GpuState::with_cuda_context(cu_ctx) }.map_err(|e| match e {
+            e @ (Error::NoDevice(_) | Error::NoMem(_)) => e,
+            // A context the driver refuses is no device for us either.
+            e => Error::NoDevice(e.to_string()),
+        })?;
+        // Numbered as vmaf_hip_list_devices() prints them, as `device_index` is.
         let on = state.device().info().ordinal;
         if let Ok(want) = usize::try_from(cfg.device_index) {
             if want != on {
@@ -514,13 +519,17 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap_device_semiplanar(
                     // SAFETY: per the caller's contract both planes' rows are device memory of
                     // the state's GPU, valid and unwritten until `release`, which runs when
                     // `armed` drops: after the picture's last reader and the device's work.
+                    let (w, h) = (w as usize, h as usize);
+                    let unpacker =
+                        crate::picture::semiplanar::gpu::unpacker(state.clone(), fmt, (w, h));
                     crate::gpu::frames::wrap_device_semiplanar(
-                        &state,
+                        state.device(),
                         fmt,
-                        (w as usize, h as usize),
+                        (w, h),
                         (planes[0].0 as u64, planes[0].1),
                         (planes[1].0 as u64, planes[1].1),
                         with_chroma,
+                        unpacker,
                         Box::new(armed),
                     )
                 })
@@ -649,8 +658,14 @@ mod tests {
             );
             assert!(s.is_null());
             let ctx = std::ptr::dangling_mut::<std::ffi::c_void>();
-            assert_eq!(vmaf_hip_state_init_cuda(&mut s, cfg(-2, 0), ctx), -libc::EINVAL);
-            assert_eq!(vmaf_hip_state_init_cuda(&mut s, cfg(0, 1), ctx), -libc::EINVAL);
+            assert_eq!(
+                vmaf_hip_state_init_cuda(&mut s, cfg(-2, 0), ctx),
+                -libc::EINVAL
+            );
+            assert_eq!(
+                vmaf_hip_state_init_cuda(&mut s, cfg(0, 1), ctx),
+                -libc::EINVAL
+            );
             assert!(s.is_null());
         }
         assert_eq!(Error::CrossDevice("x".into()).errno(), -libc::EXDEV);
@@ -692,7 +707,10 @@ mod tests {
             )
         };
         assert_eq!(rc, 0);
-        assert_eq!((pic.bpc, pic.w, pic.h), (10, [w, w / 2, w / 2], [h, h / 2, h / 2]));
+        assert_eq!(
+            (pic.bpc, pic.w, pic.h),
+            (10, [w, w / 2, w / 2], [h, h / 2, h / 2])
+        );
         for plane in 0..3 {
             let p = pic.data[plane] as *const u16;
             let s = pic.stride[plane] as usize / 2;
@@ -700,7 +718,11 @@ mod tests {
                 for x in 0..want.w[plane] {
                     // SAFETY: inside the picture's plane.
                     let got = unsafe { *p.add(row * s + x) };
-                    assert_eq!(got, want.sample(plane, x, row), "plane {plane} ({x}, {row})");
+                    assert_eq!(
+                        got,
+                        want.sample(plane, x, row),
+                        "plane {plane} ({x}, {row})"
+                    );
                 }
             }
         }
@@ -735,7 +757,11 @@ mod tests {
                     std::ptr::null_mut(),
                 )
             };
-            assert_eq!(rc, -libc::EINVAL, "format {fmt}, strides {st:?}, NULL {null}");
+            assert_eq!(
+                rc,
+                -libc::EINVAL,
+                "format {fmt}, strides {st:?}, NULL {null}"
+            );
             assert!(pic.data[0].is_null());
         }
         assert_eq!(RELEASED.load(Ordering::SeqCst), before + 1);

@@ -51,6 +51,23 @@ pub(crate) trait Unpack: Send + Sync {
     fn queue(&self, planes: &DevPlanes, stream: &Stream) -> Result<()>;
 }
 
+/// The caller's memory of a semi-planar frame that [`Unpack`] work reads, each with its pitch
+/// in samples: for NV12 the interleaved chroma (when it is read); for P01x the luma words when
+/// they need a shift and the interleaved chroma when it is read.
+pub(crate) enum SemiPlanarSources {
+    Nv12 {
+        chroma: Option<(DeviceBuffer<u8>, usize)>,
+    },
+    Deep {
+        luma: Option<(DeviceBuffer<u16>, usize)>,
+        chroma: Option<(DeviceBuffer<u16>, usize)>,
+    },
+}
+
+/// Makes the [`Unpack`] work of a frame from its sources (None: nothing to do). The picture
+/// layer supplies it (`picture::semiplanar::gpu::unpacker`), which launches the kernels.
+pub(crate) type MakeUnpack<'a> = Box<dyn FnOnce(SemiPlanarSources) -> Option<Box<dyn Unpack>> + 'a>;
+
 impl Drop for DeviceFrame {
     fn drop(&mut self) {
         // Borrowed planes do not wait on their own. Every reader that finished waited for its
@@ -256,9 +273,17 @@ impl DeviceSamples for DevicePicture {
     fn mark_written(&self) -> Result<()> {
         // The unpacking goes on the legacy stream, behind the caller's writes; our streams are
         // non-blocking, so it holds none of them up.
+        // Once: the caller's memory does not change while we hold it, and queueing again would
+        // rewrite planes that earlier readers may still be reading.
         if let Some(unpack) = &self.frame.unpack {
-            self.frame.unpacked.store(true, Ordering::Release);
-            unpack.queue(&self.frame.planes, &Stream::legacy(&self.frame.device))?;
+            if !self.frame.unpacked.swap(true, Ordering::AcqRel) {
+                let queued = unpack.queue(&self.frame.planes, &Stream::legacy(&self.frame.device));
+                if let Err(e) = queued {
+                    // Part of it may be queued with no event behind it to wait on.
+                    self.frame.mark_unwaited();
+                    return Err(e);
+                }
+            }
         }
         // Readers' streams wait on it on the device; no host wait: a caller's legacy stream may
         // hold much more than its copies (FFmpeg's decoding and scaling of later frames).
@@ -515,24 +540,31 @@ pub unsafe fn wrap_device_planes(
 /// NV12 and P016 luma is read in place; P010 and P012 luma is shifted into memory of ours, and
 /// the chroma is split into two planes of ours only when `with_chroma` (an extractor reads
 /// it): both on the legacy stream, behind the caller's writes, at each `read_pictures`.
-/// Otherwise as [`wrap_device_planes`].
+/// `make_unpack` turns the caller's memory it is given into that work. Otherwise as
+/// [`wrap_device_planes`].
 ///
 /// # Safety
 /// The luma's `h` rows and, with `with_chroma`, the chroma's rows at their pitches (the last
 /// row's padding excepted) are memory usable on `state`'s device, which stays allocated until
 /// `owner` drops and which the caller does not write while the library may read it.
-pub unsafe fn wrap_device_semiplanar(
-    state: &Arc<crate::gpu::GpuState>,
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn wrap_device_semiplanar(
+    device: &Arc<Device>,
     fmt: crate::picture::semiplanar::SemiPlanar,
     (w, h): (usize, usize),
     luma: (u64, usize),
     chroma: (u64, usize),
     with_chroma: bool,
+    make_unpack: MakeUnpack<'_>,
     owner: Box<dyn std::any::Any + Send + Sync>,
 ) -> Result<PictureData> {
-    use crate::picture::semiplanar::{gpu::DeviceUnpack, SemiPlanar};
+    use crate::picture::semiplanar::SemiPlanar;
     fmt.check(w, h, [luma.1, chroma.1])?;
-    let device = state.device();
+    if fmt.bytes_per_sample() == 2
+        && (!luma.0.is_multiple_of(2) || (with_chroma && !chroma.0.is_multiple_of(2)))
+    {
+        return Err(Error::inval("odd device address for 16-bit words"));
+    }
     let (cw, ch) = SemiPlanar::chroma_dims(w, h);
     // A frame one sample wide or high has empty chroma planes.
     let with_chroma = with_chroma && cw > 0 && ch > 0;
@@ -565,11 +597,10 @@ pub unsafe fn wrap_device_semiplanar(
         } else {
             None
         };
-        let unpack = DeviceUnpack::nv12(state.clone(), (w, h), src.map(|b| (b, chroma.1)));
-        (
-            DevPlanes::U8(p),
-            unpack.map(|u| Box::new(u) as Box<dyn Unpack>),
-        )
+        let sources = SemiPlanarSources::Nv12 {
+            chroma: src.map(|b| (b, chroma.1)),
+        };
+        (DevPlanes::U8(p), make_unpack(sources))
     } else {
         let (src_luma, first) = if shifted {
             // SAFETY: as above.
@@ -594,11 +625,11 @@ pub unsafe fn wrap_device_semiplanar(
         } else {
             None
         };
-        let unpack = DeviceUnpack::deep(state.clone(), fmt, (w, h), src_luma, src_chroma);
-        (
-            DevPlanes::U16(p),
-            unpack.map(|u| Box::new(u) as Box<dyn Unpack>),
-        )
+        let sources = SemiPlanarSources::Deep {
+            luma: src_luma,
+            chroma: src_chroma,
+        };
+        (DevPlanes::U16(p), make_unpack(sources))
     };
     picture_over(
         device,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::launch;
 use super::SemiPlanar;
 use crate::error::{Error, Result};
-use crate::gpu::frames::{DevPlanes, Unpack};
+use crate::gpu::frames::{DevPlanes, MakeUnpack, SemiPlanarSources, Unpack};
 use crate::gpu::launch::DevicePlane;
 use crate::gpu::{DeviceBuffer, GpuState, Stream};
 
@@ -23,17 +23,35 @@ enum Source {
 }
 
 /// Fills a semi-planar device picture's planar planes (see [`Unpack`]).
-pub(crate) struct DeviceUnpack {
+struct DeviceUnpack {
     state: Arc<GpuState>,
     w: usize,
     h: usize,
     source: Source,
 }
 
+/// What [`crate::gpu::frames::wrap_device_semiplanar`] calls to make a `w`x`h` frame's
+/// unpacking on `state`'s device.
+pub(crate) fn unpacker(
+    state: Arc<GpuState>,
+    fmt: SemiPlanar,
+    (w, h): (usize, usize),
+) -> MakeUnpack<'static> {
+    Box::new(move |sources| {
+        let u = match sources {
+            SemiPlanarSources::Nv12 { chroma } => DeviceUnpack::nv12(state, (w, h), chroma),
+            SemiPlanarSources::Deep { luma, chroma } => {
+                DeviceUnpack::deep(state, fmt, (w, h), luma, chroma)
+            }
+        };
+        u.map(|u| Box::new(u) as Box<dyn Unpack>)
+    })
+}
+
 impl DeviceUnpack {
     /// An NV12 frame's unpacking: its chroma split in two (None when the chroma is not read,
     /// as the luma is read in place).
-    pub(crate) fn nv12(
+    fn nv12(
         state: Arc<GpuState>,
         (w, h): (usize, usize),
         chroma: Option<(DeviceBuffer<u8>, usize)>,
@@ -48,7 +66,7 @@ impl DeviceUnpack {
 
     /// A P010/P012/P016 frame's unpacking: the luma shifted when it is given, the chroma split
     /// and shifted when it is given (None when there is nothing to do).
-    pub(crate) fn deep(
+    fn deep(
         state: Arc<GpuState>,
         fmt: SemiPlanar,
         (w, h): (usize, usize),
