@@ -547,6 +547,21 @@ check_encoder() {
 }
 
 # $1: tree, $2: clang or empty
+# ./configure in the current tree with the CUDA variant's switches, scale_cuda when $1 (clang)
+# is set, against our libvmaf.pc (the archive's with CUDA_STATIC=1), plus $2...
+run_cuda_configure() {
+    local nvcc=$1 pc="$PREFIX/lib/pkgconfig"
+    shift
+    [ -n "$nvcc" ] && set -- "$@" "${FF_CUDA_SCALE[@]}" "--nvcc=$nvcc"
+    if [ "$CUDA_STATIC" = 1 ]; then
+        # libvmaf.a inside the binary, as a static FFmpeg build ships it
+        pc=$STATIC_PC
+        set -- "$@" --pkg-config-flags=--static
+    fi
+    PKG_CONFIG_PATH="$pc${NVCODEC_PC:+:$NVCODEC_PC}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
+        ./configure "${FF_CUDA_CONFIGURE[@]}" "$@"
+}
+
 configure_ffmpeg_cuda() {
     local tree=$1 nvcc=$2 orig
     cd "$tree"
@@ -558,19 +573,7 @@ configure_ffmpeg_cuda() {
     orig=$(ls "$CACHE"/src/ffmpeg_*.orig.tar.xz)
     tar -xJOf "$orig" "ffmpeg-$(echo "${DEB_VERSION#*:}" | sed 's/-.*//')/libavfilter/vf_libvmaf.c" | cmp - libavfilter/vf_libvmaf.c
     echo "libavfilter/vf_libvmaf.c: identical to $(basename "$orig")'s"
-    if [ -n "$nvcc" ]; then
-        set -- "${FF_CUDA_SCALE[@]}" "--nvcc=$nvcc"
-    else
-        set --
-    fi
-    local pc="$PREFIX/lib/pkgconfig"
-    if [ "$CUDA_STATIC" = 1 ]; then
-        # libvmaf.a inside the binary, as a static FFmpeg build ships it
-        pc=$STATIC_PC
-        set -- "$@" --pkg-config-flags=--static
-    fi
-    PKG_CONFIG_PATH="$pc${NVCODEC_PC:+:$NVCODEC_PC}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
-        ./configure "${FF_CUDA_CONFIGURE[@]}" "$@"
+    run_cuda_configure "$nvcc"
     # configure's own probe for the filter (check_pkg_config libvmaf_cuda
     # "libvmaf >= 2.0.0" libvmaf_cuda.h vmaf_cuda_state_init), against our
     # libvmaf.pc; what it enabled
@@ -659,20 +662,8 @@ build_ffmpeg_cuda_hip() {
 }
 
 configure_ffmpeg_cuda_hip() {
-    local tree=$1 nvcc=$2
-    cd "$tree"
-    if [ -n "$nvcc" ]; then
-        set -- "${FF_CUDA_SCALE[@]}" "--nvcc=$nvcc"
-    else
-        set --
-    fi
-    local pc="$PREFIX/lib/pkgconfig"
-    if [ "$CUDA_STATIC" = 1 ]; then
-        pc=$STATIC_PC
-        set -- "$@" --pkg-config-flags=--static
-    fi
-    PKG_CONFIG_PATH="$pc${NVCODEC_PC:+:$NVCODEC_PC}${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
-        ./configure "${FF_CUDA_CONFIGURE[@]}" --enable-libvmaf-hip "$@"
+    cd "$1"
+    run_cuda_configure "$2" --enable-libvmaf-hip
     grep '^#define CONFIG_LIBVMAF_HIP 1$' config.h
     grep '^#define CONFIG_CUDA 1$' config.h
     grep '^#define CONFIG_LIBVMAF_FILTER 1$' config_components.h
