@@ -611,6 +611,54 @@ fn scoring_run_loads_gfx90a_objects_and_launches_every_kernel() {
     }
 }
 
+/// Semi-planar P010 frames in device memory (`vmaf_hip_picture_wrap_device_semiplanar`) on the
+/// AMD host path: every picture's luma is shifted and (PSNR reads chroma) its chroma split by
+/// kernels/semiplanar.hip, queued once on the null stream behind the caller's writes with the
+/// kernels' argument counts; every wrapped frame is released and every object freed, with 0
+/// and 2 threads.
+#[test]
+fn semiplanar_device_frames_are_unpacked_on_the_null_stream() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let sigs = kernel_signatures();
+    let frames = 3;
+    for threads in [0, 2] {
+        let r = driver(
+            kit,
+            &format!("semiplanar-{threads}"),
+            &["semiplanar", &threads.to_string(), &frames.to_string()],
+            &[],
+        );
+        let ctx = || format!("threads {threads}\n{}", show(&r.out));
+        for key in ["init", "import", "use", "flush", "first_error", "close"] {
+            assert_eq!(r.int(key), 0, "{key}: {}", ctx());
+        }
+        assert_eq!(r.int("released"), 2 * frames, "{}", ctx());
+        r.assert_clean();
+        let launches = check_each_launch(&r, &sigs);
+        let count = |k: &str| launches.iter().filter(|l| l.kernel == k).count();
+        assert_eq!(
+            count("vmaf_semiplanar_luma_u16"),
+            2 * frames as usize,
+            "{}",
+            r.log
+        );
+        assert_eq!(
+            count("vmaf_semiplanar_chroma_u16"),
+            2 * frames as usize,
+            "{}",
+            r.log
+        );
+        for l in r.calls("hipModuleLaunchKernel") {
+            if l.contains("vmaf_semiplanar_") {
+                assert!(l.contains(" stream=0 "), "not on the null stream: {l}");
+            }
+        }
+        r.assert_no_failed_calls();
+    }
+}
+
 /// `VMAF_HIP_WAIT=sleep`: every event is created blocking-sync (hipEventBlockingSync, 1) beside
 /// timing disabled (2), so host waits sleep; without it events only disable timing. Both runs
 /// score and release everything.

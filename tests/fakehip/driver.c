@@ -7,6 +7,10 @@
  *   driver score THREADS FRAMES  vif, adm and motion on FRAMES frames of a 256x144 pattern
  *   driver score2 THREADS FRAMES the same on two states and contexts at once, from two threads
  *                                (keys prefixed a_ and b_)
+ *   driver semiplanar THREADS FRAMES
+ *                                adm and psnr on FRAMES P010 frames in the fake's device memory
+ *                                (vmaf_hip_picture_wrap_device_semiplanar: the luma shifted and the
+ *                                chroma split on the device), buffers freed once released
  *
  * Prints "key=value" lines for the test to check, then the fake's object summary
  * ("fake: dev_allocs=... bad=...") once everything is freed, and the fake hiprtc's
@@ -128,6 +132,91 @@ static int score(int threads, int frames)
     return rc;
 }
 
+static int released;
+
+static void on_release(void *opaque)
+{
+    (void)opaque;
+    __atomic_add_fetch(&released, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Semi-planar P010 frames in the fake's device memory, handed over in place. */
+static int semiplanar(int threads, int frames)
+{
+    const char *path = getenv("VMAF_HIP_AMDHIP_LIBNAME");
+    void *rt = path ? dlopen(path, RTLD_NOW) : NULL;
+    int (*hip_malloc)(void **, size_t) = NULL;
+    int (*hip_free)(void *) = NULL;
+    if (rt) {
+        *(void **)&hip_malloc = dlsym(rt, "hipMalloc");
+        *(void **)&hip_free = dlsym(rt, "hipFree");
+    }
+    if (!hip_malloc || !hip_free) {
+        printf("no fake runtime to allocate from\n");
+        return 1;
+    }
+    VmafHipState *state = NULL;
+    int rc = vmaf_hip_state_init(&state, hip_cfg(-1));
+    printf("init=%d\n", rc);
+    if (rc)
+        return 0;
+    VmafContext *vmaf = NULL;
+    VmafConfiguration cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_threads = (unsigned)threads;
+    cfg.log_level = VMAF_LOG_LEVEL_NONE;
+    if (vmaf_init(&vmaf, cfg)) {
+        printf("vmaf_init failed\n");
+        return 1;
+    }
+    printf("import=%d\n", vmaf_hip_import_state(vmaf, state));
+    printf("use=%d\n", vmaf_use_feature(vmaf, "adm", NULL) | vmaf_use_feature(vmaf, "psnr", NULL));
+    const unsigned w = 256, h = 144;
+    const size_t pitch = 2 * w + 64, len = pitch * (h + h / 2);
+    void *mem[64] = {0};
+    int first_err = 0, n = frames < 32 ? frames : 32;
+    for (int i = 0; i < n && !first_err; i++) {
+        VmafPicture pic[2];
+        for (int k = 0; k < 2; k++) {
+            if (hip_malloc(&mem[2 * i + k], len)) {
+                printf("hipMalloc failed\n");
+                return 1;
+            }
+            void *data[2] = {mem[2 * i + k], (char *)mem[2 * i + k] + pitch * h};
+            const ptrdiff_t stride[2] = {(ptrdiff_t)pitch, (ptrdiff_t)pitch};
+            rc = vmaf_hip_picture_wrap_device_semiplanar(vmaf, &pic[k], VMAF_HIP_SEMIPLANAR_P010,
+                                                         w, h, data, stride, on_release, NULL);
+            printf("wrap%d_%d=%d\n", i, k, rc);
+            if (rc) {
+                first_err = rc;
+                if (k)
+                    vmaf_picture_unref(&pic[0]);
+            }
+        }
+        if (first_err)
+            break;
+        rc = vmaf_read_pictures(vmaf, &pic[0], &pic[1], (unsigned)i);
+        printf("read%d=%d\n", i, rc);
+        if (rc) {
+            vmaf_picture_unref(&pic[0]);
+            vmaf_picture_unref(&pic[1]);
+            first_err = rc;
+        }
+    }
+    rc = vmaf_read_pictures(vmaf, NULL, NULL, 0);
+    printf("flush=%d\n", rc);
+    printf("first_error=%d\n", first_err ? first_err : rc);
+    printf("close=%d\n", vmaf_close(vmaf));
+    vmaf_hip_state_free(&state);
+    printf("released=%d\n", __atomic_load_n(&released, __ATOMIC_SEQ_CST));
+    for (int i = 0; i < 2 * n; i++)
+        if (mem[i])
+            hip_free(mem[i]);
+    print_fake_summary();
+    dlclose(rt);
+    return 0;
+}
+
 struct job {
     const char *pre;
     int threads, frames, rc;
@@ -182,6 +271,9 @@ int main(int argc, char **argv)
         return score(atoi(argv[2]), atoi(argv[3]));
     if (!strcmp(what, "score2") && argc == 4)
         return score2(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: driver list | init | score THREADS FRAMES | score2 THREADS FRAMES\n");
+    if (!strcmp(what, "semiplanar") && argc == 4)
+        return semiplanar(atoi(argv[2]), atoi(argv[3]));
+    fprintf(stderr, "usage: driver list | init | score THREADS FRAMES | score2 THREADS FRAMES | "
+                    "semiplanar THREADS FRAMES\n");
     return 2;
 }
