@@ -413,7 +413,7 @@ for line in "${INPUTS[@]}"; do
         ran_ok "$name.vmaf" && fps_line "$name.vmaf" "$what sw decode+upload+libvmaf_cuda"
     fi
     if [ $HIP_OK = 1 ]; then
-        unset rate_nvdec_only secs_nvdec_only rate_hip secs_hip rate_hip_v1 secs_hip_v1
+        declare -A RATE=() WALL=()
         # (4) both inputs through NVDEC alone: the decode-only rate; (5) NVDEC frames straight
         # into the patched libvmaf filter, v0.6.1 and v1.0.16. Each: the whole process, and the
         # steady rate (frame 100 to the last, timed as -progress reports them), which leaves
@@ -431,7 +431,7 @@ for line in "${INPUTS[@]}"; do
             ffh "$label" -progress "$WORK/$label.progress" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" "$@"
             ran_ok "$label" || continue
             fps_line "$label" "$what $what_run"
-            eval "secs_${tag//-/_}=$SECS"
+            WALL[$tag]=$SECS
             # the steady rate: the same command again, its progress lines timed as they come
             rate=$(cd "$WORK" && python3 - "$FH" -nostdin -hide_banner -loglevel error -progress pipe:2 \
                 -stats_period 0.02 "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" "$@" <<'PY'
@@ -452,15 +452,14 @@ b = next((x for x in pts if x[1] == last), None)
 print(f"{(b[1] - a[1]) / (b[0] - a[0]):.1f}" if p.returncode == 0 and a and b and b[0] > a[0] else "nan")
 PY
 )
-            eval "rate_${tag//-/_}=$rate"
+            RATE[$tag]=$rate
             note "$(printf '%-46s %8s fps' "$what $what_run, steady" "$rate")"
         done
-        for tag in hip hip_v1; do
-            eval "tag_rate=\${rate_$tag:-nan} tag_secs=\${secs_$tag:-0}"
-            [ -n "${rate_nvdec_only:-}" ] && [ -n "${secs_nvdec_only:-}" ] &&
+        for tag in hip hip-v1; do
+            [ -n "${RATE[nvdec-only]:-}" ] && [ -n "${WALL[nvdec-only]:-}" ] && [ -n "${WALL[$tag]:-}" ] &&
                 note "$(printf '%-46s steady rate %s, whole process %s' "$what $tag/(4)" \
-                    "$(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.3f}')" "$tag_rate" "$rate_nvdec_only")" \
-                    "$(python3 -c "print(f'{$secs_nvdec_only / max($tag_secs, 1e-9):.3f}')")")"
+                    "$(python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.3f}')" "${RATE[$tag]:-nan}" "${RATE[nvdec-only]}")" \
+                    "$(python3 -c "import sys; print(f'{float(sys.argv[1]) / max(float(sys.argv[2]), 1e-9):.3f}')" "${WALL[nvdec-only]}" "${WALL[$tag]}")")"
         done
     fi
     # (3) reference: software decode, the libvmaf filter on the CPU
