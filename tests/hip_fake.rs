@@ -657,6 +657,25 @@ fn semiplanar_device_frames_are_unpacked_on_the_null_stream() {
         }
         r.assert_no_failed_calls();
     }
+    // The planes a picture is unpacked into serve the next pictures: freeing device memory
+    // waits for the whole device, so 16 more frames (96 more planes of ours) must not free
+    // more than the pool's sets at the end.
+    let syncs = |n: u32| {
+        let r = driver(
+            kit,
+            &format!("semiplanar-reuse-{n}"),
+            &["semiplanar", "2", &n.to_string()],
+            &[],
+        );
+        assert_eq!(r.int("first_error"), 0, "{}", show(&r.out));
+        r.assert_clean();
+        r.calls("hipDeviceSynchronize").count()
+    };
+    let (few, many) = (syncs(16), syncs(32));
+    assert!(
+        many < few + 16,
+        "{few} device waits for 16 frames, {many} for 32: the unpacked planes are not reused"
+    );
 }
 
 /// `VMAF_HIP_WAIT=sleep`: every event is created blocking-sync (hipEventBlockingSync, 1) beside

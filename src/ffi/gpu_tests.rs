@@ -511,7 +511,7 @@ fn semiplanar_device_frames_score_like_planar_ones() {
                 // planes' rows at their pitches in memory `owner` keeps; nothing writes it.
                 let pic = unsafe {
                     frames::wrap_device_semiplanar(
-                        &dev,
+                        &state,
                         fmt,
                         (p.w[0], p.h[0]),
                         (ya, yp),

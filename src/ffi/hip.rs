@@ -523,7 +523,7 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap_device_semiplanar(
                     let unpacker =
                         crate::picture::semiplanar::gpu::unpacker(state.clone(), fmt, (w, h));
                     crate::gpu::frames::wrap_device_semiplanar(
-                        state.device(),
+                        &state,
                         fmt,
                         (w, h),
                         (planes[0].0 as u64, planes[0].1),

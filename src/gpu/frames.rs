@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::gpu::launch::Sample;
-use crate::gpu::{Device, DeviceBuffer, Event, Stream};
+use crate::gpu::{Device, DeviceBuffer, DeviceCopy, Event, Stream};
 use crate::picture::{plane_dims, DeviceSamples, PictureData, PixelFormat, PlaneRef};
 
 /// The planes of one device picture, typed by sample size.
@@ -43,6 +43,49 @@ pub(crate) struct DeviceFrame {
     unpack: Option<Box<dyn Unpack>>,
     /// Set once `unpack` was queued: the caller's memory may still be read by it.
     unpacked: AtomicBool,
+    /// Gives the planes of ours back for the next picture (see [`UnpackPlanes`]), once nothing
+    /// on the device reads them any more.
+    recycle: Option<Recycle>,
+}
+
+/// What gives a picture's planes of ours back when it goes.
+type Recycle = Box<dyn FnOnce(&mut DevPlanes) + Send + Sync>;
+
+/// The planes of ours a semi-planar picture is unpacked into (P01x luma, split chroma), kept
+/// by the state for the next picture: freeing device memory waits for the whole device, and a
+/// decoder's frames come at one size.
+struct UnpackPlanes<T: DeviceCopy>(Vec<DeviceBuffer<T>>);
+
+/// Buffers of `lens` elements: the set a picture of the same size gave back, else new ones
+/// (and the kept set, of another size, freed).
+fn unpack_planes<T: Sample + Send + 'static>(
+    state: &crate::gpu::GpuState,
+    lens: &[usize],
+) -> Result<Vec<DeviceBuffer<T>>> {
+    if let Some(UnpackPlanes(kept)) = state.take_scratch::<UnpackPlanes<T>>() {
+        if kept.len() == lens.len() && kept.iter().zip(lens).all(|(b, &n)| b.len() == n) {
+            return Ok(kept);
+        }
+    }
+    lens.iter()
+        .map(|&n| DeviceBuffer::new(state.device(), n))
+        .collect()
+}
+
+/// The [`Recycle`] of planes `from..` of a picture (its planes of ours) into `state`'s pool.
+fn recycle_from<T: Sample + Send + 'static>(
+    state: &Arc<crate::gpu::GpuState>,
+    from: usize,
+    take: fn(&mut DevPlanes) -> Option<&mut Vec<DeviceBuffer<T>>>,
+) -> Recycle {
+    let state = Arc::downgrade(state);
+    Box::new(move |planes| {
+        if let (Some(state), Some(v)) = (state.upgrade(), take(planes)) {
+            if from < v.len() {
+                state.put_scratch(UnpackPlanes(v.split_off(from)));
+            }
+        }
+    })
 }
 
 /// Device work that fills planes of a device picture from memory the caller wrote (the planar
@@ -84,6 +127,11 @@ impl Drop for DeviceFrame {
             // The unpacking may still read the caller's memory: readers waited for work behind
             // it, so this wait is normally over at once.
             self.device.synchronize_for_release();
+        }
+        // Every reader waited for its work (or the device was waited for above): the planes
+        // are free for the next picture.
+        if let Some(recycle) = self.recycle.take() {
+            recycle(&mut self.planes);
         }
     }
 }
@@ -339,7 +387,7 @@ pub fn device_picture(
     };
     picture_over(
         device,
-        (planes, None),
+        (planes, None, None),
         None,
         (pix_fmt, bpc, w, h),
         dims.map(|d| d.0),
@@ -350,7 +398,7 @@ pub fn device_picture(
 /// The picture over `planes` (rows `stride[i]` samples apart), filled by `unpack` if set.
 fn picture_over(
     device: &Arc<Device>,
-    (planes, unpack): (DevPlanes, Option<Box<dyn Unpack>>),
+    (planes, unpack, recycle): (DevPlanes, Option<Box<dyn Unpack>>, Option<Recycle>),
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
     (pix_fmt, bpc, w, h): (PixelFormat, u32, usize, usize),
     stride: [usize; 3],
@@ -365,6 +413,7 @@ fn picture_over(
         unwaited: AtomicBool::new(false),
         unpack,
         unpacked: AtomicBool::new(false),
+        recycle,
     };
     let samples = DevicePicture {
         frame: Arc::new(frame),
@@ -525,7 +574,7 @@ pub unsafe fn wrap_device_planes(
     };
     picture_over(
         device,
-        (planes, None),
+        (planes, None, None),
         Some(owner),
         (pix_fmt, bpc, w, h),
         strides,
@@ -549,7 +598,7 @@ pub unsafe fn wrap_device_planes(
 /// `owner` drops and which the caller does not write while the library may read it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn wrap_device_semiplanar(
-    device: &Arc<Device>,
+    state: &Arc<crate::gpu::GpuState>,
     fmt: crate::picture::semiplanar::SemiPlanar,
     (w, h): (usize, usize),
     luma: (u64, usize),
@@ -559,6 +608,7 @@ pub(crate) unsafe fn wrap_device_semiplanar(
     owner: Box<dyn std::any::Any + Send + Sync>,
 ) -> Result<PictureData> {
     use crate::picture::semiplanar::SemiPlanar;
+    let device = state.device();
     fmt.check(w, h, [luma.1, chroma.1])?;
     if fmt.bytes_per_sample() == 2
         && (!luma.0.is_multiple_of(2) || (with_chroma && !chroma.0.is_multiple_of(2)))
@@ -583,14 +633,12 @@ pub(crate) unsafe fn wrap_device_semiplanar(
     if !with_chroma {
         (stride[1], stride[2], host_lens[1], host_lens[2]) = (cw, cw, 0, 0);
     }
-    let planes_of = |n: usize| if with_chroma { n } else { 1 };
-    let (planes, unpack) = if fmt == SemiPlanar::Nv12 {
+    let chroma_lens: &[usize] = if with_chroma { &lens[1..] } else { &[] };
+    let (planes, unpack, recycle) = if fmt == SemiPlanar::Nv12 {
         // SAFETY: forwarded contract: the luma's rows stay allocated until `owner` drops, which
         // `DeviceFrame`'s drop delays until the device's work is done.
         let mut p = vec![unsafe { DeviceBuffer::<u8>::borrowed(device, luma.0, luma_span) }?];
-        for _ in 1..planes_of(3) {
-            p.push(DeviceBuffer::new(device, lens[1])?);
-        }
+        p.extend(unpack_planes::<u8>(state, chroma_lens)?);
         let src = if with_chroma {
             // SAFETY: as above, for the chroma rows.
             Some(unsafe { DeviceBuffer::<u8>::borrowed(device, chroma.0, chroma_span) }?)
@@ -600,21 +648,27 @@ pub(crate) unsafe fn wrap_device_semiplanar(
         let sources = SemiPlanarSources::Nv12 {
             chroma: src.map(|b| (b, chroma.1)),
         };
-        (DevPlanes::U8(p), make_unpack(sources))
+        let recycle = recycle_from::<u8>(state, 1, |p| match p {
+            DevPlanes::U8(v) => Some(v),
+            DevPlanes::U16(_) => None,
+        });
+        (DevPlanes::U8(p), make_unpack(sources), Some(recycle))
     } else {
-        let (src_luma, first) = if shifted {
+        // P01x: the shifted luma is ours too, so the planes of ours start at 0.
+        let (src_luma, mut p, ours_from) = if shifted {
             // SAFETY: as above.
             let b = unsafe { DeviceBuffer::<u16>::borrowed(device, luma.0, luma_span) }?;
-            (Some((b, luma.1)), DeviceBuffer::new(device, lens[0])?)
+            let ours: Vec<usize> = std::iter::once(lens[0])
+                .chain(chroma_lens.iter().copied())
+                .collect();
+            (Some((b, luma.1)), unpack_planes::<u16>(state, &ours)?, 0)
         } else {
             // SAFETY: as above.
-            (None, unsafe {
-                DeviceBuffer::<u16>::borrowed(device, luma.0, luma_span)
-            }?)
+            let b = unsafe { DeviceBuffer::<u16>::borrowed(device, luma.0, luma_span) }?;
+            (None, vec![b], 1)
         };
-        let mut p = vec![first];
-        for _ in 1..planes_of(3) {
-            p.push(DeviceBuffer::new(device, lens[1])?);
+        if !shifted {
+            p.extend(unpack_planes::<u16>(state, chroma_lens)?);
         }
         let src_chroma = if with_chroma {
             // SAFETY: as above, for the chroma rows.
@@ -629,11 +683,15 @@ pub(crate) unsafe fn wrap_device_semiplanar(
             luma: src_luma,
             chroma: src_chroma,
         };
-        (DevPlanes::U16(p), make_unpack(sources))
+        let recycle = recycle_from::<u16>(state, ours_from, |p| match p {
+            DevPlanes::U16(v) => Some(v),
+            DevPlanes::U8(_) => None,
+        });
+        (DevPlanes::U16(p), make_unpack(sources), Some(recycle))
     };
     picture_over(
         device,
-        (planes, unpack),
+        (planes, unpack, recycle),
         Some(owner),
         (PixelFormat::Yuv420p, fmt.bpc(), w, h),
         stride,
