@@ -110,64 +110,13 @@ pub fn unpack_host(
     h: usize,
     frame: HostSemiPlanar<'_>,
 ) -> Result<PictureData> {
-    let (cw, ch) = SemiPlanar::chroma_dims(w, h);
     let mut pic = PictureData::for_writing(PixelFormat::Yuv420p, fmt.bpc(), w, h)?;
-    let fits = |len: usize, pitch: usize, rows: usize, row: usize| {
-        rows == 0
-            || (rows - 1)
-                .checked_mul(pitch)
-                .and_then(|n| n.checked_add(row))
-                .is_some_and(|n| n <= len)
-    };
-    let shift = fmt.shift();
     match frame {
-        HostSemiPlanar::U8 {
-            luma: (y, yp),
-            chroma: (c, cp),
-        } if fmt == SemiPlanar::Nv12 => {
-            fmt.check(w, h, [yp, cp])?;
-            if !fits(y.len(), yp, h, w) || !fits(c.len(), cp, ch, 2 * cw) {
-                return Err(Error::inval("semi-planar planes shorter than their rows"));
-            }
-            let s = pic.stride;
-            let out = pic.plane_u8_mut(0);
-            for row in 0..h {
-                out[row * s[0]..][..w].copy_from_slice(&y[row * yp..][..w]);
-            }
-            for (plane, lane) in [(1, 0), (2, 1)] {
-                let out = pic.plane_u8_mut(plane);
-                for row in 0..ch {
-                    let src = &c[row * cp..][..2 * cw];
-                    for (o, pair) in out[row * s[plane]..][..cw].iter_mut().zip(src.chunks(2)) {
-                        *o = pair[lane];
-                    }
-                }
-            }
+        HostSemiPlanar::U8 { luma, chroma } if fmt == SemiPlanar::Nv12 => {
+            unpack_into(&mut pic, fmt, luma, chroma)?
         }
-        HostSemiPlanar::U16 {
-            luma: (y, yp),
-            chroma: (c, cp),
-        } if fmt != SemiPlanar::Nv12 => {
-            fmt.check(w, h, [yp, cp])?;
-            if !fits(y.len(), yp, h, w) || !fits(c.len(), cp, ch, 2 * cw) {
-                return Err(Error::inval("semi-planar planes shorter than their rows"));
-            }
-            let s = pic.stride;
-            let out = pic.plane_u16_mut(0);
-            for row in 0..h {
-                for (o, &v) in out[row * s[0]..][..w].iter_mut().zip(&y[row * yp..][..w]) {
-                    *o = v >> shift;
-                }
-            }
-            for (plane, lane) in [(1, 0), (2, 1)] {
-                let out = pic.plane_u16_mut(plane);
-                for row in 0..ch {
-                    let src = &c[row * cp..][..2 * cw];
-                    for (o, pair) in out[row * s[plane]..][..cw].iter_mut().zip(src.chunks(2)) {
-                        *o = pair[lane] >> shift;
-                    }
-                }
-            }
+        HostSemiPlanar::U16 { luma, chroma } if fmt != SemiPlanar::Nv12 => {
+            unpack_into(&mut pic, fmt, luma, chroma)?
         }
         _ => {
             return Err(Error::inval(format!(
@@ -177,6 +126,62 @@ pub fn unpack_host(
         }
     }
     Ok(pic)
+}
+
+/// A stored sample type and the picture planes it fills.
+trait Stored: Copy + std::ops::Shr<u32, Output = Self> {
+    fn plane_mut(pic: &mut PictureData, i: usize) -> &mut [Self];
+}
+
+impl Stored for u8 {
+    fn plane_mut(pic: &mut PictureData, i: usize) -> &mut [u8] {
+        pic.plane_u8_mut(i)
+    }
+}
+
+impl Stored for u16 {
+    fn plane_mut(pic: &mut PictureData, i: usize) -> &mut [u16] {
+        pic.plane_u16_mut(i)
+    }
+}
+
+/// Fills `pic`'s three planes from the luma and interleaved chroma (each with its pitch in
+/// samples), every sample shifted down by the layout's shift.
+fn unpack_into<T: Stored>(
+    pic: &mut PictureData,
+    fmt: SemiPlanar,
+    (y, yp): (&[T], usize),
+    (c, cp): (&[T], usize),
+) -> Result<()> {
+    let (w, h, cw, ch) = (pic.w[0], pic.h[0], pic.w[1], pic.h[1]);
+    fmt.check(w, h, [yp, cp])?;
+    let fits = |len: usize, pitch: usize, rows: usize, row: usize| {
+        rows == 0
+            || (rows - 1)
+                .checked_mul(pitch)
+                .and_then(|n| n.checked_add(row))
+                .is_some_and(|n| n <= len)
+    };
+    if !fits(y.len(), yp, h, w) || !fits(c.len(), cp, ch, 2 * cw) {
+        return Err(Error::inval("semi-planar planes shorter than their rows"));
+    }
+    let (shift, s) = (fmt.shift(), pic.stride);
+    let out = T::plane_mut(pic, 0);
+    for row in 0..h {
+        for (o, &v) in out[row * s[0]..][..w].iter_mut().zip(&y[row * yp..][..w]) {
+            *o = v >> shift;
+        }
+    }
+    for (plane, lane) in [(1, 0), (2, 1)] {
+        let out = T::plane_mut(pic, plane);
+        for row in 0..ch {
+            let src = &c[row * cp..][..2 * cw];
+            for (o, pair) in out[row * s[plane]..][..cw].iter_mut().zip(src.chunks(2)) {
+                *o = pair[lane] >> shift;
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -217,28 +222,6 @@ pub(crate) mod tests {
         (y, yp, c, cp)
     }
 
-    fn planar(bpc: u32, w: usize, h: usize, seed: u32) -> PictureData {
-        let mut p = PictureData::new(PixelFormat::Yuv420p, bpc, w, h).unwrap();
-        let max = (1u32 << bpc) - 1;
-        for plane in 0..3 {
-            let s = p.stride[plane];
-            for row in 0..p.h[plane] {
-                for x in 0..p.w[plane] {
-                    let v = ((x as u32 * 7 + row as u32 * 13 + plane as u32 * 31 + seed)
-                        .wrapping_mul(2654435761)
-                        >> 7)
-                        & max;
-                    if bpc == 8 {
-                        p.plane_u8_mut(plane)[row * s + x] = v as u8;
-                    } else {
-                        p.plane_u16_mut(plane)[row * s + x] = v as u16;
-                    }
-                }
-            }
-        }
-        p
-    }
-
     fn same(a: &PictureData, b: &PictureData) {
         assert_eq!((a.bpc, a.w, a.h), (b.bpc, b.w, b.h));
         for plane in 0..3 {
@@ -266,7 +249,9 @@ pub(crate) mod tests {
         ] {
             for (w, h) in [(64, 36), (33, 17), (1, 1), (2, 3)] {
                 for pad in [0, 5] {
-                    let want = planar(fmt.bpc(), w, h, w as u32 + pad as u32);
+                    let seed = (w + pad) as u64;
+                    let want =
+                        crate::testutil::noise_picture(PixelFormat::Yuv420p, fmt.bpc(), w, h, seed);
                     let (y, yp, c, cp) = pack(fmt, &want, pad);
                     let got = if fmt == SemiPlanar::Nv12 {
                         let (y8, c8): (Vec<u8>, Vec<u8>) = (
