@@ -67,26 +67,36 @@ static void fill(VmafPicture *pic, int frame, int distorted)
     }
 }
 
+/* A state on the first device imported into a new context of `threads` threads, printing
+ * `init` and `import` with `pre` in front. Returns 0; -1 when the state could not be made (the
+ * scenario ends there, not failed); 1 when the scenario could not run. */
+static int open_context(const char *pre, int threads, VmafHipState **state, VmafContext **vmaf)
+{
+    int rc = vmaf_hip_state_init(state, hip_cfg(-1));
+    printf("%sinit=%d\n", pre, rc);
+    if (rc)
+        return -1;
+    VmafConfiguration cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_threads = (unsigned)threads;
+    cfg.log_level = VMAF_LOG_LEVEL_NONE;
+    if (vmaf_init(vmaf, cfg)) {
+        printf("vmaf_init failed\n");
+        return 1;
+    }
+    printf("%simport=%d\n", pre, vmaf_hip_import_state(*vmaf, *state));
+    return 0;
+}
+
 /* One scoring run on its own state; keys are printed with `pre` in front. Returns 0, or 1 when
  * the scenario could not run. Leaves the fake summary to the caller. */
 static int score_on(const char *pre, int threads, int frames)
 {
     VmafHipState *state = NULL;
-    int rc = vmaf_hip_state_init(&state, hip_cfg(-1));
-    printf("%sinit=%d\n", pre, rc);
-    if (rc)
-        return 0;
-
     VmafContext *vmaf = NULL;
-    VmafConfiguration cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.n_threads = (unsigned)threads;
-    cfg.log_level = VMAF_LOG_LEVEL_NONE;
-    if (vmaf_init(&vmaf, cfg)) {
-        printf("vmaf_init failed\n");
-        return 1;
-    }
-    printf("%simport=%d\n", pre, vmaf_hip_import_state(vmaf, state));
+    int rc = open_context(pre, threads, &state, &vmaf);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     printf("%suse=%d\n", pre,
            vmaf_use_feature(vmaf, "vif", NULL) | vmaf_use_feature(vmaf, "adm", NULL) |
                vmaf_use_feature(vmaf, "motion", NULL));
@@ -156,20 +166,10 @@ static int semiplanar(int threads, int frames)
         return 1;
     }
     VmafHipState *state = NULL;
-    int rc = vmaf_hip_state_init(&state, hip_cfg(-1));
-    printf("init=%d\n", rc);
-    if (rc)
-        return 0;
     VmafContext *vmaf = NULL;
-    VmafConfiguration cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.n_threads = (unsigned)threads;
-    cfg.log_level = VMAF_LOG_LEVEL_NONE;
-    if (vmaf_init(&vmaf, cfg)) {
-        printf("vmaf_init failed\n");
-        return 1;
-    }
-    printf("import=%d\n", vmaf_hip_import_state(vmaf, state));
+    int rc = open_context("", threads, &state, &vmaf);
+    if (rc)
+        return rc < 0 ? 0 : rc;
     printf("use=%d\n", vmaf_use_feature(vmaf, "adm", NULL) | vmaf_use_feature(vmaf, "psnr", NULL));
     const unsigned w = 256, h = 144;
     const size_t pitch = 2 * w + 64, len = pitch * (h + h / 2);
