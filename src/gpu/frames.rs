@@ -335,7 +335,12 @@ impl DeviceSamples for DevicePicture {
         }
         // Readers' streams wait on it on the device; no host wait: a caller's legacy stream may
         // hold much more than its copies (FFmpeg's decoding and scaling of later frames).
-        self.frame.written.record_legacy()
+        let recorded = self.frame.written.record_legacy();
+        if recorded.is_err() && self.frame.unpack.is_some() {
+            // The unpacking has no event behind it to wait on.
+            self.frame.mark_unwaited();
+        }
+        recorded
     }
 }
 
