@@ -35,6 +35,9 @@ pub struct Settings {
     /// once. Default: none, two per worker thread, fewer when every extractor runs on a GPU
     /// and the pictures are large (see `context::in_flight_bound`).
     pub frames_in_flight: Option<usize>,
+    /// `VMAF_HIP_WORKER_FRAMES` (1-8): frames one worker thread keeps queued on a GPU at
+    /// once, taking the next frame while the device computes the last. Default: none, one.
+    pub worker_frames: Option<usize>,
     /// `VMAF_HIP_READ_THREADS` (1-16): the `vmaf` tool's readers per input. Default: none, a
     /// quarter of the cores, 1 to 4.
     pub read_threads: Option<usize>,
@@ -143,6 +146,7 @@ impl Settings {
             ),
             pipeline_threads: env.count("VMAF_HIP_PIPELINE_THREADS", 64),
             frames_in_flight: env.count("VMAF_HIP_FRAMES_IN_FLIGHT", 256),
+            worker_frames: env.count("VMAF_HIP_WORKER_FRAMES", 8),
             read_threads: env.count("VMAF_HIP_READ_THREADS", 16),
             vendor: env.parsed("VMAF_HIP_VENDOR", "amd or nvidia", parse_vendor),
             amdhip_library: env.text("VMAF_HIP_AMDHIP_LIBNAME"),
@@ -305,7 +309,7 @@ mod tests {
         assert_eq!(s.log_level, None);
         assert_eq!(s.cpu_target, None);
         assert_eq!((s.pipeline_threads, s.read_threads), (None, None));
-        assert_eq!(s.frames_in_flight, None);
+        assert_eq!((s.frames_in_flight, s.worker_frames), (None, None));
         assert_eq!(s.vendor, None);
         assert_eq!(s.amdhip_library, None);
         assert!(s.rocm_roots.is_empty() && s.cuda_roots.is_empty());
@@ -325,6 +329,7 @@ mod tests {
             ("VMAF_HIP_PIPELINE_THREADS", " 64 "),
             ("VMAF_HIP_READ_THREADS", "3"),
             ("VMAF_HIP_FRAMES_IN_FLIGHT", "256"),
+            ("VMAF_HIP_WORKER_FRAMES", "1"),
             ("VMAF_HIP_VENDOR", "CUDA"),
             ("VMAF_HIP_AMDHIP_LIBNAME", "/x/libamdhip64.so"),
             ("VMAF_HIP_HIPRTC_LIBNAME", "h.so"),
@@ -350,7 +355,7 @@ mod tests {
         assert_eq!(s.log_level, Some(LogLevel::Debug));
         assert_eq!(s.cpu_target, CpuTarget::parse("scalar"));
         assert_eq!((s.pipeline_threads, s.read_threads), (Some(64), Some(3)));
-        assert_eq!(s.frames_in_flight, Some(256));
+        assert_eq!((s.frames_in_flight, s.worker_frames), (Some(256), Some(1)));
         assert_eq!(s.vendor, Some(Vendor::Nvidia));
         assert_eq!(s.amdhip_library.as_deref(), Some("/x/libamdhip64.so"));
         assert_eq!(s.hiprtc_library.as_deref(), Some("h.so"));
