@@ -534,6 +534,21 @@ static void argument_checks(int have_gpu)
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, dd, ds,
                                            on_release, &never) == -EINVAL);
         ds[1] = W / 2;
+        /* Memory of another CUDA context on the same GPU: not mapped in the state's context,
+         * so a kernel would fault on it. */
+        {
+            void *other = NULL, *popped = NULL;
+            CUdeviceptr_t mem = 0;
+            int dev;
+            CHECK(cu.device_get(&dev, 0) == 0 && cu.ctx_create(&other, 0, dev) == 0);
+            CHECK(cu.mem_alloc(&mem, (size_t)W * H) == 0);
+            cu.ctx_pop(&popped);
+            void *od[3] = {(void *)(uintptr_t)mem, dd[1], dd[2]};
+            CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 8, W, H, od, ds,
+                                               on_release, &never) == -EINVAL);
+            CHECK(a.ref == NULL && never.released == 0);
+            cu.ctx_destroy(other); /* frees mem */
+        }
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 17, W, H, dd, ds,
                                            on_release, &never) == -EINVAL);
         CHECK(vmaf_hip_picture_wrap_device(vmaf, &a, VMAF_PIX_FMT_YUV420P, 10, W, H, dd, ds,

@@ -180,7 +180,9 @@ int vmaf_hip_picture_wrap(VmafPicture *pic, enum VmafPixelFormat pix_fmt, unsign
  * returns); release may be NULL. The data[] pointers cannot be moved. Calls
  * on one context must not overlap (-EBUSY), as for other calls.
  * -EINVAL: vmaf, pic or a needed data[i] is NULL, no imported GPU state, or
- *          the argument errors of vmaf_hip_picture_wrap().
+ *          the argument errors of vmaf_hip_picture_wrap(); on NVIDIA also a
+ *          plane that is host memory, runs past its allocation, or is memory
+ *          of another GPU or of another CUDA context than the state's.
  * -EBUSY:  another call on vmaf is running.
  * -ENOMEM: no memory for the picture's bookkeeping.
  * On failure release is not called and *pic is left empty. */
@@ -194,15 +196,21 @@ int vmaf_hip_picture_wrap_device(VmafContext *vmaf, VmafPicture *pic,
 
 /* As vmaf_hip_state_init(), on NVIDIA, in the caller's CUDA context cu_ctx
  * (a CUcontext, such as FFmpeg's AVCUDADeviceContext.cuda_ctx), which must
- * outlive every context the state is imported into. Memory of that context
- * (a decoder's frames) can then be wrapped with vmaf_hip_picture_wrap_device()
- * and vmaf_hip_picture_wrap_device_semiplanar() and is read in place.
+ * outlive the state, every context it is imported into and every picture
+ * wrapped on those (vmaf_hip_state_free() and vmaf_close() first, and each
+ * picture's release). Memory of that context (a decoder's frames) can then
+ * be wrapped with vmaf_hip_picture_wrap_device() and
+ * vmaf_hip_picture_wrap_device_semiplanar() and is read in place. The library
+ * makes cu_ctx current (cuCtxSetCurrent) on the threads that use the state,
+ * the calling one included: a caller keeping another context current there
+ * pushes it again afterwards.
  * cfg.device_index -1 takes the context's device; any other index (numbered
  * as vmaf_hip_list_devices() prints them) must name that device.
  * -EXDEV:  cu_ctx belongs to another GPU than cfg.device_index.
  * -ENODEV: no CUDA driver, or a context the driver refuses.
  * -EINVAL: out or cu_ctx is NULL, device_index < -1, or flags has unknown
  *          bits.
+ * -ENOMEM: no host or device memory for the state.
  * *out is NULL after every failure. */
 int vmaf_hip_state_init_cuda(VmafHipState **out, VmafHipConfiguration cfg, void *cu_ctx);
 
@@ -256,8 +264,10 @@ int vmaf_hip_picture_wrap_semiplanar(VmafPicture *pic, enum VmafHipSemiPlanarFor
  * ordering rules as vmaf_hip_picture_wrap_device(); the picture's data[1] and
  * data[2] are the library's chroma planes, or NULL when none were made.
  * -EINVAL: vmaf is NULL or has no imported GPU state, or the argument errors
- *          of vmaf_hip_picture_wrap_semiplanar(), or a plane that is not
- *          device memory of that GPU.
+ *          of vmaf_hip_picture_wrap_semiplanar() (data[1] must be a valid
+ *          address even when it is not read), or a plane that is not device
+ *          memory of that GPU (on NVIDIA: or memory of another CUDA context
+ *          on it).
  * -EBUSY:  another call on vmaf is running.
  * -ENOMEM: no host or device memory for the picture.
  * On failure release is not called and *pic is left empty. */

@@ -555,32 +555,46 @@ impl Device {
         Ok((base, size))
     }
 
-    /// On NVIDIA: refuses device memory (not managed) of another GPU at `addr`, which this
-    /// device's kernels cannot read. HIP has no such query in every ROCm we load, so AMD
-    /// relies on the caller's contract there.
+    /// On NVIDIA: refuses device memory (not managed) of another GPU at `addr`, or of another
+    /// CUDA context on this GPU (a context's allocations are not mapped in the others, so a
+    /// kernel reading them would fault and poison the caller's context); memory that names no
+    /// context (stream-ordered pools, virtual-memory mappings) passes. HIP has no such query
+    /// in every ROCm we load, so AMD relies on the caller's contract there.
     fn check_owner(&self, addr: u64) -> Result<()> {
         let Api::Cuda(c) = self.api else {
             return Ok(());
         };
-        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE, _DEVICE_ORDINAL, _IS_MANAGED.
-        let mut attrs: [c_int; 3] = [2, 9, 8];
+        // CU_POINTER_ATTRIBUTE_MEMORY_TYPE, _DEVICE_ORDINAL, _IS_MANAGED, _CONTEXT.
+        let mut attrs: [c_int; 4] = [2, 9, 8, 1];
         let (mut kind, mut ordinal, mut managed): (c_uint, c_int, c_int) = (0, -1, 0);
-        let mut out: [*mut std::ffi::c_void; 3] = [
+        let mut owner: RawContext = std::ptr::null_mut();
+        let mut out: [*mut std::ffi::c_void; 4] = [
             std::ptr::from_mut(&mut kind).cast(),
             std::ptr::from_mut(&mut ordinal).cast(),
             std::ptr::from_mut(&mut managed).cast(),
+            std::ptr::from_mut(&mut owner).cast(),
         ];
         self.try_call("pointer attributes", |_| {
-            // SAFETY: three attribute codes and three out-pointers to locals of the sizes
-            // those attributes write (an unsigned memory type, an int ordinal, a bool as int);
-            // the address is only looked up.
-            unsafe { (c.fns.pointer_get_attributes)(3, attrs.as_mut_ptr(), out.as_mut_ptr(), addr) }
+            // SAFETY: four attribute codes and four out-pointers to locals of the sizes those
+            // attributes write (an unsigned memory type, an int ordinal, a bool as int, a
+            // context handle); the address is only looked up.
+            unsafe { (c.fns.pointer_get_attributes)(4, attrs.as_mut_ptr(), out.as_mut_ptr(), addr) }
         })?;
         const DEVICE_MEMORY: c_uint = 2;
-        if kind == DEVICE_MEMORY && managed == 0 && ordinal != self.info.vendor_ordinal {
+        if kind != DEVICE_MEMORY || managed != 0 {
+            return Ok(());
+        }
+        if ordinal != self.info.vendor_ordinal {
             return Err(Error::inval(format!(
                 "device address {addr:#x} is memory of CUDA device {ordinal}, not of device {} \
                  ({})",
+                self.info.vendor_ordinal, self.info.name
+            )));
+        }
+        if !owner.is_null() && owner != self.ctx {
+            return Err(Error::inval(format!(
+                "device address {addr:#x} is memory of another CUDA context on device {} ({}) \
+                 than the GPU state's",
                 self.info.vendor_ordinal, self.info.name
             )));
         }

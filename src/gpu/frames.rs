@@ -56,16 +56,23 @@ type Recycle = Box<dyn FnOnce(&mut DevPlanes) + Send + Sync>;
 /// decoder's frames come at one size.
 struct UnpackPlanes<T: DeviceCopy>(Vec<DeviceBuffer<T>>);
 
-/// Buffers of `lens` elements: the set a picture of the same size gave back, else new ones
-/// (and the kept set, of another size, freed).
+/// Buffers of `lens` elements: a set a picture of the same shape gave back, else new ones (and
+/// the oldest kept set, of another shape, freed). A picture with no planes of ours leaves the
+/// kept sets to the pictures that have some.
 fn unpack_planes<T: Sample + Send + 'static>(
     state: &crate::gpu::GpuState,
     lens: &[usize],
 ) -> Result<Vec<DeviceBuffer<T>>> {
-    if let Some(UnpackPlanes(kept)) = state.take_scratch::<UnpackPlanes<T>>() {
-        if kept.len() == lens.len() && kept.iter().zip(lens).all(|(b, &n)| b.len() == n) {
-            return Ok(kept);
-        }
+    if lens.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fits = |UnpackPlanes(kept): &UnpackPlanes<T>| {
+        kept.len() == lens.len() && kept.iter().zip(lens).all(|(b, &n)| b.len() == n)
+    };
+    match state.take_scratch_fitting(fits) {
+        Ok(UnpackPlanes(kept)) => return Ok(kept),
+        // freed before the new ones are made
+        Err(stale) => drop(stale),
     }
     lens.iter()
         .map(|&n| DeviceBuffer::new(state.device(), n))

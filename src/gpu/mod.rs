@@ -235,6 +235,29 @@ impl GpuState {
             .map(|b| *b)
     }
 
+    /// An idle scratch value of type `S` for which `fits` holds; when none does, `Err` with
+    /// the pool's oldest value of that type, if any, for the caller to drop (so values of
+    /// another shape, kept from before a change of picture size, do not pile up).
+    pub(crate) fn take_scratch_fitting<S: Any + Send>(
+        &self,
+        fits: impl Fn(&S) -> bool,
+    ) -> std::result::Result<S, Option<S>> {
+        let mut pool = lock(&self.scratch);
+        let Some(kept) = pool.get_mut(&TypeId::of::<S>()) else {
+            return Err(None);
+        };
+        let at = kept
+            .iter()
+            .rposition(|b| b.downcast_ref::<S>().is_some_and(&fits));
+        let taken = match at {
+            Some(i) => return Ok(*kept.remove(i).downcast::<S>().map_err(|_| None)?),
+            None if kept.is_empty() => None,
+            None => Some(kept.remove(0)),
+        };
+        drop(pool);
+        Err(taken.and_then(|b| b.downcast::<S>().ok()).map(|b| *b))
+    }
+
     /// Returns a scratch value to the pool, for later calls on any thread.
     pub(crate) fn put_scratch<S: Any + Send>(&self, value: S) {
         lock(&self.scratch)

@@ -215,12 +215,20 @@ impl Extractor for Psnr {
         self.gpu.is_some()
     }
 
+    fn planes_read(&self) -> u8 {
+        if self.enable_chroma {
+            crate::feature::ALL_PLANES
+        } else {
+            crate::feature::LUMA
+        }
+    }
+
     fn host_planes(&self) -> u8 {
         // The GPU path reads device pictures in place (and fetches what it needs otherwise).
         if self.gpu.is_some() {
             0
         } else {
-            crate::feature::ALL_PLANES
+            self.planes_read()
         }
     }
 
@@ -320,6 +328,12 @@ mod tests {
         let p = Psnr::new(&d).unwrap();
         assert_eq!(p.dedup_key(), "psnr");
         assert_eq!(p.flags(), ExtractorFlags::TEMPORAL);
+        // Semi-planar device frames get their chroma split only for readers of chroma.
+        assert_eq!(p.planes_read(), crate::feature::LUMA);
+        assert_eq!(
+            Psnr::new(&Dict::new()).unwrap().planes_read(),
+            crate::feature::ALL_PLANES
+        );
         let scores = run("natural_320x180_420p12", &p);
         let (refs, dists) = load_parity_clip("natural_320x180_420p12");
         let mut total = 0u64;
