@@ -359,6 +359,22 @@ else
             ;;
         esac
     done
+    # cropped CUDA frames: the crop filter only sets a hardware frame's crop_* fields, which
+    # the patched filter applies (luma and, for PSNR, the interleaved chroma at the offset),
+    # against the CPU filter on the same crop of software-decoded frames
+    name=$first_parity
+    d=$(in_ "$name" dist) r=$(in_ "$name" ref)
+    CROP="crop=iw-40:ih-22:16:6"
+    ff "$name.crop.swcpu" -i "$d" -i "$r" \
+        -lavfi "[0:v]$CROP[d];[1:v]$CROP[r];[d][r]$(vmaf_cpu "$name.crop.swcpu"):feature=name=psnr" -f null -
+    if ran_ok "$name.crop.swcpu"; then
+        label="$name.hip-crop"
+        ffh "$label" "${HWDEV[@]}" "${NVDEC[@]}" -i "$d" "${NVDEC[@]}" -i "$r" \
+            -lavfi "[0:v]$CROP[d];[1:v]$CROP[r];[d][r]$(vmaf_hip "$label" feature=name=psnr)" -f null -
+        ran_ok "$label" &&
+            compare_json "$label" "$WORK/$name.crop.swcpu.json" \
+                "libvmaf (CPU) on the same crop of software-decoded frames (cropped nv12 CUDA frames)"
+    fi
     # clean failures: inputs of different formats, CUDA frames without hip_device, CUDA frames
     # of device 0 given to hip_device=1 (the library's -EXDEV, whether or not a device 1 exists)
     name=$first_parity

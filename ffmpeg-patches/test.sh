@@ -415,7 +415,7 @@ FF_CUDA_CONFIGURE=(
     --enable-decoder=rawvideo,h264,hevc
     --enable-encoder=wrapped_avframe
     --enable-muxer=null
-    --enable-filter=libvmaf,libvmaf_cuda,hwupload_cuda,hwdownload,scale,format,null
+    --enable-filter=libvmaf,libvmaf_cuda,hwupload_cuda,hwdownload,scale,format,null,crop
     --enable-ffnvcodec --enable-cuda --enable-nvdec --enable-hwaccel=h264_nvdec,hevc_nvdec
     --enable-libvmaf
     --disable-iconv
