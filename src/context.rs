@@ -593,6 +593,12 @@ impl Context {
         self.extractors.iter().fold(0, |m, e| m | e.planes_read())
     }
 
+    /// Whether an extractor of this context reads chroma: a semi-planar frame in GPU memory
+    /// then has its chroma unpacked (see [`Self::planes_read`]).
+    pub fn reads_chroma(&self) -> bool {
+        self.planes_read() & !crate::picture::LUMA != 0
+    }
+
     /// The imported GPU states, if any.
     pub fn gpu_states(&self) -> &[Arc<crate::gpu::GpuState>] {
         self.gpu.as_ref().map_or(&[], |s| s.states())

@@ -215,15 +215,30 @@ impl Tensor {
         unsafe { std::slice::from_raw_parts(t.strides, shape.len()) }.to_vec()
     }
 
+    /// The tensor as rows of samples: `(rows, columns, row stride, column stride)` in
+    /// elements, for a 2-D tensor, or for a 3-D `(rows, pairs, 2)` one whose pairs are adjacent
+    /// (`strides[1] == 2`, `strides[2] == 1`: interleaved chroma as decoders store it), read as
+    /// rows of `2 * pairs` samples. None for any other shape.
+    pub fn rows(&self) -> Option<(i64, i64, i64, i64)> {
+        let (shape, strides) = (self.shape(), self.strides());
+        match (shape.as_slice(), strides.as_slice()) {
+            (&[r, c], &[rs, cs]) => Some((r, c, rs, cs)),
+            (&[r, c, 2], &[rs, cs, 1]) if cs == 2 || c == 1 => Some((r, c.checked_mul(2)?, rs, 1)),
+            _ => None,
+        }
+    }
+
     /// Address of the first element (data plus byte offset).
     pub fn address(&self) -> u64 {
         let t = self.raw();
         (t.data as u64).wrapping_add(t.byte_offset)
     }
 
-    /// Copies the `h`x`w` 2-D tensor (checked by the caller: shape `[h', w']` with `h' >= h`,
-    /// `w' >= w`, host memory, `T`'s size) row by row into `dst`, rows `pitch` apart.
-    /// Returns the largest sample seen.
+    /// Copies the first `h` rows of `w` samples of the tensor (checked by the caller: [`rows`]
+    /// with at least that many, host memory, `T`'s size) row by row into `dst`, rows `pitch`
+    /// apart. Returns the largest sample seen.
+    ///
+    /// [`rows`]: Self::rows
     pub fn copy_2d<T: Copy + Into<u32>>(
         &self,
         h: usize,
@@ -231,13 +246,11 @@ impl Tensor {
         dst: &mut [T],
         pitch: usize,
     ) -> PyResult<u32> {
-        let shape = self.shape();
-        let strides = self.strides();
+        let (rows, cols, rs, cs) = self.rows().unwrap_or((0, 0, 0, 0));
         let host = matches!(self.device().0, DL_CPU | DL_CUDA_HOST | DL_ROCM_HOST);
         let ok = host
-            && shape.len() == 2
-            && shape[0] >= h as i64
-            && shape[1] >= w as i64
+            && rows >= h as i64
+            && cols >= w as i64
             && self.uint_bytes() == Some(std::mem::size_of::<T>())
             && dst.len() >= h.saturating_sub(1).saturating_mul(pitch).saturating_add(w)
             && pitch >= w
@@ -245,14 +258,15 @@ impl Tensor {
         if !ok {
             return Err(PyValueError::new_err("tensor does not fit the plane"));
         }
-        let (rs, cs) = (strides[0] as isize, strides[1] as isize);
+        let (rs, cs) = (rs as isize, cs as isize);
         let base = self.address() as usize as *const T;
         let mut max = 0u32;
         for y in 0..h {
             let out = &mut dst[y * pitch..y * pitch + w];
             // SAFETY: DLPack: element (y, x) of a host tensor lies at `base + y*rs + x*cs`
-            // (elements) for y < shape[0], x < shape[1], readable while the tensor lives; the
-            // checks above keep y and x inside the shape and the address aligned for `T`.
+            // (elements) for y < rows, x < cols (for a 3-D tensor of adjacent pairs, sample x
+            // is element (y, x / 2, x % 2), at the same place), readable while the tensor
+            // lives; the checks above keep y and x inside and the address aligned for `T`.
             unsafe {
                 let row = base.wrapping_offset(y as isize * rs);
                 if cs == 1 {
@@ -316,6 +330,37 @@ pub fn wrap_planes(
             w,
             h,
             pitched,
+            Box::new(planes),
+        )
+    }
+}
+
+/// The planar picture of a semi-planar frame in GPU memory: `pitched` gives the luma's and the
+/// interleaved chroma's addresses and pitches (samples), checked by the caller to lie on
+/// `state`'s device with adjacent samples; the library checks the rest (each plane within its
+/// allocation). The chroma is unpacked on the device only when `with_chroma`.
+pub fn wrap_semiplanar(
+    state: &std::sync::Arc<vmaf_hip::gpu::GpuState>,
+    fmt: vmaf_hip::picture::semiplanar::SemiPlanar,
+    (w, h): (usize, usize),
+    pitched: [(u64, usize); 2],
+    with_chroma: bool,
+    planes: Vec<Tensor>,
+) -> vmaf_hip::Result<vmaf_hip::picture::PictureData> {
+    let unpack = vmaf_hip::picture::semiplanar::gpu::unpacker(state.clone(), fmt, (w, h));
+    // SAFETY: as in `wrap_planes`: the caller checked that both planes' rows are memory of
+    // `state`'s device, the tensors move in as the owner and stay until the library lets the
+    // picture go, and the producer ordered its writes before the legacy default stream, on
+    // which the unpacking is queued.
+    unsafe {
+        vmaf_hip::gpu::frames::wrap_device_semiplanar(
+            state,
+            fmt,
+            (w, h),
+            pitched[0],
+            pitched[1],
+            with_chroma,
+            unpack,
             Box::new(planes),
         )
     }

@@ -26,6 +26,7 @@ use vmaf_hip::io::VideoInfo;
 use vmaf_hip::log::LogLevel;
 use vmaf_hip::model::{LoadError, LoadedModel as Loaded, ModelSpec};
 use vmaf_hip::output::OutputFormat;
+use vmaf_hip::picture::semiplanar::{self, HostSemiPlanar, SemiPlanar};
 use vmaf_hip::picture::{Picture, PictureData, PixelFormat};
 use vmaf_hip::Error;
 
@@ -564,6 +565,200 @@ fn on_host(planes: &[ffi::Tensor]) -> bool {
     })
 }
 
+/// Refuses a reference and a distorted picture of different layouts.
+fn same_geometry(gr: Geometry, gd: Geometry) -> PyResult<()> {
+    if (gr.pix_fmt, gr.bpc, gr.w, gr.h) != (gd.pix_fmt, gd.bpc, gd.w, gd.h) {
+        return Err(PyValueError::new_err(format!(
+            "reference ({}x{} {:?} {}-bit) and distorted ({}x{} {:?} {}-bit) differ",
+            gr.w, gr.h, gr.pix_fmt, gr.bpc, gd.w, gd.h, gd.pix_fmt, gd.bpc
+        )));
+    }
+    Ok(())
+}
+
+/// The reference picture made, then the distorted one, or the first error.
+fn both(
+    py: Python<'_>,
+    r: PyResult<Picture>,
+    d: impl FnOnce() -> PyResult<Picture>,
+    g: Geometry,
+) -> PyResult<(Picture, Picture, Geometry)> {
+    let r = r?;
+    match d() {
+        Ok(d) => Ok((r, d, g)),
+        Err(e) => {
+            // A device picture's drop waits for the GPU: not with the GIL held.
+            py.detach(move || drop(r));
+            Err(e)
+        }
+    }
+}
+
+/// The semi-planar layout a `pixel_format` names (as FFmpeg does, with or without `le`).
+fn semiplanar_format(name: &str) -> Option<SemiPlanar> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "nv12" => Some(SemiPlanar::Nv12),
+        "p010" | "p010le" => Some(SemiPlanar::P010),
+        "p012" | "p012le" => Some(SemiPlanar::P012),
+        "p016" | "p016le" => Some(SemiPlanar::P016),
+        _ => None,
+    }
+}
+
+/// The geometry of a semi-planar frame: a `(h, w)` luma plane and its interleaved chroma,
+/// `(h / 2, 2 * (w / 2))` or as decoders store it for odd sizes (`(h + 1) / 2` rows,
+/// `(w + 1) / 2` pairs), 2-D or `(rows, pairs, 2)`; uint8 for nv12, uint16 for the others.
+fn semiplanar_geometry(
+    planes: &[ffi::Tensor],
+    which: &str,
+    fmt: SemiPlanar,
+    bitdepth: Option<u32>,
+) -> PyResult<Geometry> {
+    let bad = |m: String| PyValueError::new_err(format!("{which}: {m}"));
+    let name = format!("{fmt:?}").to_ascii_lowercase();
+    if planes.len() != 2 {
+        return Err(bad(format!(
+            "{} planes given: {name} takes 2 (luma, interleaved chroma)",
+            planes.len()
+        )));
+    }
+    if bitdepth.is_some_and(|b| b != fmt.bpc()) {
+        return Err(bad(format!(
+            "{name} holds {}-bit samples, not bitdepth={}",
+            fmt.bpc(),
+            bitdepth.unwrap_or_default()
+        )));
+    }
+    let want = fmt.bytes_per_sample();
+    for (i, t) in planes.iter().enumerate() {
+        if t.uint_bytes() != Some(want) {
+            return Err(bad(format!(
+                "plane {i} is {}: {name} planes are uint{}",
+                t.dtype_name(),
+                8 * want
+            )));
+        }
+    }
+    let luma = planes[0].shape();
+    let [h, w] = luma[..] else {
+        return Err(bad(format!(
+            "plane 0 has shape {luma:?}: the luma should be a 2-D array (rows, columns)"
+        )));
+    };
+    if h <= 0 || w <= 0 {
+        return Err(bad(format!("plane 0 has shape {luma:?}: empty")));
+    }
+    let fits = |n: i64, full: i64| n == full >> 1 || n == (full + 1) >> 1;
+    match planes[1].rows() {
+        Some((rows, cols, _, _)) if fits(rows, h) && cols % 2 == 0 && fits(cols / 2, w) => {}
+        _ => {
+            return Err(bad(format!(
+                "plane 1 has shape {shape:?}: the interleaved chroma of a {w}x{h} {name} frame \
+                 is ({rows}, {cols}) or ({rows}, {pairs}, 2)",
+                shape = planes[1].shape(),
+                rows = h >> 1,
+                cols = 2 * (w >> 1),
+                pairs = w >> 1
+            )))
+        }
+    }
+    Ok(Geometry {
+        pix_fmt: PixelFormat::Yuv420p,
+        bpc: fmt.bpc(),
+        w: w as usize,
+        h: h as usize,
+    })
+}
+
+/// The planar picture of a semi-planar frame in host memory (any strides).
+fn semiplanar_host_picture(
+    planes: &[ffi::Tensor],
+    fmt: SemiPlanar,
+    g: Geometry,
+) -> Result<PictureData, Error> {
+    let (cw, ch) = SemiPlanar::chroma_dims(g.w, g.h);
+    if fmt.bytes_per_sample() == 1 {
+        let (y, c) = (
+            copied::<u8>(&planes[0], g.h, g.w)?,
+            copied::<u8>(&planes[1], ch, 2 * cw)?,
+        );
+        let frame = HostSemiPlanar::U8 {
+            luma: (&y, g.w),
+            chroma: (&c, 2 * cw),
+        };
+        semiplanar::unpack_host(fmt, g.w, g.h, frame)
+    } else {
+        let (y, c) = (
+            copied::<u16>(&planes[0], g.h, g.w)?,
+            copied::<u16>(&planes[1], ch, 2 * cw)?,
+        );
+        let frame = HostSemiPlanar::U16 {
+            luma: (&y, g.w),
+            chroma: (&c, 2 * cw),
+        };
+        semiplanar::unpack_host(fmt, g.w, g.h, frame)
+    }
+}
+
+/// The first `h` rows of `w` samples of a host tensor, packed.
+fn copied<T: Copy + Default + Into<u32>>(
+    t: &ffi::Tensor,
+    h: usize,
+    w: usize,
+) -> Result<Vec<T>, Error> {
+    let n = h.checked_mul(w).ok_or_else(|| inval("plane too large"))?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::NoMem(format!("no memory for a plane of {n} samples")))?;
+    v.resize(n, T::default());
+    if n > 0 {
+        t.copy_2d(h, w, &mut v, w)
+            .map_err(|e| inval(format!("plane does not fit: {e}")))?;
+    }
+    Ok(v)
+}
+
+/// The luma and chroma of a semi-planar frame in GPU memory, each `(address, pitch in
+/// samples)`: on `state`'s device, samples adjacent within rows.
+fn semiplanar_device_planes(
+    planes: &[ffi::Tensor],
+    fmt: SemiPlanar,
+    state: &Arc<GpuState>,
+    which: &str,
+) -> PyResult<[(u64, usize); 2]> {
+    let info = state.device().info();
+    let want = match info.vendor {
+        vmaf_hip::gpu::Vendor::Nvidia => ffi::DL_CUDA,
+        vmaf_hip::gpu::Vendor::Amd => ffi::DL_ROCM,
+    };
+    let mut out = [(0u64, 0usize); 2];
+    for (i, t) in planes.iter().enumerate() {
+        let (ty, id) = t.device();
+        if ty != want || id != info.vendor_ordinal {
+            return Err(PyValueError::new_err(format!(
+                "{which}: plane {i} is on DLPack device ({ty}, {id}), the context's GPU is ({want}, {}) ({})",
+                info.vendor_ordinal, info.name
+            )));
+        }
+        let Some((rows, cols, rs, cs)) = t.rows() else {
+            return Err(PyValueError::new_err(format!(
+                "{which}: plane {i}: not 2-D"
+            )));
+        };
+        let pitch = if rows == 1 { cols } else { rs };
+        if (cs != 1 && cols > 1) || pitch < cols {
+            return Err(PyValueError::new_err(format!(
+                "{which}: {fmt:?} plane {i} on the GPU must have adjacent samples in each row and \
+                 rows at least a row apart; got shape {:?}, strides {:?}",
+                t.shape(),
+                t.strides()
+            )));
+        }
+        out[i] = (t.address(), pitch as usize);
+    }
+    Ok(out)
+}
+
 impl Inner {
     /// `res`, remembered when it is a library error (see `failed`).
     fn record<R>(&mut self, res: Result<R, Error>) -> Result<R, Error> {
@@ -572,6 +767,97 @@ impl Inner {
 }
 
 impl PyContext {
+    /// The context's one GPU state and whether its extractors read chroma, for `which`'s
+    /// tensors in GPU memory.
+    fn gpu_target(&self, py: Python<'_>, which: &str) -> PyResult<(Arc<GpuState>, bool)> {
+        // Without the GIL: another thread may hold the lock while the library waits for
+        // workers whose tensors' deleters need the GIL.
+        let found = py.detach(|| {
+            let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            g.as_ref().map(|inner| {
+                let chroma = inner.ctx.reads_chroma();
+                (inner.ctx.gpu_states().to_vec(), chroma)
+            })
+        });
+        match found {
+            None => Err(PyValueError::new_err("the context is closed")),
+            Some((states, chroma)) => match states.as_slice() {
+                [one] => Ok((one.clone(), chroma)),
+                [] => Err(PyValueError::new_err(format!(
+                    "{which}: GPU tensors need a context with backend=\"hip\" (this one is \
+                     {:?}); pass host arrays",
+                    self.backend
+                ))),
+                _ => Err(PyValueError::new_err(format!(
+                    "{which}: GPU tensors need a context on one device (device=N), not \
+                     device=\"all\""
+                ))),
+            },
+        }
+    }
+
+    /// Both pictures of a frame of planar planes (1 or 3 each).
+    fn planar_pair(
+        &self,
+        py: Python<'_>,
+        rt: Vec<ffi::Tensor>,
+        dt: Vec<ffi::Tensor>,
+        pf: Option<PixelFormat>,
+        bitdepth: Option<u32>,
+    ) -> PyResult<(Picture, Picture, Geometry)> {
+        let gr = geometry(&rt, "reference", pf, bitdepth)?;
+        let gd = geometry(&dt, "distorted", pf, bitdepth)?;
+        same_geometry(gr, gd)?;
+        let picture = |planes: Vec<ffi::Tensor>, which: &str| -> PyResult<Picture> {
+            if on_host(&planes) {
+                let p = host_picture(&planes, gr, which)?;
+                // The copy is made: the producer gets its memory back now (with the GIL).
+                drop(planes);
+                return Ok(Arc::new(p));
+            }
+            let (state, _) = self.gpu_target(py, which)?;
+            Ok(Arc::new(device_picture(planes, gr, &state, which)?))
+        };
+        both(
+            py,
+            picture(rt, "reference"),
+            || picture(dt, "distorted"),
+            gr,
+        )
+    }
+
+    /// Both pictures of a frame of semi-planar planes (luma, interleaved chroma), made planar.
+    fn semiplanar_pair(
+        &self,
+        py: Python<'_>,
+        fmt: SemiPlanar,
+        rt: Vec<ffi::Tensor>,
+        dt: Vec<ffi::Tensor>,
+        bitdepth: Option<u32>,
+    ) -> PyResult<(Picture, Picture, Geometry)> {
+        let gr = semiplanar_geometry(&rt, "reference", fmt, bitdepth)?;
+        let gd = semiplanar_geometry(&dt, "distorted", fmt, bitdepth)?;
+        same_geometry(gr, gd)?;
+        let picture = |planes: Vec<ffi::Tensor>, which: &str| -> PyResult<Picture> {
+            if on_host(&planes) {
+                let p = semiplanar_host_picture(&planes, fmt, gr).map_err(py_err)?;
+                drop(planes);
+                return Ok(Arc::new(p));
+            }
+            let (state, chroma) = self.gpu_target(py, which)?;
+            let pitched = semiplanar_device_planes(&planes, fmt, &state, which)?;
+            let p = ffi::wrap_semiplanar(&state, fmt, (gr.w, gr.h), pitched, chroma, planes)
+                .map_err(py_err)?;
+            Ok(Arc::new(p))
+        };
+        both(
+            py,
+            picture(rt, "reference"),
+            || picture(dt, "distorted"),
+            gr,
+        )
+    }
+
     fn with<R: Send>(
         &self,
         py: Python<'_>,
@@ -647,7 +933,8 @@ impl PyContext {
     }
 
     /// Submits one frame: `ref_caps` and `dist_caps` are DLPack capsules of the planes (1 or
-    /// 3 each), consumed here. Host planes are copied; GPU planes are scored in place.
+    /// 3 each, or luma and interleaved chroma for the semi-planar formats nv12, p010, p012,
+    /// p016), consumed here. Host planes are copied; GPU planes are scored in place.
     #[pyo3(signature = (ref_caps, dist_caps, pixel_format=None, bitdepth=None))]
     fn read(
         &self,
@@ -657,62 +944,16 @@ impl PyContext {
         pixel_format: Option<String>,
         bitdepth: Option<u32>,
     ) -> PyResult<()> {
-        let pf = pixel_format
-            .as_deref()
-            .map(vmaf_hip::io::raw_pixel_format)
-            .transpose()
-            .map_err(py_err)?;
+        let semi = pixel_format.as_deref().and_then(semiplanar_format);
+        let pf = match (&pixel_format, semi) {
+            (Some(p), None) => Some(vmaf_hip::io::raw_pixel_format(p).map_err(py_err)?),
+            _ => None,
+        };
         let rt = take_all(&ref_caps)?;
         let dt = take_all(&dist_caps)?;
-        let gr = geometry(&rt, "reference", pf, bitdepth)?;
-        let gd = geometry(&dt, "distorted", pf, bitdepth)?;
-        if (gr.pix_fmt, gr.bpc, gr.w, gr.h) != (gd.pix_fmt, gd.bpc, gd.w, gd.h) {
-            return Err(PyValueError::new_err(format!(
-                "reference ({}x{} {:?} {}-bit) and distorted ({}x{} {:?} {}-bit) differ",
-                gr.w, gr.h, gr.pix_fmt, gr.bpc, gd.w, gd.h, gd.pix_fmt, gd.bpc
-            )));
-        }
-        let (r_host, d_host) = (on_host(&rt), on_host(&dt));
-        let picture = |planes: Vec<ffi::Tensor>, host: bool, which: &str| -> PyResult<Picture> {
-            if host {
-                let p = host_picture(&planes, gr, which)?;
-                // The copy is made: the producer gets its memory back now (with the GIL).
-                drop(planes);
-                return Ok(Arc::new(p));
-            }
-            // The states, without the GIL: another thread may hold the lock while the library
-            // waits for workers whose tensors' deleters need the GIL.
-            let states = py.detach(|| {
-                let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-                g.as_ref().map(|inner| inner.ctx.gpu_states().to_vec())
-            });
-            let state = match states.as_deref() {
-                None => return Err(PyValueError::new_err("the context is closed")),
-                Some([one]) => one.clone(),
-                Some([]) => {
-                    return Err(PyValueError::new_err(format!(
-                        "{which}: GPU tensors need a context with backend=\"hip\" \
-                         (this one is {:?}); pass host arrays",
-                        self.backend
-                    )))
-                }
-                Some(_) => {
-                    return Err(PyValueError::new_err(format!(
-                        "{which}: GPU tensors need a context on one device (device=N), \
-                         not device=\"all\""
-                    )))
-                }
-            };
-            Ok(Arc::new(device_picture(planes, gr, &state, which)?))
-        };
-        let r = picture(rt, r_host, "reference")?;
-        let d = match picture(dt, d_host, "distorted") {
-            Ok(d) => d,
-            Err(e) => {
-                // A device picture's drop waits for the GPU: not with the GIL held.
-                py.detach(move || drop(r));
-                return Err(e);
-            }
+        let (r, d, gr) = match semi {
+            Some(fmt) => self.semiplanar_pair(py, fmt, rt, dt, bitdepth)?,
+            None => self.planar_pair(py, rt, dt, pf, bitdepth)?,
         };
         let geom = (gr.pix_fmt, gr.bpc, gr.w, gr.h);
         let mut refusal = None;

@@ -196,3 +196,76 @@ def test_mistakes_that_leave_the_scores_whole_are_not_fatal():
                          [p.__dlpack__() for p in frames[0][1]])
     same_scores(ctx.to_dict(), want)
     ctx.close()
+
+
+def semiplanar(planes, shift=0):
+    """The luma and interleaved chroma (Cb, Cr pairs) of planar 4:2:0 planes, the samples
+    shifted into the high bits as P010/P012 store them."""
+    y, u, v = planes
+    h, w = y.shape
+    cw, ch = w // 2, h // 2
+    uv = np.empty((ch, 2 * cw), dtype=y.dtype)
+    uv[:, 0::2] = u[:ch, :cw]
+    uv[:, 1::2] = v[:ch, :cw]
+    return [y << shift, uv << shift]
+
+
+@pytest.mark.parametrize("name,fmt,shift", [("natural_576x324_420p8", "nv12", 0),
+                                            ("natural_640x360_420p10", "p010", 6),
+                                            ("natural_320x180_420p12", "p012", 4),
+                                            ("testsrc_321x241_420p8", "NV12", 0)])
+def test_semiplanar_frames_score_as_planar(name, fmt, shift):
+    """NV12/P010/P012 host arrays (a decoder's layout) score exactly as the planar frames of
+    the same samples: luma, chroma (PSNR reads it) and odd sizes."""
+    frames, depth = pairs(name)
+    frames = frames[:8]
+    want = score_frames(frames, depth, features=["psnr"])
+    for chroma_as in ("2-D", "pairs", "padded"):
+        ctx = vmaf_hip.Context(features=["psnr"], threads=2)
+        for r, d in frames:
+            r2, d2 = semiplanar(r, shift), semiplanar(d, shift)
+            if chroma_as == "pairs":
+                r2[1] = r2[1].reshape(r2[1].shape[0], -1, 2)
+                d2[1] = d2[1].reshape(d2[1].shape[0], -1, 2)
+            elif chroma_as == "padded":
+                # rows of a wider surface: views with a pitch
+                r2 = [np.pad(p, ((0, 0), (0, 16)))[:, :p.shape[1]] for p in r2]
+                d2 = [np.pad(p, ((0, 0), (0, 16)))[:, :p.shape[1]] for p in d2]
+            ctx.read(r2, d2, pixel_format=fmt)
+        same_scores(ctx.to_dict(), want)
+        ctx.close()
+
+
+def test_p016_is_scored_at_16_bits():
+    frames, _ = pairs("natural_640x360_420p10")
+    frames = [([p << 6 for p in r], [p << 6 for p in d]) for r, d in frames[:4]]
+    want = score_frames(frames, 16, features=["psnr"])
+    ctx = vmaf_hip.Context(features=["psnr"])
+    for r, d in frames:
+        ctx.read(semiplanar(r), semiplanar(d), pixel_format="p016le", bitdepth=16)
+    same_scores(ctx.to_dict(), want)
+    ctx.close()
+
+
+def test_semiplanar_errors():
+    frames, _ = pairs("natural_576x324_420p8")
+    r, d = frames[0]
+    r2, d2 = semiplanar(r), semiplanar(d)
+    ctx = vmaf_hip.Context()
+    with pytest.raises(ValueError, match="takes 2"):
+        ctx.read(r, d, pixel_format="nv12")
+    with pytest.raises(ValueError, match="uint16"):
+        ctx.read(r2, d2, pixel_format="p010")
+    with pytest.raises(ValueError, match="bitdepth=10"):
+        ctx.read(r2, d2, pixel_format="nv12", bitdepth=10)
+    with pytest.raises(ValueError, match="interleaved chroma"):
+        ctx.read([r2[0], r2[1][:, :-2]], d2, pixel_format="nv12")
+    with pytest.raises(ValueError, match="interleaved chroma"):
+        ctx.read([r2[0], r2[1].reshape(r2[1].shape[0], -1, 4)], d2, pixel_format="nv12")
+    with pytest.raises(ValueError, match="differ"):
+        ctx.read([r2[0][:-2], r2[1][:-1]], d2, pixel_format="nv12")
+    ctx.read(r2, d2, pixel_format="nv12")
+    # an NV12 frame is a yuv420p picture: planar frames of the size may follow
+    ctx.read(r, d)
+    assert ctx.frames == 2
+    ctx.close()

@@ -218,3 +218,40 @@ def test_torch_tensors_on_another_device_than_the_current_one():
         torch.cuda.set_stream(torch.cuda.default_stream(1))
         torch.cuda.set_device(0)
     same_scores(got, want)
+
+
+def semiplanar(planes, shift=0):
+    """Luma and interleaved chroma of planar 4:2:0 planes, as NVDEC's NV12/P010 surfaces."""
+    y, u, v = planes
+    h, w = y.shape
+    cw, ch = w // 2, h // 2
+    uv = np.empty((ch, 2 * cw), dtype=y.dtype)
+    uv[:, 0::2] = u[:ch, :cw]
+    uv[:, 1::2] = v[:ch, :cw]
+    return [y << shift, uv << shift]
+
+
+@pytest.mark.parametrize("name,fmt,shift", [("natural_576x324_420p8", "nv12", 0),
+                                            ("natural_640x360_420p10", "p010", 6)])
+def test_semiplanar_device_arrays_scored_in_place(name, fmt, shift):
+    """NV12/P010 surfaces in GPU memory (rows at a pitch, as a decoder's): unpacked on the
+    device, scored as the planar frames on the CPU, with chroma read (PSNR) and without (the
+    model alone: the chroma is never unpacked)."""
+    gpu_or_skip()
+    frames, depth = frames_of(name, 6)
+    pitched = lambda p: _native._DeviceArray(p.__dlpack__(), pitch=p.shape[1] + 64)  # noqa: E731
+    for features in (["psnr"], []):
+        ctx = vmaf_hip.Context(features=features)
+        for r, d in frames:
+            ctx.read(r, d, bitdepth=None if depth == 8 else depth)
+        want = ctx.to_dict()
+        ctx.close()
+        for threads in (0, 3):
+            before = _native._test_arrays_freed()
+            ctx = vmaf_hip.Context(features=features, backend="hip", threads=threads)
+            for r, d in frames:
+                ctx.read([pitched(p) for p in semiplanar(r, shift)],
+                         [pitched(p) for p in semiplanar(d, shift)], pixel_format=fmt)
+            same_scores(ctx.to_dict(), want)
+            ctx.close()
+            assert _native._test_arrays_freed() - before == 4 * len(frames)

@@ -263,6 +263,11 @@ class Context:
     adjacent samples in each row (rows may be padded: cropped views, a decoder's pitched
     surfaces), and must not be written until the context is flushed or closed.
 
+    Decoder frames: with ``pixel_format="nv12"`` (uint8) or ``"p010"``, ``"p012"``, ``"p016"``
+    (uint16, samples in the high bits) each frame is 2 planes, the luma (rows, columns) and the
+    interleaved chroma (rows/2, 2*(columns/2)) or (rows/2, columns/2, 2); it is scored as the
+    yuv420p picture of the same samples. GPU tensors are read in place as above.
+
     ``to_dict()`` (or ``score()``, ``pooled()``, ``frame_scores()``) flushes and returns what
     ``score_files`` returns for the same frames.
     """

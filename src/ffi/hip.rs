@@ -507,14 +507,13 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap_device_semiplanar(
             write_picture(pic, || {
                 let (fmt, planes) = semiplanar_args(fmt, (w, h), data, stride)?;
                 // SAFETY: live or NULL (caller's contract); the guard is dropped at once.
-                let (state, planes_read) = {
+                let (state, with_chroma) = {
                     let c = context(vmaf)?;
                     let state = c.gpu_states().first().cloned().ok_or_else(|| {
                         Error::inval("device pictures need an imported GPU state first")
                     })?;
-                    (state, c.planes_read())
+                    (state, c.reads_chroma())
                 };
-                let with_chroma = planes_read & !crate::picture::LUMA != 0;
                 crate::ffi::picture::wrap_with_release(release, opaque, |armed| {
                     // SAFETY: per the caller's contract both planes' rows are device memory of
                     // the state's GPU, valid and unwritten until `release`, which runs when

@@ -114,9 +114,13 @@ pub(crate) enum SemiPlanarSources {
     },
 }
 
-/// Makes the [`Unpack`] work of a frame from its sources (None: nothing to do). The picture
-/// layer supplies it (`picture::semiplanar::gpu::unpacker`), which launches the kernels.
+/// Makes the [`Unpack`] work of a frame from its sources (None: nothing to do).
 pub(crate) type MakeUnpack<'a> = Box<dyn FnOnce(SemiPlanarSources) -> Option<Box<dyn Unpack>> + 'a>;
+
+/// How a semi-planar device frame's planes are unpacked: what
+/// [`wrap_device_semiplanar`] needs beside the memory. The picture layer makes it
+/// (`picture::semiplanar::gpu::unpacker`), as it launches the kernels.
+pub struct UnpackMaker(pub(crate) MakeUnpack<'static>);
 
 impl Drop for DeviceFrame {
     fn drop(&mut self) {
@@ -601,7 +605,8 @@ pub unsafe fn wrap_device_planes(
 /// NV12 and P016 luma is read in place; P010 and P012 luma is shifted into memory of ours, and
 /// the chroma is split into two planes of ours only when `with_chroma` (an extractor reads
 /// it): both on the legacy stream, behind the caller's writes, at each `read_pictures`.
-/// `make_unpack` turns the caller's memory it is given into that work. Otherwise as
+/// `make_unpack` turns the caller's memory it is given into that work (`with_chroma` comes from
+/// `Context::planes_read`). Otherwise as
 /// [`wrap_device_planes`].
 ///
 /// # Safety
@@ -609,14 +614,14 @@ pub unsafe fn wrap_device_planes(
 /// row's padding excepted) are memory usable on `state`'s device, which stays allocated until
 /// `owner` drops and which the caller does not write while the library may read it.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn wrap_device_semiplanar(
+pub unsafe fn wrap_device_semiplanar(
     state: &Arc<crate::gpu::GpuState>,
     fmt: crate::picture::semiplanar::SemiPlanar,
     (w, h): (usize, usize),
     luma: (u64, usize),
     chroma: (u64, usize),
     with_chroma: bool,
-    make_unpack: MakeUnpack<'_>,
+    UnpackMaker(make_unpack): UnpackMaker,
     owner: Box<dyn std::any::Any + Send + Sync>,
 ) -> Result<PictureData> {
     use crate::picture::semiplanar::SemiPlanar;

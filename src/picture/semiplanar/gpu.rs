@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::launch;
 use super::SemiPlanar;
 use crate::error::{Error, Result};
-use crate::gpu::frames::{DevPlanes, MakeUnpack, SemiPlanarSources, Unpack};
+use crate::gpu::frames::{DevPlanes, SemiPlanarSources, Unpack, UnpackMaker};
 use crate::gpu::launch::DevicePlane;
 use crate::gpu::{DeviceBuffer, GpuState, Stream};
 
@@ -32,12 +32,8 @@ struct DeviceUnpack {
 
 /// What [`crate::gpu::frames::wrap_device_semiplanar`] calls to make a `w`x`h` frame's
 /// unpacking on `state`'s device.
-pub(crate) fn unpacker(
-    state: Arc<GpuState>,
-    fmt: SemiPlanar,
-    (w, h): (usize, usize),
-) -> MakeUnpack<'static> {
-    Box::new(move |sources| {
+pub fn unpacker(state: Arc<GpuState>, fmt: SemiPlanar, (w, h): (usize, usize)) -> UnpackMaker {
+    UnpackMaker(Box::new(move |sources| {
         let u = match sources {
             SemiPlanarSources::Nv12 { chroma } => DeviceUnpack::nv12(state, (w, h), chroma),
             SemiPlanarSources::Deep { luma, chroma } => {
@@ -45,7 +41,7 @@ pub(crate) fn unpacker(
             }
         };
         u.map(|u| Box::new(u) as Box<dyn Unpack>)
-    })
+    }))
 }
 
 impl DeviceUnpack {
