@@ -504,6 +504,23 @@ fn host_picture(planes: &[ffi::Tensor], g: Geometry, which: &str) -> PyResult<Pi
     Ok(pic)
 }
 
+/// Refuses `which`'s plane `i` unless it is memory of `state`'s GPU (by its DLPack device).
+fn on_state_device(t: &ffi::Tensor, i: usize, state: &Arc<GpuState>, which: &str) -> PyResult<()> {
+    let info = state.device().info();
+    let want = match info.vendor {
+        vmaf_hip::gpu::Vendor::Nvidia => ffi::DL_CUDA,
+        vmaf_hip::gpu::Vendor::Amd => ffi::DL_ROCM,
+    };
+    let (ty, id) = t.device();
+    if ty != want || id != info.vendor_ordinal {
+        return Err(PyValueError::new_err(format!(
+            "{which}: plane {i} is on DLPack device ({ty}, {id}), the context's GPU is ({want}, {}) ({})",
+            info.vendor_ordinal, info.name
+        )));
+    }
+    Ok(())
+}
+
 /// A picture over device `planes` in place; each must be a 2-D tensor of its plane's size with
 /// unit column stride (rows at any pitch: cropped views, a decoder's padded surfaces) on
 /// `state`'s device.
@@ -513,21 +530,10 @@ fn device_picture(
     state: &Arc<GpuState>,
     which: &str,
 ) -> PyResult<PictureData> {
-    let info = state.device().info();
-    let want = match info.vendor {
-        vmaf_hip::gpu::Vendor::Nvidia => ffi::DL_CUDA,
-        vmaf_hip::gpu::Vendor::Amd => ffi::DL_ROCM,
-    };
     let dims = vmaf_hip::picture::plane_dims(g.pix_fmt, g.w, g.h);
     let mut pitched = Vec::with_capacity(planes.len());
     for (i, t) in planes.iter().enumerate() {
-        let (ty, id) = t.device();
-        if ty != want || id != info.vendor_ordinal {
-            return Err(PyValueError::new_err(format!(
-                "{which}: plane {i} is on DLPack device ({ty}, {id}), the context's GPU is ({want}, {}) ({})",
-                info.vendor_ordinal, info.name
-            )));
-        }
+        on_state_device(t, i, state, which)?;
         let (shape, strides) = (t.shape(), t.strides());
         let (pw, ph) = dims[i];
         // Rows may lie any distance apart (at least a row); samples within a row must be
@@ -574,24 +580,6 @@ fn same_geometry(gr: Geometry, gd: Geometry) -> PyResult<()> {
         )));
     }
     Ok(())
-}
-
-/// The reference picture made, then the distorted one, or the first error.
-fn both(
-    py: Python<'_>,
-    r: PyResult<Picture>,
-    d: impl FnOnce() -> PyResult<Picture>,
-    g: Geometry,
-) -> PyResult<(Picture, Picture, Geometry)> {
-    let r = r?;
-    match d() {
-        Ok(d) => Ok((r, d, g)),
-        Err(e) => {
-            // A device picture's drop waits for the GPU: not with the GIL held.
-            py.detach(move || drop(r));
-            Err(e)
-        }
-    }
 }
 
 /// The semi-planar layout a `pixel_format` names (as FFmpeg does, with or without `le`).
@@ -676,28 +664,33 @@ fn semiplanar_host_picture(
     fmt: SemiPlanar,
     g: Geometry,
 ) -> Result<PictureData, Error> {
-    let (cw, ch) = SemiPlanar::chroma_dims(g.w, g.h);
     if fmt.bytes_per_sample() == 1 {
-        let (y, c) = (
-            copied::<u8>(&planes[0], g.h, g.w)?,
-            copied::<u8>(&planes[1], ch, 2 * cw)?,
-        );
-        let frame = HostSemiPlanar::U8 {
-            luma: (&y, g.w),
-            chroma: (&c, 2 * cw),
-        };
-        semiplanar::unpack_host(fmt, g.w, g.h, frame)
+        unpack_copied::<u8>(planes, fmt, g, |luma, chroma| HostSemiPlanar::U8 {
+            luma,
+            chroma,
+        })
     } else {
-        let (y, c) = (
-            copied::<u16>(&planes[0], g.h, g.w)?,
-            copied::<u16>(&planes[1], ch, 2 * cw)?,
-        );
-        let frame = HostSemiPlanar::U16 {
-            luma: (&y, g.w),
-            chroma: (&c, 2 * cw),
-        };
-        semiplanar::unpack_host(fmt, g.w, g.h, frame)
+        unpack_copied::<u16>(planes, fmt, g, |luma, chroma| HostSemiPlanar::U16 {
+            luma,
+            chroma,
+        })
     }
+}
+
+/// Packed rows of samples and their pitch.
+type Rows<'a, T> = (&'a [T], usize);
+
+/// [`semiplanar_host_picture`] for samples of type `T`, which `frame` names.
+fn unpack_copied<T: Copy + Default + Into<u32>>(
+    planes: &[ffi::Tensor],
+    fmt: SemiPlanar,
+    g: Geometry,
+    frame: for<'a> fn(Rows<'a, T>, Rows<'a, T>) -> HostSemiPlanar<'a>,
+) -> Result<PictureData, Error> {
+    let (cw, ch) = SemiPlanar::chroma_dims(g.w, g.h);
+    let y = copied::<T>(&planes[0], g.h, g.w)?;
+    let c = copied::<T>(&planes[1], ch, 2 * cw)?;
+    semiplanar::unpack_host(fmt, g.w, g.h, frame((&y, g.w), (&c, 2 * cw)))
 }
 
 /// The first `h` rows of `w` samples of a host tensor, packed.
@@ -726,20 +719,9 @@ fn semiplanar_device_planes(
     state: &Arc<GpuState>,
     which: &str,
 ) -> PyResult<[(u64, usize); 2]> {
-    let info = state.device().info();
-    let want = match info.vendor {
-        vmaf_hip::gpu::Vendor::Nvidia => ffi::DL_CUDA,
-        vmaf_hip::gpu::Vendor::Amd => ffi::DL_ROCM,
-    };
     let mut out = [(0u64, 0usize); 2];
     for (i, t) in planes.iter().enumerate() {
-        let (ty, id) = t.device();
-        if ty != want || id != info.vendor_ordinal {
-            return Err(PyValueError::new_err(format!(
-                "{which}: plane {i} is on DLPack device ({ty}, {id}), the context's GPU is ({want}, {}) ({})",
-                info.vendor_ordinal, info.name
-            )));
-        }
+        on_state_device(t, i, state, which)?;
         let Some((rows, cols, rs, cs)) = t.rows() else {
             return Err(PyValueError::new_err(format!(
                 "{which}: plane {i}: not 2-D"
@@ -796,33 +778,55 @@ impl PyContext {
         }
     }
 
-    /// Both pictures of a frame of planar planes (1 or 3 each).
-    fn planar_pair(
+    /// Both pictures of a frame: `geometry` checks each side's planes, `host` copies host
+    /// planes into a picture, `device` wraps GPU planes (given the state and whether chroma is
+    /// read).
+    fn pair(
         &self,
         py: Python<'_>,
-        rt: Vec<ffi::Tensor>,
-        dt: Vec<ffi::Tensor>,
-        pf: Option<PixelFormat>,
-        bitdepth: Option<u32>,
+        (rt, dt): (Vec<ffi::Tensor>, Vec<ffi::Tensor>),
+        geometry: impl Fn(&[ffi::Tensor], &str) -> PyResult<Geometry>,
+        host: impl Fn(&[ffi::Tensor], Geometry, &str) -> PyResult<PictureData>,
+        device: impl Fn(Vec<ffi::Tensor>, Geometry, &Arc<GpuState>, bool, &str) -> PyResult<PictureData>,
     ) -> PyResult<(Picture, Picture, Geometry)> {
-        let gr = geometry(&rt, "reference", pf, bitdepth)?;
-        let gd = geometry(&dt, "distorted", pf, bitdepth)?;
+        let gr = geometry(&rt, "reference")?;
+        let gd = geometry(&dt, "distorted")?;
         same_geometry(gr, gd)?;
         let picture = |planes: Vec<ffi::Tensor>, which: &str| -> PyResult<Picture> {
             if on_host(&planes) {
-                let p = host_picture(&planes, gr, which)?;
+                let p = host(&planes, gr, which)?;
                 // The copy is made: the producer gets its memory back now (with the GIL).
                 drop(planes);
                 return Ok(Arc::new(p));
             }
-            let (state, _) = self.gpu_target(py, which)?;
-            Ok(Arc::new(device_picture(planes, gr, &state, which)?))
+            let (state, chroma) = self.gpu_target(py, which)?;
+            Ok(Arc::new(device(planes, gr, &state, chroma, which)?))
         };
-        both(
+        let r = picture(rt, "reference")?;
+        match picture(dt, "distorted") {
+            Ok(d) => Ok((r, d, gr)),
+            Err(e) => {
+                // A device picture's drop waits for the GPU: not with the GIL held.
+                py.detach(move || drop(r));
+                Err(e)
+            }
+        }
+    }
+
+    /// Both pictures of a frame of planar planes (1 or 3 each).
+    fn planar_pair(
+        &self,
+        py: Python<'_>,
+        planes: (Vec<ffi::Tensor>, Vec<ffi::Tensor>),
+        pf: Option<PixelFormat>,
+        bitdepth: Option<u32>,
+    ) -> PyResult<(Picture, Picture, Geometry)> {
+        self.pair(
             py,
-            picture(rt, "reference"),
-            || picture(dt, "distorted"),
-            gr,
+            planes,
+            |t, which| geometry(t, which, pf, bitdepth),
+            host_picture,
+            |t, g, state, _, which| device_picture(t, g, state, which),
         )
     }
 
@@ -831,30 +835,18 @@ impl PyContext {
         &self,
         py: Python<'_>,
         fmt: SemiPlanar,
-        rt: Vec<ffi::Tensor>,
-        dt: Vec<ffi::Tensor>,
+        planes: (Vec<ffi::Tensor>, Vec<ffi::Tensor>),
         bitdepth: Option<u32>,
     ) -> PyResult<(Picture, Picture, Geometry)> {
-        let gr = semiplanar_geometry(&rt, "reference", fmt, bitdepth)?;
-        let gd = semiplanar_geometry(&dt, "distorted", fmt, bitdepth)?;
-        same_geometry(gr, gd)?;
-        let picture = |planes: Vec<ffi::Tensor>, which: &str| -> PyResult<Picture> {
-            if on_host(&planes) {
-                let p = semiplanar_host_picture(&planes, fmt, gr).map_err(py_err)?;
-                drop(planes);
-                return Ok(Arc::new(p));
-            }
-            let (state, chroma) = self.gpu_target(py, which)?;
-            let pitched = semiplanar_device_planes(&planes, fmt, &state, which)?;
-            let p = ffi::wrap_semiplanar(&state, fmt, (gr.w, gr.h), pitched, chroma, planes)
-                .map_err(py_err)?;
-            Ok(Arc::new(p))
-        };
-        both(
+        self.pair(
             py,
-            picture(rt, "reference"),
-            || picture(dt, "distorted"),
-            gr,
+            planes,
+            |t, which| semiplanar_geometry(t, which, fmt, bitdepth),
+            |t, g, _| semiplanar_host_picture(t, fmt, g).map_err(py_err),
+            |t, g, state, chroma, which| {
+                let pitched = semiplanar_device_planes(&t, fmt, state, which)?;
+                ffi::wrap_semiplanar(state, fmt, (g.w, g.h), pitched, chroma, t).map_err(py_err)
+            },
         )
     }
 
@@ -952,8 +944,8 @@ impl PyContext {
         let rt = take_all(&ref_caps)?;
         let dt = take_all(&dist_caps)?;
         let (r, d, gr) = match semi {
-            Some(fmt) => self.semiplanar_pair(py, fmt, rt, dt, bitdepth)?,
-            None => self.planar_pair(py, rt, dt, pf, bitdepth)?,
+            Some(fmt) => self.semiplanar_pair(py, fmt, (rt, dt), bitdepth)?,
+            None => self.planar_pair(py, (rt, dt), pf, bitdepth)?,
         };
         let geom = (gr.pix_fmt, gr.bpc, gr.w, gr.h);
         let mut refusal = None;

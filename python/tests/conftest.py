@@ -180,3 +180,16 @@ def write_pairs(path, names):
             w.writerow([clip(n, "ref"), clip(n, "dist"), raw.get("width", ""),
                         raw.get("height", ""), raw.get("pixel_format", ""),
                         raw.get("bitdepth", ""), n])
+
+
+def semiplanar(planes, shift=0):
+    """The luma and interleaved chroma (Cb, Cr pairs) of planar 4:2:0 NumPy planes, as
+    hardware decoders store NV12/P010 frames, the samples shifted into the high bits."""
+    np = pytest.importorskip("numpy")
+    y, u, v = planes
+    h, w = y.shape
+    cw, ch = w // 2, h // 2
+    uv = np.empty((ch, 2 * cw), dtype=y.dtype)
+    uv[:, 0::2] = u[:ch, :cw]
+    uv[:, 1::2] = v[:ch, :cw]
+    return [y << shift, uv << shift]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import vmaf_hip
-from conftest import clip, read_y4m, same_scores
+from conftest import clip, read_y4m, same_scores, semiplanar
 
 
 def score_frames(frames, depth, transform=lambda p: p, **ctx_args):
@@ -196,18 +196,6 @@ def test_mistakes_that_leave_the_scores_whole_are_not_fatal():
                          [p.__dlpack__() for p in frames[0][1]])
     same_scores(ctx.to_dict(), want)
     ctx.close()
-
-
-def semiplanar(planes, shift=0):
-    """The luma and interleaved chroma (Cb, Cr pairs) of planar 4:2:0 planes, the samples
-    shifted into the high bits as P010/P012 store them."""
-    y, u, v = planes
-    h, w = y.shape
-    cw, ch = w // 2, h // 2
-    uv = np.empty((ch, 2 * cw), dtype=y.dtype)
-    uv[:, 0::2] = u[:ch, :cw]
-    uv[:, 1::2] = v[:ch, :cw]
-    return [y << shift, uv << shift]
 
 
 @pytest.mark.parametrize("name,fmt,shift", [("natural_576x324_420p8", "nv12", 0),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import vmaf_hip
-from conftest import clip, gpu_or_skip, have_vmaf_bin, read_y4m, same_scores
+from conftest import clip, gpu_or_skip, have_vmaf_bin, read_y4m, same_scores, semiplanar
 from vmaf_hip import _native
 
 CLIPS = ["natural_576x324_420p8", "natural_640x360_420p10"]
@@ -218,17 +218,6 @@ def test_torch_tensors_on_another_device_than_the_current_one():
         torch.cuda.set_stream(torch.cuda.default_stream(1))
         torch.cuda.set_device(0)
     same_scores(got, want)
-
-
-def semiplanar(planes, shift=0):
-    """Luma and interleaved chroma of planar 4:2:0 planes, as NVDEC's NV12/P010 surfaces."""
-    y, u, v = planes
-    h, w = y.shape
-    cw, ch = w // 2, h // 2
-    uv = np.empty((ch, 2 * cw), dtype=y.dtype)
-    uv[:, 0::2] = u[:ch, :cw]
-    uv[:, 1::2] = v[:ch, :cw]
-    return [y << shift, uv << shift]
 
 
 @pytest.mark.parametrize("name,fmt,shift", [("natural_576x324_420p8", "nv12", 0),
