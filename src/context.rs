@@ -228,10 +228,10 @@ struct Job {
 /// queued takes the next waiting frame while the device computes, up to that many frames
 /// (nested, so their pictures and queued work stay borrowed on its stack), and then finishes
 /// them, the newest first: one wait on its stream covers the older frames' read-backs. A frame
-/// waits only while every worker is busy (an idle one takes its task at once), so this changes
-/// nothing until the workers are the bound; it is meant for paths bound by a frame's device
-/// latency, such as the `vmaf` tool on VMAF v1.0.16 models, where each of 8 workers waited
-/// about 0.9 ms per 1080p frame.
+/// is there to take only while no idle worker has taken its task yet (mostly: while every
+/// worker is busy), and each frame a worker keeps queued holds its own scratch buffers on the
+/// device. It is meant for paths bound by a frame's device latency, such as the `vmaf` tool on
+/// VMAF v1.0.16 models, where each of 8 workers waited about 0.9 ms per 1080p frame.
 struct Jobs {
     waiting: Mutex<std::collections::VecDeque<Job>>,
     collector: Arc<FeatureCollector>,
@@ -304,14 +304,19 @@ impl Jobs {
                 },
             )
         }));
-        let err = match res {
+        let mut err = match res {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
             Err(_) => Some(Error::inval("feature extractor panicked")),
         };
         // The pictures go back (to a pool, or to a wrapping caller's release callback) before
-        // the frame counts as done: after the flush or `vmaf_close` no worker holds one.
-        drop(job);
+        // the frame counts as done: after the flush or `vmaf_close` no worker holds one. A
+        // panic there must not skip `finish` (the flush would wait for this frame for ever),
+        // nor unwind into the frame this one was nested in.
+        let released = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(job)));
+        if released.is_err() && err.is_none() {
+            err = Some(Error::inval("releasing a frame's pictures panicked"));
+        }
         self.in_flight.finish(err);
     }
 }
@@ -1081,6 +1086,59 @@ mod tests {
         fn extract(&self, _: &FrameInput<'_>, _: &mut Scores) -> Result<()> {
             Ok(())
         }
+    }
+
+    /// A picture whose release panics (a caller's release hook, an owner's drop) fails the
+    /// flush with an error instead of leaving it waiting for that frame for ever.
+    #[test]
+    fn a_panic_releasing_a_frame_fails_the_flush() {
+        struct Calm(Vec<u8>);
+        struct Panics(Calm);
+        impl crate::picture::ExternalPlanes for Calm {
+            fn plane_u8(&self, _: usize) -> &[u8] {
+                &self.0
+            }
+            fn plane_u16(&self, _: usize) -> &[u16] {
+                &[]
+            }
+        }
+        impl crate::picture::ExternalPlanes for Panics {
+            fn plane_u8(&self, i: usize) -> &[u8] {
+                self.0.plane_u8(i)
+            }
+            fn plane_u16(&self, i: usize) -> &[u16] {
+                self.0.plane_u16(i)
+            }
+        }
+        impl Drop for Panics {
+            fn drop(&mut self) {
+                panic!("a release hook panicked");
+            }
+        }
+        let (w, h) = (64, 48);
+        let pic = |planes: Box<dyn crate::picture::ExternalPlanes>| {
+            let p = crate::picture::PictureData::external(
+                crate::picture::PixelFormat::Yuv420p,
+                8,
+                w,
+                h,
+                [w, w / 2, w / 2],
+                planes,
+            );
+            Arc::new(p.unwrap())
+        };
+        let mut ctx = Context::new(Config {
+            n_threads: 2,
+            ..Config::default()
+        })
+        .unwrap();
+        ctx.use_feature("float_psnr", &crate::feature::Dict::new())
+            .unwrap();
+        let r = pic(Box::new(Calm(vec![128u8; w * h])));
+        let d = pic(Box::new(Panics(Calm(vec![120u8; w * h]))));
+        ctx.read_pictures(r, d, 0).unwrap();
+        let err = ctx.flush().unwrap_err();
+        assert!(err.to_string().contains("panicked"), "{err}");
     }
 
     #[test]

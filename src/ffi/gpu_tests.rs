@@ -541,11 +541,12 @@ fn semiplanar_device_frames_score_like_planar_ones() {
                 "float_ansnr",
                 "float_moment",
             ];
-            // psnr_hvs and the SSIMs take no 16-bit samples (as upstream's).
+            // psnr_hvs and the SSIMs take no 16-bit samples (as upstream's). "psnr_luma" is
+            // psnr with enable_chroma=false: it reads no chroma, so none is unpacked.
             let sets: &[&[&str]] = if fmt == SemiPlanar::P016 {
-                &[&[], &["psnr", "ciede"]]
+                &[&[], &["psnr_luma"], &["psnr", "ciede"]]
             } else {
-                &[&[], &["psnr", "ciede"], every]
+                &[&[], &["psnr_luma"], &["psnr", "ciede"], every]
             };
             for &features in sets {
                 let score = |device: bool, threads: u32| {
@@ -558,11 +559,19 @@ fn semiplanar_device_frames_score_like_planar_ones() {
                         ctx.import_gpu_state(state.clone()).unwrap();
                     }
                     ctx.use_features_from_model(&model).unwrap();
-                    for f in features {
-                        ctx.use_feature(f, &crate::feature::Dict::new()).unwrap();
+                    for &f in features {
+                        let mut opts = crate::feature::Dict::new();
+                        let name = if f == "psnr_luma" {
+                            opts.set("enable_chroma", "false");
+                            "psnr"
+                        } else {
+                            f
+                        };
+                        ctx.use_feature(name, &opts).unwrap();
                     }
-                    let chroma = ctx.planes_read() & !crate::picture::LUMA != 0;
-                    assert_eq!(chroma, !features.is_empty(), "{features:?}");
+                    let chroma = ctx.reads_chroma();
+                    let wants = features.iter().any(|&f| f != "psnr_luma");
+                    assert_eq!(chroma, wants, "{features:?}");
                     for (i, (r, d)) in refs.iter().zip(dists).enumerate() {
                         let (r, d) = if device {
                             (wrap(&planar(r), chroma), wrap(&planar(d), chroma))

@@ -54,11 +54,15 @@ type Recycle = Box<dyn FnOnce(&mut DevPlanes) + Send + Sync>;
 /// The planes of ours a semi-planar picture is unpacked into (P01x luma, split chroma), kept
 /// by the state for the next picture: freeing device memory waits for the whole device, and a
 /// decoder's frames come at one size.
-struct UnpackPlanes<T: DeviceCopy>(Vec<DeviceBuffer<T>>);
+struct UnpackPlanes<T: DeviceCopy>(Vec<DeviceBuffer<T>>, std::time::Instant);
 
-/// Buffers of `lens` elements: a set a picture of the same shape gave back, else new ones (and
-/// the oldest kept set, of another shape, freed). A picture with no planes of ours leaves the
-/// kept sets to the pictures that have some.
+/// How long a kept set of planes of another shape than the pictures now wrapped stays in the
+/// pool: a context on the same state may be using that shape in turn.
+const UNPACK_PLANES_KEPT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Buffers of `lens` elements: a set a picture of the same shape gave back, else new ones;
+/// kept sets of another shape idle for [`UNPACK_PLANES_KEPT`] are freed. A picture with no
+/// planes of ours leaves the kept sets to the pictures that have some.
 fn unpack_planes<T: Sample + Send + 'static>(
     state: &crate::gpu::GpuState,
     lens: &[usize],
@@ -66,13 +70,15 @@ fn unpack_planes<T: Sample + Send + 'static>(
     if lens.is_empty() {
         return Ok(Vec::new());
     }
-    let fits = |UnpackPlanes(kept): &UnpackPlanes<T>| {
+    let fits = |UnpackPlanes(kept, _): &UnpackPlanes<T>| {
         kept.len() == lens.len() && kept.iter().zip(lens).all(|(b, &n)| b.len() == n)
     };
-    match state.take_scratch_fitting(fits) {
-        Ok(UnpackPlanes(kept)) => return Ok(kept),
-        // freed before the new ones are made
-        Err(stale) => drop(stale),
+    let stale = |UnpackPlanes(_, back): &UnpackPlanes<T>| back.elapsed() > UNPACK_PLANES_KEPT;
+    let (found, stale) = state.take_scratch_fitting(fits, stale);
+    // freed (each a device-wide wait) before new ones are made
+    drop(stale);
+    if let Some(UnpackPlanes(kept, _)) = found {
+        return Ok(kept);
     }
     lens.iter()
         .map(|&n| DeviceBuffer::new(state.device(), n))
@@ -89,7 +95,7 @@ fn recycle_from<T: Sample + Send + 'static>(
     Box::new(move |planes| {
         if let (Some(state), Some(v)) = (state.upgrade(), take(planes)) {
             if from < v.len() {
-                state.put_scratch(UnpackPlanes(v.split_off(from)));
+                state.put_scratch(UnpackPlanes(v.split_off(from), std::time::Instant::now()));
             }
         }
     })

@@ -235,27 +235,31 @@ impl GpuState {
             .map(|b| *b)
     }
 
-    /// An idle scratch value of type `S` for which `fits` holds; when none does, `Err` with
-    /// the pool's oldest value of that type, if any, for the caller to drop (so values of
-    /// another shape, kept from before a change of picture size, do not pile up).
+    /// An idle scratch value of type `S` for which `fits` holds, if any, and the idle values
+    /// that neither fit nor are kept any longer (`stale`), taken out of the pool for the caller
+    /// to drop: so the pool lets go of values of another shape left from before a change of
+    /// picture size, but not of those another context on the state is using in turn.
     pub(crate) fn take_scratch_fitting<S: Any + Send>(
         &self,
         fits: impl Fn(&S) -> bool,
-    ) -> std::result::Result<S, Option<S>> {
+        stale: impl Fn(&S) -> bool,
+    ) -> (Option<S>, Vec<S>) {
         let mut pool = lock(&self.scratch);
         let Some(kept) = pool.get_mut(&TypeId::of::<S>()) else {
-            return Err(None);
+            return (None, Vec::new());
         };
-        let at = kept
-            .iter()
-            .rposition(|b| b.downcast_ref::<S>().is_some_and(&fits));
-        let taken = match at {
-            Some(i) => return Ok(*kept.remove(i).downcast::<S>().map_err(|_| None)?),
-            None if kept.is_empty() => None,
-            None => Some(kept.remove(0)),
-        };
-        drop(pool);
-        Err(taken.and_then(|b| b.downcast::<S>().ok()).map(|b| *b))
+        let mut found = None;
+        let mut dropped = Vec::new();
+        // Newest first, so the value returned last (warm in the caches) serves first.
+        for b in std::mem::take(kept).into_iter().rev() {
+            match b.downcast::<S>() {
+                Ok(v) if found.is_none() && fits(&v) => found = Some(*v),
+                Ok(v) if !fits(&v) && stale(&v) => dropped.push(*v),
+                Ok(v) => kept.insert(0, v),
+                Err(other) => kept.insert(0, other),
+            }
+        }
+        (found, dropped)
     }
 
     /// Returns a scratch value to the pool, for later calls on any thread.

@@ -258,28 +258,32 @@ pub(crate) fn frame_plane<'f, T: Sample + DevicePlaneAs>(
     })
 }
 
-/// Both pictures' device memory on `state`'s device, or None; host copies of every plane of
-/// a device picture that is not (on another device, or beside a host picture).
+/// Both pictures' device memory on `state`'s device, or None; host copies of the planes in
+/// `mask` of a device picture that is not (on another device, or beside a host picture).
 pub(crate) fn device_pair<'p>(
     state: &Arc<GpuState>,
     r: &'p PictureData,
     d: &'p PictureData,
+    mask: u8,
 ) -> Result<Option<(&'p DeviceFrame, &'p DeviceFrame)>> {
     let dev = state.device();
     if let (Some(fr), Some(fd)) = (device_frame(r, dev), device_frame(d, dev)) {
         return Ok(Some((fr, fd)));
     }
-    r.fetch_host(crate::feature::ALL_PLANES)?;
-    d.fetch_host(crate::feature::ALL_PLANES)?;
+    r.fetch_host(mask)?;
+    d.fetch_host(mask)?;
     Ok(None)
 }
 
-/// Sum over each plane of (reference - distorted)^2 as exact integers: `[Y, U, V]` (chroma 0 for
-/// 4:0:0). Both pictures must have the same format, depth and size; strides may differ.
+/// Sum over each of the first `planes` planes of (reference - distorted)^2 as exact integers:
+/// `[Y, U, V]` (0 for planes not summed, and for chroma at 4:0:0). Both pictures must have the
+/// same format, depth and size; strides may differ. Planes past `planes` are never read (a
+/// semi-planar device frame has no chroma planes when no extractor reads chroma).
 pub fn sse_planes(
     state: &Arc<GpuState>,
     reference: &Picture,
     distorted: &Picture,
+    planes: usize,
 ) -> Result<[u64; 3]> {
     let (r, d) = (&**reference, &**distorted);
     if r.pix_fmt != d.pix_fmt || r.bpc != d.bpc || r.w != d.w || r.h != d.h {
@@ -287,11 +291,16 @@ pub fn sse_planes(
             "GPU PSNR: reference and distorted pictures differ in format, depth or size",
         ));
     }
-    let n_planes = r.pix_fmt.plane_count();
+    let n_planes = r.pix_fmt.plane_count().min(planes);
     if n_planes == 0 {
         return Err(Error::inval("GPU PSNR: unknown pixel format"));
     }
-    if let Some((fr, fd)) = device_pair(state, r, d)? {
+    let mask = if n_planes == 1 {
+        crate::feature::LUMA
+    } else {
+        crate::feature::ALL_PLANES
+    };
+    if let Some((fr, fd)) = device_pair(state, r, d, mask)? {
         return if r.bpc == 8 {
             sse_device::<u8>(state, (r, fr), (d, fd), n_planes)
         } else {
@@ -342,10 +351,10 @@ mod tests {
         for (k, &(fmt, bpc, w, h)) in cases.iter().enumerate() {
             let r = noise_picture(fmt, bpc, w, h, 2 * k as u64 + 1);
             let d = noise_picture(fmt, bpc, w, h, 2 * k as u64 + 2);
-            let got = sse_planes(&state, &r, &d).unwrap();
+            let got = sse_planes(&state, &r, &d, 3).unwrap();
             assert_eq!(got, cpu_sse(&r, &d), "{fmt:?} {bpc}-bit {w}x{h}");
             // Identical pictures: exactly zero.
-            assert_eq!(sse_planes(&state, &r, &r).unwrap(), [0, 0, 0]);
+            assert_eq!(sse_planes(&state, &r, &r, 3).unwrap(), [0, 0, 0]);
         }
     }
 
@@ -361,7 +370,11 @@ mod tests {
         ] {
             let (refs, dists) = crate::testutil::load_parity_clip(clip);
             for (r, d) in refs.iter().zip(&dists).take(3) {
-                assert_eq!(sse_planes(&state, r, d).unwrap(), cpu_sse(r, d), "{clip}");
+                assert_eq!(
+                    sse_planes(&state, r, d, 3).unwrap(),
+                    cpu_sse(r, d),
+                    "{clip}"
+                );
             }
         }
     }
@@ -374,7 +387,13 @@ mod tests {
         let a = noise_picture(PixelFormat::Yuv420p, 8, 64, 64, 1);
         let b = noise_picture(PixelFormat::Yuv420p, 10, 64, 64, 1);
         let c = noise_picture(PixelFormat::Yuv420p, 8, 64, 66, 1);
-        assert!(matches!(sse_planes(&state, &a, &b), Err(Error::Invalid(_))));
-        assert!(matches!(sse_planes(&state, &a, &c), Err(Error::Invalid(_))));
+        assert!(matches!(
+            sse_planes(&state, &a, &b, 3),
+            Err(Error::Invalid(_))
+        ));
+        assert!(matches!(
+            sse_planes(&state, &a, &c, 3),
+            Err(Error::Invalid(_))
+        ));
     }
 }

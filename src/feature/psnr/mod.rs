@@ -249,8 +249,12 @@ impl Extractor for Psnr {
         Self::check_pair(r, d)?;
         let n = self.plane_count(r.pix_fmt);
         let sse: Vec<u64> = match &self.gpu {
-            Some(g) => gpu::sse_planes(g.for_frame(input.index), input.reference, input.distorted)?
-                [..n]
+            Some(g) => gpu::sse_planes(
+                g.for_frame(input.index),
+                input.reference,
+                input.distorted,
+                n,
+            )?[..n]
                 .to_vec(),
             None => (0..n).map(|p| sse_plane(r, d, p, input.cpu)).collect(),
         };

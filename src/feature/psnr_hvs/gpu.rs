@@ -126,7 +126,7 @@ pub fn plane_sums(
             "GPU psnr_hvs: pictures differ in format or size, or have no chroma",
         ));
     }
-    let frames = device_pair(state, r, d)?;
+    let frames = device_pair(state, r, d, crate::feature::ALL_PLANES)?;
     if r.bpc == 8 {
         sums_typed::<u8>(state, r, d, frames)
     } else {
