@@ -558,7 +558,7 @@ impl Device {
     /// On NVIDIA: refuses device memory (not managed) of another GPU at `addr`, or of another
     /// CUDA context on this GPU (a context's allocations are not mapped in the others, so a
     /// kernel reading them would fault and poison the caller's context); memory that names no
-    /// context (stream-ordered pools, virtual-memory mappings) passes. HIP has no such query
+    /// context (virtual-memory mappings) or comes from a stream-ordered pool passes. HIP has no such query
     /// in every ROCm we load, so AMD relies on the caller's contract there.
     fn check_owner(&self, addr: u64) -> Result<()> {
         let Api::Cuda(c) = self.api else {
@@ -591,7 +591,7 @@ impl Device {
                 self.info.vendor_ordinal, self.info.name
             )));
         }
-        if !owner.is_null() && owner != self.ctx {
+        if !owner.is_null() && owner != self.ctx && !self.in_memory_pool(addr) {
             return Err(Error::inval(format!(
                 "device address {addr:#x} is memory of another CUDA context on device {} ({}) \
                  than the GPU state's",
@@ -599,6 +599,23 @@ impl Device {
             )));
         }
         Ok(())
+    }
+
+    /// Whether `addr` (CUDA) is memory of a stream-ordered pool (`cuMemAllocAsync`), which
+    /// every context of its device may read whatever context allocated it. Drivers older
+    /// than pools do not know the attribute: no pool then.
+    fn in_memory_pool(&self, addr: u64) -> bool {
+        let Api::Cuda(c) = self.api else {
+            return false;
+        };
+        // CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
+        let mut attr: c_int = 17;
+        let mut pool: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut out: *mut std::ffi::c_void = std::ptr::from_mut(&mut pool).cast();
+        // SAFETY: one attribute code and one out-pointer to a local of the size it writes (a
+        // pool handle); the address is only looked up.
+        let st = unsafe { (c.fns.pointer_get_attributes)(1, &mut attr, &mut out, addr) };
+        st == 0 && !pool.is_null()
     }
 
     /// [`Self::call`] for a call both runtimes shape alike: `f` gets the vendor's
