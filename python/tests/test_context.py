@@ -224,6 +224,19 @@ def test_semiplanar_frames_score_as_planar(name, fmt, shift):
         ctx.close()
 
 
+def test_a_whole_nv12_surface_is_one_array():
+    """One (h * 3 / 2, w) array per picture, as PyNvVideoCodec and other decoders hand NV12
+    frames out, scores as its luma and chroma planes do."""
+    frames, depth = pairs("natural_576x324_420p8")
+    frames = frames[:4]
+    want = score_frames(frames, depth, features=["psnr"])
+    ctx = vmaf_hip.Context(features=["psnr"])
+    for r, d in frames:
+        ctx.read(np.vstack(semiplanar(r)), np.vstack(semiplanar(d)), pixel_format="nv12")
+    same_scores(ctx.to_dict(), want)
+    ctx.close()
+
+
 def test_p016_is_scored_at_16_bits():
     frames, _ = pairs("natural_640x360_420p10")
     frames = [([p << 6 for p in r], [p << 6 for p in d]) for r, d in frames[:4]]

@@ -165,6 +165,20 @@ def test_torch_tensors_scored_in_place(name):
     same_scores(got, want)
 
 
+def test_torch_nv12_surfaces_scored_in_place():
+    """A whole NV12 surface per picture, one (h * 3 / 2, w) CUDA tensor as PyNvVideoCodec
+    hands it out, split into its luma and chroma views and read in place."""
+    torch = torch_cuda()
+    frames, depth = frames_of("natural_576x324_420p8", 6)
+    want = score(frames, depth)
+    ctx = vmaf_hip.Context(features=["psnr"], backend="hip", device=0)
+    for r, d in frames:
+        surf = [torch.from_numpy(np.vstack(semiplanar(p))).to("cuda:0") for p in (r, d)]
+        ctx.read(surf[0], surf[1], pixel_format="nv12")
+    same_scores(ctx.to_dict(), want)
+    ctx.close()
+
+
 def test_torch_tensors_rejected_where_they_do_not_fit():
     torch = torch_cuda()
     frames, _ = frames_of("natural_576x324_420p8", 1)

@@ -243,10 +243,21 @@ def _on_tensor_device(plane: Any, stream: Optional[int], dev_id: Any) -> Any:
     return torch.cuda.device(int(dev_id))
 
 
-def _planes(frame: Any, which: str) -> list:
+_SEMIPLANAR = {"nv12", "p010", "p010le", "p012", "p012le", "p016", "p016le"}
+
+
+def _planes(frame: Any, which: str, pixel_format: Optional[str] = None) -> list:
     if hasattr(frame, "__dlpack__") or not isinstance(frame, (list, tuple)):
-        # One array: the luma plane of a 4:0:0 picture.
-        frame = [frame]
+        shape = getattr(frame, "shape", None)
+        semi = pixel_format is not None and pixel_format.strip().lower() in _SEMIPLANAR
+        if semi and shape is not None and len(shape) == 2 and shape[0] % 3 == 0:
+            # A whole semi-planar surface, (h * 3 / 2, w) as decoders hand it out: its luma
+            # rows, then its interleaved chroma rows.
+            h = shape[0] // 3 * 2
+            frame = [frame[:h], frame[h:]]
+        else:
+            # One array: the luma plane of a 4:0:0 picture.
+            frame = [frame]
     return [_capsule(p, which, i) for i, p in enumerate(frame)]
 
 
@@ -265,8 +276,9 @@ class Context:
 
     Decoder frames: with ``pixel_format="nv12"`` (uint8) or ``"p010"``, ``"p012"``, ``"p016"``
     (uint16, samples in the high bits) each frame is 2 planes, the luma (rows, columns) and the
-    interleaved chroma (rows/2, 2*(columns/2)) or (rows/2, columns/2, 2); it is scored as the
-    yuv420p picture of the same samples. GPU tensors are read in place as above.
+    interleaved chroma (rows/2, 2*(columns/2)) or (rows/2, columns/2, 2), or one array of the
+    whole surface, (rows*3/2, columns), as decoders hand it out; it is scored as the yuv420p
+    picture of the same samples. GPU tensors are read in place as above.
 
     ``to_dict()`` (or ``score()``, ``pooled()``, ``frame_scores()``) flushes and returns what
     ``score_files`` returns for the same frames.
@@ -309,8 +321,8 @@ class Context:
         if self._result is not None:
             raise ValueError("the context is flushed: no more frames")
         self._native.read(
-            _planes(ref, "reference"),
-            _planes(dist, "distorted"),
+            _planes(ref, "reference", _pixel_format(pixel_format)),
+            _planes(dist, "distorted", _pixel_format(pixel_format)),
             _pixel_format(pixel_format),
             _opt_u32("bitdepth", bitdepth),
         )
