@@ -267,6 +267,9 @@ fn run_with(kit: &Kit, name: &str, program: &Path, args: &[&str], env: &[(&str, 
                 "VMAF_HIP_HIPRTC",
                 "VMAF_HIP_CACHE_DIR",
                 "VMAF_HIP_LOG_LEVEL",
+                "VMAF_HIP_FRAMES_IN_FLIGHT",
+                "VMAF_HIP_WORKER_FRAMES",
+                "VMAF_HIP_PIPELINE_THREADS",
             ]
             .contains(&&*k)
         {
@@ -899,6 +902,51 @@ fn one_host_wait_per_frame() {
                 "{name}: {waits} event waits for {frames} frames\n{}",
                 r.log
             );
+        }
+    }
+}
+
+/// Workers that keep two or three frames queued (`VMAF_HIP_WORKER_FRAMES`, with frames in
+/// flight to take them from) score every frame once: the same kernels as one frame per worker,
+/// every call succeeding, every picture and object released, graphs on and off.
+#[test]
+fn nested_frames_score_every_frame_once() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let sigs = kernel_signatures();
+    let frames = 12;
+    for graphs in ["0", "1"] {
+        let one = score_cleanly_with(
+            kit,
+            &format!("nested-{graphs}-1"),
+            2,
+            frames,
+            &[("VMAF_HIP_GRAPHS", graphs), ("VMAF_HIP_WORKER_FRAMES", "1")],
+        );
+        for depth in ["2", "3"] {
+            let name = format!("nested-{graphs}-{depth}");
+            let env = [
+                ("VMAF_HIP_GRAPHS", graphs),
+                ("VMAF_HIP_WORKER_FRAMES", depth),
+                ("VMAF_HIP_FRAMES_IN_FLIGHT", "8"),
+            ];
+            let r = score_cleanly_with(kit, &name, 2, frames, &env);
+            assert_eq!(r.int("adm2_at_0"), 0, "{name}: {}", show(&r.out));
+            if graphs == "0" {
+                for k in [
+                    "vmaf_vif_stats_u8",
+                    "vmaf_adm_dwt0_u8",
+                    "vmaf_motion_rows_u8",
+                ] {
+                    assert_eq!(
+                        launches_of(&r, &sigs, k),
+                        launches_of(&one, &sigs, k),
+                        "{name}: {k}\n{}",
+                        r.log
+                    );
+                }
+            }
         }
     }
 }
