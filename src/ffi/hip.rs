@@ -407,6 +407,15 @@ unsafe fn semiplanar_args(
     Ok((fmt, planes))
 }
 
+/// The `len` samples of type `T` at address `addr`.
+///
+/// # Safety
+/// They are readable, and aligned for `T`, for as long as the slice is used.
+unsafe fn samples<'a, T>((addr, len): (usize, usize)) -> &'a [T] {
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(addr as *const T, len) }
+}
+
 /// Extension: makes `*pic` the yuv420p picture (8, 10, 12 or 16 bits) of a semi-planar frame in
 /// host memory (NV12, P010, P012, P016; see `libvmaf_hip.h`), unpacked at once into memory of
 /// the library's; `release(opaque)` is called when the picture goes. Returns 0, -EINVAL for
@@ -445,25 +454,13 @@ pub unsafe extern "C" fn vmaf_hip_picture_wrap_semiplanar(
                 // samples are u8 for NV12, else u16 at even addresses (checked).
                 let frame = if fmt.bytes_per_sample() == 1 {
                     HostSemiPlanar::U8 {
-                        luma: (
-                            std::slice::from_raw_parts(y.0 as *const u8, y.1),
-                            planes[0].1,
-                        ),
-                        chroma: (
-                            std::slice::from_raw_parts(c.0 as *const u8, c.1),
-                            planes[1].1,
-                        ),
+                        luma: (samples(y), planes[0].1),
+                        chroma: (samples(c), planes[1].1),
                     }
                 } else {
                     HostSemiPlanar::U16 {
-                        luma: (
-                            std::slice::from_raw_parts(y.0 as *const u16, y.1),
-                            planes[0].1,
-                        ),
-                        chroma: (
-                            std::slice::from_raw_parts(c.0 as *const u16, c.1),
-                            planes[1].1,
-                        ),
+                        luma: (samples(y), planes[0].1),
+                        chroma: (samples(c), planes[1].1),
                     }
                 };
                 crate::ffi::picture::wrap_with_release(release, opaque, |armed| {

@@ -6,8 +6,11 @@ use crate::gpu::{DeviceBuffer, GpuState, LaunchConfig};
 
 /// `vmaf_semiplanar_luma_u16(src, src_pitch, dst, w, h, shift)`.
 type LumaArgs<'a> = (Span<'a, u16>, u32, Span<'a, u16>, u32, u32, u32);
+/// The chroma kernels' arguments before the 16-bit one's shift: `(src, src_pitch, u, v, cw,
+/// ch)`.
+type ChromaArgs<'a, T> = (Span<'a, T>, u32, Span<'a, T>, Span<'a, T>, u32, u32);
 /// `vmaf_semiplanar_chroma_u8(src, src_pitch, u, v, cw, ch)`.
-type Chroma8Args<'a> = (Span<'a, u8>, u32, Span<'a, u8>, Span<'a, u8>, u32, u32);
+type Chroma8Args<'a> = ChromaArgs<'a, u8>;
 /// `vmaf_semiplanar_chroma_u16(src, src_pitch, u, v, cw, ch, shift)`.
 type Chroma16Args<'a> = (
     Span<'a, u16>,
@@ -94,14 +97,7 @@ pub(crate) trait ChromaSample: crate::gpu::launch::Sample {
     fn launch<'a>(
         state: &GpuState,
         cfg: LaunchConfig,
-        args: (
-            Span<'a, Self>,
-            u32,
-            Span<'a, Self>,
-            Span<'a, Self>,
-            u32,
-            u32,
-        ),
+        args: ChromaArgs<'a, Self>,
         shift: u32,
     ) -> Result<Launch<'a>>;
 }
