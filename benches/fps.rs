@@ -379,7 +379,9 @@ fn v1016_row(
     let n = args.cpu_frames.max(8);
     let (ca, sa) = run_model(&model, refs, dists, n, cores, None).pair();
     run_model(&model, refs, dists, cores as usize, cores, Some(g));
-    let frames = args.frames.min(refs.len());
+    // Cycling through the distinct pictures as the v0.6.1 rows do: a few hundred frames at
+    // thousands a second time too short a stretch to be steady.
+    let frames = args.frames;
     let runs: Vec<Run> = [cores, 2 * cores]
         .iter()
         .map(|&t| run_model(&model, refs, dists, frames, t, Some(g)))
@@ -424,34 +426,53 @@ fn v1016_row(
     }
     if refs[0].bpc == 8 {
         // What moving a frame's planes to the device costs alone: the luma planes v0.6.1 reads,
-        // and those plus the chroma planes speed_chroma reads.
+        // and those plus the chroma planes speed_chroma reads; from page-locked memory also
+        // split as the library splits them, to show what each copy costs.
         let t = cores as usize;
-        let cell =
-            |planes: &[usize], staged| copy_floor(g, refs, dists, 4 * frames, t, planes, staged);
-        let (luma, all) = (cell(&[0], true), cell(&[0, 1, 2], true));
-        let (luma_dma, all_dma) = (cell(&[0], false), cell(&[0, 1, 2], false));
+        let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
+        let cell = |planes: &[usize], how| copy_floor(g, (&pr, &pd), 4 * frames, t, planes, how);
+        let (luma, all) = (cell(&[0], Copy::Staged), cell(&[0, 1, 2], Copy::Staged));
+        let (luma_dma, all_dma) = (cell(&[0], Copy::Frame), cell(&[0, 1, 2], Copy::Frame));
+        let (per_uv, per_plane) = (
+            cell(&[0, 1, 2], Copy::LumaThenChroma),
+            cell(&[0, 1, 2], Copy::Plane),
+        );
         println!(
             "  copy floor, {t} threads: host memory (staging copy + upload) luma {luma:.1}, \
              luma+chroma {all:.1} fps; page-locked (upload alone) luma {luma_dma:.1}, \
-             luma+chroma {all_dma:.1} fps"
+             luma+chroma {all_dma:.1} fps in one copy per frame, {per_uv:.1} in four \
+             (each picture's luma, then its U and V), {per_plane:.1} in six (one per plane)"
         );
     }
 }
 
-/// Frames per second of only moving planes `planes` of each frame's two pictures to the
-/// device, on `threads` threads with a stream each, one frame at a time as a worker does:
-/// copied into page-locked staging memory then uploaded (`staged`), or uploaded from
-/// page-locked memory alone.
+/// How [`copy_floor`] moves a frame's planes.
+#[derive(Clone, Copy)]
+enum Copy {
+    /// Copied into page-locked staging memory, then uploaded in one copy.
+    Staged,
+    /// Uploaded from page-locked memory in one copy (the planes packed there beforehand).
+    Frame,
+    /// Straight from the page-locked pictures: each picture's luma, then its other planes in
+    /// one copy (as the library moves the planes of the VMAF v1 models).
+    LumaThenChroma,
+    /// Straight from the page-locked pictures, one copy per plane.
+    Plane,
+}
+
+/// Frames per second of only moving planes `planes` of each frame's two page-locked pictures
+/// (`pics`) to the device, on `threads` threads with a stream each, one frame at a time as a
+/// worker does, the way `how` says.
 fn copy_floor(
     g: &Arc<GpuState>,
-    refs: &[Picture],
-    dists: &[Picture],
+    pics: (&[Picture], &[Picture]),
     frames: usize,
     threads: usize,
     planes: &[usize],
-    staged: bool,
+    how: Copy,
 ) -> f64 {
     use vmaf_hip::gpu::{DeviceBuffer, PinnedHostBuffer, Stream};
+    let (refs, dists) = pics;
     let dev = g.device();
     let total: usize = planes.iter().map(|&p| 2 * refs[0].plane_u8(p).len()).sum();
     // Buffers and streams are made before the clock starts (the workers keep theirs too).
@@ -468,18 +489,43 @@ fn copy_floor(
                 start.wait();
                 for i in (first..frames).step_by(threads) {
                     let k = i % refs.len();
-                    if staged {
-                        let h = host.as_mut_slice().expect("staging");
-                        let mut at = 0;
-                        for pic in [&refs[k], &dists[k]] {
-                            for &p in planes {
-                                let src = pic.plane_u8(p);
-                                h[at..at + src.len()].copy_from_slice(src);
-                                at += src.len();
+                    match how {
+                        Copy::Staged | Copy::Frame => {
+                            if matches!(how, Copy::Staged) {
+                                let h = host.as_mut_slice().expect("staging");
+                                let mut at = 0;
+                                for pic in [&refs[k], &dists[k]] {
+                                    for &p in planes {
+                                        let src = pic.plane_u8(p);
+                                        h[at..at + src.len()].copy_from_slice(src);
+                                        at += src.len();
+                                    }
+                                }
+                            }
+                            buf.upload_async(&stream, &mut host, total).expect("upload");
+                        }
+                        Copy::LumaThenChroma | Copy::Plane => {
+                            let mut at = 0;
+                            for pic in [&refs[k], &dists[k]] {
+                                let spans: Vec<&[u8]> = match how {
+                                    Copy::Plane => {
+                                        planes.iter().map(|&p| pic.plane_u8(p)).collect()
+                                    }
+                                    _ => vec![pic.plane_u8(0), uv_span(pic)],
+                                };
+                                for src in spans {
+                                    buf.upload_registered_at_async(
+                                        &stream,
+                                        registration(pic),
+                                        src,
+                                        at,
+                                    )
+                                    .expect("upload");
+                                    at += src.len();
+                                }
                             }
                         }
                     }
-                    buf.upload_async(&stream, &mut host, total).expect("upload");
                     stream.synchronize().expect("wait");
                 }
             });
@@ -488,6 +534,21 @@ fn copy_floor(
         Instant::now()
     });
     frames as f64 / t.elapsed().as_secs_f64()
+}
+
+/// The page-locking of a picture from [`pin_all`].
+fn registration(pic: &Picture) -> &vmaf_hip::gpu::HostRegistration {
+    pic.pinned()
+        .and_then(|r| r.as_any().downcast_ref())
+        .expect("page-locked picture")
+}
+
+/// An 8-bit picture's U and V planes, adjacent in its buffer, as one slice.
+fn uv_span(pic: &Picture) -> &[u8] {
+    match pic.planes_span(1, 2) {
+        Some(vmaf_hip::picture::PlaneRef::U8(s)) => s,
+        _ => panic!("no adjacent 8-bit chroma planes"),
+    }
 }
 
 /// Page-locked copies of `v` (as from `vmaf_hip_preallocate_pictures` HOST_PINNED).

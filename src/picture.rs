@@ -767,6 +767,17 @@ impl PictureData {
         self.offset[i]
     }
 
+    /// Planes `first..=last` as one slice of the picture's own buffer (padding and all), so
+    /// they can travel in one copy; None for memory the picture does not own.
+    pub fn planes_span(&self, first: usize, last: usize) -> Option<PlaneRef<'_>> {
+        let r = self.offset[first]..self.range(last).end;
+        match &self.samples {
+            Samples::U8(v) => v.get(r).map(PlaneRef::U8),
+            Samples::U16(v) => v.get(r).map(PlaneRef::U16),
+            Samples::External(_) | Samples::Device(_) => None,
+        }
+    }
+
     /// Copies the luma plane into a dense `u16` buffer (row pitch = width).
     pub fn luma_u16(&self) -> Vec<u16> {
         let (w, h, s) = (self.w[0], self.h[0], self.stride[0]);

@@ -1248,6 +1248,47 @@ fn cli_hip_backend_runs_speed_on_the_fake() {
     r.assert_no_failed_calls();
 }
 
+/// speed_chroma reads the CLI's page-locked pictures by DMA where they are, each picture's U
+/// and V (adjacent in its buffer) in one copy: two copies per frame, none per plane.
+#[test]
+fn speed_chroma_copies_each_page_locked_picture_once() {
+    let Some(kit) = kit_with_objects() else {
+        return;
+    };
+    let dir = common::work_dir("hip_fake_speed_dma");
+    let mut args = common::clip_args("natural_1920x1080_420p8");
+    args.extend(["--frame_cnt", "2", "-q", "--no_prediction"].map(String::from));
+    args.extend(
+        [
+            "--feature",
+            "speed_chroma",
+            "--backend",
+            "hip",
+            "--json",
+            "-o",
+        ]
+        .map(String::from),
+    );
+    args.push(dir.join("out.json").display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = run_with(kit, "speed-dma", &common::vmaf_bin(), &args, &[]);
+    assert!(r.out.status.success(), "{}", show(&r.out));
+    assert!(
+        r.calls("hipHostRegister").count() > 0,
+        "pictures not page-locked"
+    );
+    let uploads = |bytes: usize| {
+        let want = format!("bytes={bytes}");
+        r.calls("hipMemcpyHtoDAsync")
+            .filter(|l| l.split(' ').any(|w| w == want))
+            .count()
+    };
+    let plane = 960 * 540;
+    assert_eq!(uploads(2 * plane), 4, "one copy of U and V per picture");
+    assert_eq!(uploads(plane), 0, "no copy of a single chroma plane");
+    r.assert_no_failed_calls();
+}
+
 /// cambi, psnr_hvs and psnr on the fake through the CLI: cambi's preprocessing, mask,
 /// per-scale picture and sliding c-value kernels, psnr_hvs's terms per plane and in-order sums,
 /// and psnr's per-plane sums (both staging the pictures the same way), launched with the

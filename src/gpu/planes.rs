@@ -24,6 +24,8 @@ use crate::picture::{Picture, PictureData, PlaneRef};
 /// Plane `i` of `pic` as samples of type `T`, or None when the depth does not match `T`.
 pub(crate) trait PlaneAs: Sized + Sample + DevicePlaneAs {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[Self]>;
+    /// Planes `first..=last` of `pic` as one slice ([`PictureData::planes_span`]).
+    fn span_of(pic: &PictureData, first: usize, last: usize) -> Option<&[Self]>;
     /// The state's cache of uploaded planes of this sample type.
     fn cache(planes: &StatePlanes) -> &PlaneCache<Self>;
 }
@@ -42,6 +44,12 @@ impl PlaneAs for u8 {
             PlaneRef::U16(_) => None,
         }
     }
+    fn span_of(pic: &PictureData, first: usize, last: usize) -> Option<&[u8]> {
+        match pic.planes_span(first, last)? {
+            PlaneRef::U8(p) => Some(p),
+            PlaneRef::U16(_) => None,
+        }
+    }
     fn cache(planes: &StatePlanes) -> &PlaneCache<u8> {
         &planes.u8
     }
@@ -50,6 +58,12 @@ impl PlaneAs for u8 {
 impl PlaneAs for u16 {
     fn plane_of(pic: &PictureData, i: usize) -> Option<&[u16]> {
         match pic.plane(i) {
+            PlaneRef::U16(p) => Some(p),
+            PlaneRef::U8(_) => None,
+        }
+    }
+    fn span_of(pic: &PictureData, first: usize, last: usize) -> Option<&[u16]> {
+        match pic.planes_span(first, last)? {
             PlaneRef::U16(p) => Some(p),
             PlaneRef::U8(_) => None,
         }

@@ -711,3 +711,58 @@ fn v1_extractors_read_device_pictures_in_place() {
     assert_eq!(e.errno(), -libc::EINVAL, "{e}");
     assert!(e.to_string().contains("10-bit maximum 1023"), "{e}");
 }
+
+/// speed_chroma, speed_temporal and cambi score page-locked pictures (as from a HOST_PINNED
+/// pool: each picture's U and V travel in one copy where they are adjacent) exactly as the CPU
+/// does, at 8 and 10 bits, 4:2:0 and 4:4:4, odd sizes (padded chroma rows) included.
+#[test]
+fn v1_extractors_read_page_locked_pictures() {
+    let Some(state) = test_state() else { return };
+    let features = [
+        (
+            "speed_chroma",
+            "speed_kernelscale=1.0:speed_weight_var_mode=5",
+        ),
+        (
+            "speed_chroma",
+            "speed_prescale=1.5:speed_prescale_method=bilinear",
+        ),
+        ("speed_temporal", ""),
+        ("cambi", ""),
+    ];
+    let cpu_scores = |pairs: &[(crate::picture::Picture, crate::picture::Picture)]| {
+        let mut ctx = crate::context::Context::new(crate::context::Config::default()).unwrap();
+        crate::testutil::use_features(&mut ctx, &features).unwrap();
+        for (i, (r, d)) in pairs.iter().enumerate() {
+            ctx.read_pictures(r.clone(), d.clone(), i).unwrap();
+        }
+        ctx.flush().unwrap();
+        crate::testutil::collected_scores(&ctx)
+    };
+    for clip in [
+        "natural_576x324_420p8",
+        "natural_640x360_420p10",
+        "testsrc_480x270_444p8",
+        "testsrc_321x241_420p8",
+    ] {
+        let (refs, dists) = crate::testutil::load_parity_clip(clip);
+        let pin = |p: &crate::picture::Picture| {
+            Arc::new(pin_picture(state.device(), p.duplicate()).unwrap())
+        };
+        let pinned: Vec<_> = refs
+            .iter()
+            .zip(&dists)
+            .map(|(r, d)| (pin(r), pin(d)))
+            .collect();
+        let want = cpu_scores(&pinned);
+        assert!(
+            want.iter()
+                .any(|(n, _)| n.to_lowercase().contains("speed_chroma")),
+            "{clip}: no speed_chroma scores in {want:?}"
+        );
+        for threads in [0, 3] {
+            let got = feature_scores(&state, &features, &pinned, threads).unwrap();
+            assert_eq!(got, want, "{clip} at {threads} threads");
+        }
+    }
+}

@@ -255,8 +255,9 @@ fn scaler(bpc: u32) -> Result<f32> {
 struct ChromaScratch<T: Sample> {
     consts: Consts,
     pairs: [PairBufs; 2],
-    /// U of the reference, U of the distorted picture, then V of each (whole planes): the
-    /// staging copy of pictures that are not page-locked, allocated when the first one comes.
+    /// U then V of the reference, then of the distorted picture (whole planes, `plane_len`
+    /// apart): the staging copy of pictures that are not page-locked, allocated when the
+    /// first one comes.
     host: Option<PinnedHostBuffer<T>>,
     dev: DeviceBuffer<T>,
     plane_len: usize,
@@ -266,6 +267,11 @@ struct ChromaScratch<T: Sample> {
 }
 
 type ChromaKey = ([usize; 4], usize, u32, usize, usize, (u32, u64, u32));
+
+/// Where speed_chroma's scratch keeps plane k (U of the reference, U of the distorted picture,
+/// V of the reference, V of the distorted picture), in whole planes: each picture's U and V
+/// adjacent, as in a picture's own buffer.
+const SLOT: [usize; 4] = [0, 2, 1, 3];
 
 /// Queues the device work of the U and V planes of a picture pair (`d` their geometry); the
 /// returned closure waits and gives each plane's (score, singular).
@@ -345,9 +351,11 @@ fn chroma_typed<T: Sample + PlaneAs>(
             scratch: s,
             ..
         } = job.parts();
-        // Plane k: U of the reference, U of the distorted picture, then V of each. Host
-        // pictures in page-locked memory (as the luma upload leaves recycled buffers) are
-        // copied by DMA where they are; others through one staging copy.
+        // Plane k (U of the reference, U of the distorted picture, then V of each) lies at
+        // SLOT[k] * len: each picture's U and V are adjacent. Host pictures in page-locked
+        // memory (as the luma upload leaves recycled buffers) are copied by DMA where they
+        // are, a picture's U and V in one copy when they are adjacent in its buffer too;
+        // others through one staging copy.
         let len = s.plane_len;
         if reads.is_none() {
             let regs = [r, dp].map(|pic| host_registration(pic, stream));
@@ -358,9 +366,28 @@ fn chroma_typed<T: Sample + PlaneAs>(
                         .zip([rr, rd, rr, rd])
                         .all(|(p, g)| g.covers(p)) =>
                 {
-                    for (k, (src, reg)) in planes.iter().zip([rr, rd, rr, rd]).enumerate() {
-                        s.dev
-                            .upload_registered_at_async(stream, reg, src, k * len)?;
+                    for (i, (pic, reg)) in [(r, rr), (dp, rd)].into_iter().enumerate() {
+                        match T::span_of(pic, 1, 2) {
+                            // U then V, V starting where the slots put it.
+                            Some(uv)
+                                if uv.len() <= 2 * len
+                                    && pic.plane_offset(2).checked_sub(pic.plane_offset(1))
+                                        == Some(len) =>
+                            {
+                                s.dev
+                                    .upload_registered_at_async(stream, reg, uv, 2 * i * len)?;
+                            }
+                            _ => {
+                                for k in [i, i + 2] {
+                                    s.dev.upload_registered_at_async(
+                                        stream,
+                                        reg,
+                                        planes[k],
+                                        SLOT[k] * len,
+                                    )?;
+                                }
+                            }
+                        }
                     }
                 }
                 _ => {
@@ -370,7 +397,8 @@ fn chroma_typed<T: Sample + PlaneAs>(
                     };
                     let host = staging.as_mut_slice()?;
                     for (k, src) in planes.iter().enumerate() {
-                        host[k * len..k * len + src.len()].copy_from_slice(src);
+                        let at = SLOT[k] * len;
+                        host[at..at + src.len()].copy_from_slice(src);
                     }
                     s.dev.upload_async(stream, staging, 4 * len)?;
                 }
@@ -387,7 +415,7 @@ fn chroma_typed<T: Sample + PlaneAs>(
                 }
                 (bufs, [0; 4])
             }
-            None => ([&s.dev; 4], std::array::from_fn(|k| k * len)),
+            None => ([&s.dev; 4], SLOT.map(|slot| slot * len)),
         };
         let plane = |k: usize| DevicePlane {
             buf: bufs[k],
