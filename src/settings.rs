@@ -38,6 +38,10 @@ pub struct Settings {
     /// `VMAF_HIP_WORKER_FRAMES` (1-8): frames one worker thread keeps queued on a GPU at
     /// once, taking the next frame while the device computes the last. Default: none, one.
     pub worker_frames: Option<usize>,
+    /// `VMAF_HIP_DEVICE_CONNECTIONS` (0-32): the hardware work queues the library asks the
+    /// CUDA driver for (`CUDA_DEVICE_MAX_CONNECTIONS`, set for the process before the library
+    /// initialises the driver, unless already set); 0 asks for nothing. Default: 32.
+    pub device_connections: usize,
     /// `VMAF_HIP_READ_THREADS` (1-16): the `vmaf` tool's readers per input. Default: none, a
     /// quarter of the cores, 1 to 4.
     pub read_threads: Option<usize>,
@@ -84,6 +88,11 @@ pub struct Settings {
     /// feature (the tests' builds), so a release library has no such switch.
     pub inject_fault: Option<(Fault, u64)>,
 }
+
+/// [`Settings::device_connections`]'s default: the CUDA driver's maximum. Its own default of
+/// 8 queues makes worker streams share queues, where a copy waits behind another frame's
+/// kernels: VMAF v1 from page-locked pictures ran 1.3x slower on an H200 (docs/gpu.md).
+const DEVICE_CONNECTIONS: usize = 32;
 
 /// [`Settings::context_linger`]'s default, in milliseconds.
 const LINGER_DEFAULT_MS: u64 = 2000;
@@ -147,6 +156,11 @@ impl Settings {
             pipeline_threads: env.count("VMAF_HIP_PIPELINE_THREADS", 64),
             frames_in_flight: env.count("VMAF_HIP_FRAMES_IN_FLIGHT", 256),
             worker_frames: env.count("VMAF_HIP_WORKER_FRAMES", 8),
+            device_connections: env
+                .parsed("VMAF_HIP_DEVICE_CONNECTIONS", "0 to 32", |v| {
+                    v.trim().parse().ok().filter(|n| *n <= 32)
+                })
+                .unwrap_or(DEVICE_CONNECTIONS),
             read_threads: env.count("VMAF_HIP_READ_THREADS", 16),
             vendor: env.parsed("VMAF_HIP_VENDOR", "amd or nvidia", parse_vendor),
             amdhip_library: env.text("VMAF_HIP_AMDHIP_LIBNAME"),
@@ -310,6 +324,7 @@ mod tests {
         assert_eq!(s.cpu_target, None);
         assert_eq!((s.pipeline_threads, s.read_threads), (None, None));
         assert_eq!((s.frames_in_flight, s.worker_frames), (None, None));
+        assert_eq!(s.device_connections, 32);
         assert_eq!(s.vendor, None);
         assert_eq!(s.amdhip_library, None);
         assert!(s.rocm_roots.is_empty() && s.cuda_roots.is_empty());
@@ -330,6 +345,7 @@ mod tests {
             ("VMAF_HIP_READ_THREADS", "3"),
             ("VMAF_HIP_FRAMES_IN_FLIGHT", "256"),
             ("VMAF_HIP_WORKER_FRAMES", "1"),
+            ("VMAF_HIP_DEVICE_CONNECTIONS", "0"),
             ("VMAF_HIP_VENDOR", "CUDA"),
             ("VMAF_HIP_AMDHIP_LIBNAME", "/x/libamdhip64.so"),
             ("VMAF_HIP_HIPRTC_LIBNAME", "h.so"),
@@ -356,6 +372,7 @@ mod tests {
         assert_eq!(s.cpu_target, CpuTarget::parse("scalar"));
         assert_eq!((s.pipeline_threads, s.read_threads), (Some(64), Some(3)));
         assert_eq!((s.frames_in_flight, s.worker_frames), (Some(256), Some(1)));
+        assert_eq!(s.device_connections, 0);
         assert_eq!(s.vendor, Some(Vendor::Nvidia));
         assert_eq!(s.amdhip_library.as_deref(), Some("/x/libamdhip64.so"));
         assert_eq!(s.hiprtc_library.as_deref(), Some("h.so"));
@@ -385,6 +402,7 @@ mod tests {
             ("VMAF_HIP_PIPELINE_THREADS", "65"),
             ("VMAF_HIP_READ_THREADS", "0"),
             ("VMAF_HIP_FRAMES_IN_FLIGHT", "257"),
+            ("VMAF_HIP_DEVICE_CONNECTIONS", "33"),
             ("VMAF_HIP_VENDOR", "intel"),
             ("VMAF_HIP_HIPRTC", "no"),
             ("VMAF_HIP_NVRTC", "off"),

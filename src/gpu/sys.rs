@@ -639,6 +639,7 @@ fn load_cuda() -> Result<CudaApi, String> {
             version % 1000 / 10
         ));
     }
+    ask_for_work_queues();
     // SAFETY: cuInit takes a flags word that must be 0.
     let st = unsafe { (fns.init)(0) };
     if st != 0 {
@@ -653,6 +654,35 @@ fn load_cuda() -> Result<CudaApi, String> {
         path,
         version,
     })
+}
+
+/// The variable through which the CUDA driver takes its count of hardware work queues per
+/// context (8 unless set, 32 at most).
+const CUDA_CONNECTIONS: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+
+/// The count to give [`CUDA_CONNECTIONS`]: `asked` (`VMAF_HIP_DEVICE_CONNECTIONS`) unless that
+/// is 0 or the process has chosen a count (`current`) already.
+fn work_queues(asked: usize, current: Option<std::ffi::OsString>) -> Option<usize> {
+    (asked > 0 && current.is_none()).then_some(asked)
+}
+
+/// Sets [`CUDA_CONNECTIONS`] for the process, before the driver is initialised, as
+/// [`work_queues`] says. Each worker thread queues a frame's copies and kernels on a stream of
+/// its own; with more streams than work queues, streams share a queue, where a copy waits for
+/// the kernels of another stream's frame queued before it.
+fn ask_for_work_queues() {
+    let Some(n) = work_queues(
+        crate::settings::get().device_connections,
+        std::env::var_os(CUDA_CONNECTIONS),
+    ) else {
+        return;
+    };
+    // Once per process, from the driver's one-time initialisation (a `OnceLock`), before
+    // `cuInit` reads the environment; a C thread of the host program reading the environment
+    // at this very moment is the remaining hazard, which `VMAF_HIP_DEVICE_CONNECTIONS=0` or
+    // setting the variable beforehand avoids.
+    std::env::set_var(CUDA_CONNECTIONS, n.to_string());
+    crate::log_debug!("CUDA: {CUDA_CONNECTIONS}={n} for the process (was unset)");
 }
 
 static HIP: OnceLock<Result<HipApi, String>> = OnceLock::new();
@@ -790,4 +820,17 @@ pub fn cuda_error_text(fns: &CudaFns, st: Status) -> String {
         c_text(p)
     };
     format!("{s} ({st})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::work_queues;
+
+    #[test]
+    fn work_queues_are_asked_for_only_when_nobody_chose() {
+        assert_eq!(work_queues(32, None), Some(32));
+        assert_eq!(work_queues(4, None), Some(4));
+        assert_eq!(work_queues(0, None), None, "0 asks for nothing");
+        assert_eq!(work_queues(32, Some("1".into())), None, "the process chose");
+    }
 }

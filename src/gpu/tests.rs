@@ -766,3 +766,27 @@ fn v1_extractors_read_page_locked_pictures() {
         }
     }
 }
+
+/// Opening a device through the CUDA driver asks for 32 hardware work queues when the process
+/// started without a choice of its own (neither `CUDA_DEVICE_MAX_CONNECTIONS` nor
+/// `VMAF_HIP_DEVICE_CONNECTIONS` in its initial environment).
+#[test]
+fn the_cuda_driver_gets_its_work_queues() {
+    let Some(state) = test_state() else { return };
+    if state.device().api().vendor() != Vendor::Nvidia {
+        return;
+    }
+    let initial = std::fs::read("/proc/self/environ").unwrap_or_default();
+    let chose = initial.split(|&b| b == 0).any(|kv| {
+        kv.starts_with(b"CUDA_DEVICE_MAX_CONNECTIONS=")
+            || kv.starts_with(b"VMAF_HIP_DEVICE_CONNECTIONS=")
+    });
+    if chose {
+        println!("skipped: the environment chose the work queues");
+        return;
+    }
+    assert_eq!(
+        std::env::var("CUDA_DEVICE_MAX_CONNECTIONS").as_deref(),
+        Ok("32")
+    );
+}
