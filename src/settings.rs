@@ -40,7 +40,7 @@ pub struct Settings {
     pub worker_frames: Option<usize>,
     /// `VMAF_HIP_DEVICE_CONNECTIONS` (0-32): the hardware work queues the library asks the
     /// CUDA driver for (`CUDA_DEVICE_MAX_CONNECTIONS`, set for the process before the library
-    /// initialises the driver, unless already set); 0 asks for nothing. Default: 32.
+    /// initialises the driver, unless already set); 0 asks for nothing. Default: 0.
     pub device_connections: usize,
     /// `VMAF_HIP_READ_THREADS` (1-16): the `vmaf` tool's readers per input. Default: none, a
     /// quarter of the cores, 1 to 4.
@@ -89,10 +89,12 @@ pub struct Settings {
     pub inject_fault: Option<(Fault, u64)>,
 }
 
-/// [`Settings::device_connections`]'s default: the CUDA driver's maximum. Its own default of
-/// 8 queues makes worker streams share queues, where a copy waits behind another frame's
-/// kernels: VMAF v1 from page-locked pictures ran 1.3x slower on an H200 (docs/gpu.md).
-const DEVICE_CONNECTIONS: usize = 32;
+/// [`Settings::device_connections`]'s default: the driver's own count (8). More queues let
+/// more worker streams overlap a frame's copies with other frames' kernels (VMAF v1 from
+/// page-locked pictures ran 1.3x faster with 32 on an H200), but made each context take 0.4 s
+/// longer to create and the GPU CLI suite's 16 concurrent tool runs fail (docs/gpu.md): an
+/// opt-in for long runs of one process.
+const DEVICE_CONNECTIONS: usize = 0;
 
 /// [`Settings::context_linger`]'s default, in milliseconds.
 const LINGER_DEFAULT_MS: u64 = 2000;
@@ -324,7 +326,7 @@ mod tests {
         assert_eq!(s.cpu_target, None);
         assert_eq!((s.pipeline_threads, s.read_threads), (None, None));
         assert_eq!((s.frames_in_flight, s.worker_frames), (None, None));
-        assert_eq!(s.device_connections, 32);
+        assert_eq!(s.device_connections, 0);
         assert_eq!(s.vendor, None);
         assert_eq!(s.amdhip_library, None);
         assert!(s.rocm_roots.is_empty() && s.cuda_roots.is_empty());
@@ -345,7 +347,7 @@ mod tests {
             ("VMAF_HIP_READ_THREADS", "3"),
             ("VMAF_HIP_FRAMES_IN_FLIGHT", "256"),
             ("VMAF_HIP_WORKER_FRAMES", "1"),
-            ("VMAF_HIP_DEVICE_CONNECTIONS", "0"),
+            ("VMAF_HIP_DEVICE_CONNECTIONS", "32"),
             ("VMAF_HIP_VENDOR", "CUDA"),
             ("VMAF_HIP_AMDHIP_LIBNAME", "/x/libamdhip64.so"),
             ("VMAF_HIP_HIPRTC_LIBNAME", "h.so"),
@@ -372,7 +374,7 @@ mod tests {
         assert_eq!(s.cpu_target, CpuTarget::parse("scalar"));
         assert_eq!((s.pipeline_threads, s.read_threads), (Some(64), Some(3)));
         assert_eq!((s.frames_in_flight, s.worker_frames), (Some(256), Some(1)));
-        assert_eq!(s.device_connections, 0);
+        assert_eq!(s.device_connections, 32);
         assert_eq!(s.vendor, Some(Vendor::Nvidia));
         assert_eq!(s.amdhip_library.as_deref(), Some("/x/libamdhip64.so"));
         assert_eq!(s.hiprtc_library.as_deref(), Some("h.so"));

@@ -597,6 +597,75 @@ fn gpu_faults_fail_cleanly() {
     }
 }
 
+/// `VMAF_HIP_DEVICE_CONNECTIONS` asks the CUDA driver for that many work queues before it
+/// is initialised (the debug log says so), and the scores stay the CPU's. Skipped without a
+/// GPU; nothing to ask of an AMD runtime.
+#[test]
+fn cuda_work_queues_are_asked_for_on_request() {
+    let mut args = clip_args(G8);
+    args.extend(
+        [
+            "-q",
+            "--backend",
+            "hip",
+            "--frame_cnt",
+            "3",
+            "--json",
+            "-o",
+            "/dev/stdout",
+        ]
+        .map(String::from),
+    );
+    let run = |env: &[(&str, &str)]| {
+        std::process::Command::new(common::vmaf_bin())
+            .args(&args)
+            .env("VMAF_HIP_LOG_LEVEL", "debug")
+            .env_remove("CUDA_DEVICE_MAX_CONNECTIONS")
+            .env_remove("VMAF_HIP_DEVICE_CONNECTIONS")
+            .envs(env.iter().copied())
+            .output()
+            .expect("run vmaf")
+    };
+    let asked = run(&[("VMAF_HIP_DEVICE_CONNECTIONS", "16")]);
+    let stderr = String::from_utf8_lossy(&asked.stderr);
+    if !asked.status.success() {
+        common::skip_no_device(&stderr);
+        return;
+    }
+    if !stderr.contains("CUDA driver") {
+        println!("skipped: not the CUDA driver");
+        return;
+    }
+    assert!(
+        stderr.contains("CUDA_DEVICE_MAX_CONNECTIONS=16 for the process"),
+        "{stderr}"
+    );
+    let plain = run(&[]);
+    assert!(plain.status.success());
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("CUDA_DEVICE_MAX_CONNECTIONS"));
+    let mut cpu = clip_args(G8);
+    cpu.extend(
+        [
+            "-q",
+            "--backend",
+            "cpu",
+            "--frame_cnt",
+            "3",
+            "--json",
+            "-o",
+            "/dev/stdout",
+        ]
+        .map(String::from),
+    );
+    let want = vmaf_ok(&cpu);
+    let scores = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON log")["pooled_metrics"]
+            .clone()
+    };
+    assert_eq!(scores(&asked), scores(&want));
+    assert_eq!(scores(&plain), scores(&want));
+}
+
 /// `--hip-device all` spreads frames over every GPU and prints the CPU's scores. Skipped
 /// without a GPU.
 #[test]
