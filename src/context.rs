@@ -1045,8 +1045,8 @@ fn stored_name_of(f: &ModelFeature) -> Result<String> {
 /// recycles comes back to the feeding thread while still in cache (at 2160p, 8 frames in flight
 /// made a caller's copy into a recycled picture 35% slower than into one released just before).
 const GPU_HOST_BYTES_IN_FLIGHT: usize = 64 << 20;
-/// Frames one worker thread keeps queued on the device at once (see [`Jobs`]): one until a
-/// device run shows more to be faster.
+/// Frames one worker thread keeps queued on the device at once (see [`Jobs`]): one; two made
+/// VMAF v1 slower on an H200 (docs/benchmarks.md).
 const WORKER_FRAMES: usize = 1;
 /// Frames in flight a GPU context keeps however large its pictures.
 const GPU_MIN_IN_FLIGHT: usize = 3;
