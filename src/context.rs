@@ -230,8 +230,9 @@ struct Job {
 /// them, the newest first: one wait on its stream covers the older frames' read-backs. A frame
 /// is there to take only while no idle worker has taken its task yet (mostly: while every
 /// worker is busy), and each frame a worker keeps queued holds its own scratch buffers on the
-/// device. It is meant for paths bound by a frame's device latency, such as the `vmaf` tool on
-/// VMAF v1.0.16 models, where each of 8 workers waited about 0.9 ms per 1080p frame.
+/// device. It was meant for paths bound by a frame's device latency, such as the `vmaf` tool on
+/// VMAF v1.0.16 models, where each of 8 workers waited about 0.9 ms per 1080p frame; on an H200
+/// it made them slower (docs/benchmarks.md), so the default keeps one.
 struct Jobs {
     waiting: Mutex<std::collections::VecDeque<Job>>,
     collector: Arc<FeatureCollector>,
