@@ -431,11 +431,17 @@ fn v1016_row(
         let t = cores as usize;
         let (pr, pd) = (pin_all(g, refs), pin_all(g, dists));
         let cell = |planes: &[usize], how| copy_floor(g, (&pr, &pd), 4 * frames, t, planes, how);
-        let (luma, all) = (cell(&[0], Copy::Staged), cell(&[0, 1, 2], Copy::Staged));
-        let (luma_dma, all_dma) = (cell(&[0], Copy::Frame), cell(&[0, 1, 2], Copy::Frame));
+        let (luma, all) = (
+            cell(&[0], Transfer::Staged),
+            cell(&[0, 1, 2], Transfer::Staged),
+        );
+        let (luma_dma, all_dma) = (
+            cell(&[0], Transfer::Frame),
+            cell(&[0, 1, 2], Transfer::Frame),
+        );
         let (per_uv, per_plane) = (
-            cell(&[0, 1, 2], Copy::LumaThenChroma),
-            cell(&[0, 1, 2], Copy::Plane),
+            cell(&[0, 1, 2], Transfer::LumaThenChroma),
+            cell(&[0, 1, 2], Transfer::Plane),
         );
         println!(
             "  copy floor, {t} threads: host memory (staging copy + upload) luma {luma:.1}, \
@@ -448,10 +454,10 @@ fn v1016_row(
 
 /// How [`copy_floor`] moves a frame's planes.
 #[derive(Clone, Copy)]
-enum Copy {
+enum Transfer {
     /// Copied into page-locked staging memory, then uploaded in one copy.
     Staged,
-    /// Uploaded from page-locked memory in one copy (the planes packed there beforehand).
+    /// Uploaded in one copy from page-locked memory of the planes' size (the copy alone).
     Frame,
     /// Straight from the page-locked pictures: each picture's luma, then its other planes in
     /// one copy (as the library moves the planes of the VMAF v1 models).
@@ -469,10 +475,14 @@ fn copy_floor(
     frames: usize,
     threads: usize,
     planes: &[usize],
-    how: Copy,
+    how: Transfer,
 ) -> f64 {
     use vmaf_hip::gpu::{DeviceBuffer, PinnedHostBuffer, Stream};
     let (refs, dists) = pics;
+    assert!(
+        !matches!(how, Transfer::LumaThenChroma) || planes == [0, 1, 2],
+        "luma then chroma moves every plane"
+    );
     let dev = g.device();
     let total: usize = planes.iter().map(|&p| 2 * refs[0].plane_u8(p).len()).sum();
     // Buffers and streams are made before the clock starts (the workers keep theirs too).
@@ -490,8 +500,8 @@ fn copy_floor(
                 for i in (first..frames).step_by(threads) {
                     let k = i % refs.len();
                     match how {
-                        Copy::Staged | Copy::Frame => {
-                            if matches!(how, Copy::Staged) {
+                        Transfer::Staged | Transfer::Frame => {
+                            if matches!(how, Transfer::Staged) {
                                 let h = host.as_mut_slice().expect("staging");
                                 let mut at = 0;
                                 for pic in [&refs[k], &dists[k]] {
@@ -504,11 +514,11 @@ fn copy_floor(
                             }
                             buf.upload_async(&stream, &mut host, total).expect("upload");
                         }
-                        Copy::LumaThenChroma | Copy::Plane => {
+                        Transfer::LumaThenChroma | Transfer::Plane => {
                             let mut at = 0;
                             for pic in [&refs[k], &dists[k]] {
                                 let spans: Vec<&[u8]> = match how {
-                                    Copy::Plane => {
+                                    Transfer::Plane => {
                                         planes.iter().map(|&p| pic.plane_u8(p)).collect()
                                     }
                                     _ => vec![pic.plane_u8(0), uv_span(pic)],

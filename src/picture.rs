@@ -767,8 +767,8 @@ impl PictureData {
         self.offset[i]
     }
 
-    /// Planes `first..=last` as one slice of the picture's own buffer (padding and all), so
-    /// they can travel in one copy; None for memory the picture does not own.
+    /// Planes `first..=last` (indices 0–2) as one slice of the picture's own buffer (padding
+    /// and all), so they can travel in one copy; None for memory the picture does not own.
     pub fn planes_span(&self, first: usize, last: usize) -> Option<PlaneRef<'_>> {
         let r = self.offset[first]..self.range(last).end;
         match &self.samples {

@@ -639,7 +639,7 @@ fn load_cuda() -> Result<CudaApi, String> {
             version % 1000 / 10
         ));
     }
-    ask_for_work_queues();
+    ask_for_work_queues(&fns);
     // SAFETY: cuInit takes a flags word that must be 0.
     let st = unsafe { (fns.init)(0) };
     if st != 0 {
@@ -656,6 +656,9 @@ fn load_cuda() -> Result<CudaApi, String> {
     })
 }
 
+/// `CUDA_ERROR_NOT_INITIALIZED`: what driver calls return before `cuInit`.
+const CUDA_ERROR_NOT_INITIALIZED: Status = 3;
+
 /// The variable through which the CUDA driver takes its count of hardware work queues per
 /// context (8 unless set, 32 at most).
 const CUDA_CONNECTIONS: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
@@ -670,17 +673,26 @@ fn work_queues(asked: usize, current: Option<std::ffi::OsString>) -> Option<usiz
 /// [`work_queues`] says. Each worker thread queues a frame's copies and kernels on a stream of
 /// its own; with more streams than work queues, streams share a queue, where a copy waits for
 /// the kernels of another stream's frame queued before it.
-fn ask_for_work_queues() {
+fn ask_for_work_queues(fns: &CudaFns) {
     let Some(n) = work_queues(
         crate::settings::get().device_connections,
         std::env::var_os(CUDA_CONNECTIONS),
     ) else {
         return;
     };
-    // Once per process, from the driver's one-time initialisation (a `OnceLock`), before
-    // `cuInit` reads the environment; a C thread of the host program reading the environment
-    // at this very moment is the remaining hazard, which `VMAF_HIP_DEVICE_CONNECTIONS=0` or
-    // setting the variable beforehand avoids.
+    let mut count = 0;
+    // SAFETY: writes one int to a live local; before cuInit it only reports that the driver
+    // is not initialised.
+    if unsafe { (fns.device_get_count)(&mut count) } != CUDA_ERROR_NOT_INITIALIZED {
+        // The host program initialised the driver already: the variable has been read.
+        crate::log_debug!("CUDA: driver initialised by the program, {CUDA_CONNECTIONS} left unset");
+        return;
+    }
+    // Changing the environment races with any other thread of the process that reads or
+    // changes it at the same moment (glibc may move `environ`; libc calls getenv internally).
+    // This runs once, from the driver's one-time loading, and only when asked for; setting
+    // the variable before starting the program avoids the race. Child processes inherit it,
+    // and every CUDA context the process makes later gets as many queues.
     std::env::set_var(CUDA_CONNECTIONS, n.to_string());
     crate::log_debug!("CUDA: {CUDA_CONNECTIONS}={n} for the process (was unset)");
 }
