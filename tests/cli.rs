@@ -602,20 +602,25 @@ fn gpu_faults_fail_cleanly() {
 /// GPU; nothing to ask of an AMD runtime.
 #[test]
 fn cuda_work_queues_are_asked_for_on_request() {
-    let mut args = clip_args(G8);
-    args.extend(
-        [
-            "-q",
-            "--backend",
-            "hip",
-            "--frame_cnt",
-            "3",
-            "--json",
-            "-o",
-            "/dev/stdout",
-        ]
-        .map(String::from),
-    );
+    // Three frames on `backend`, the JSON log on stdout.
+    let args_on = |backend: &str| {
+        let mut a = clip_args(G8);
+        a.extend(
+            [
+                "-q",
+                "--backend",
+                backend,
+                "--frame_cnt",
+                "3",
+                "--json",
+                "-o",
+                "/dev/stdout",
+            ]
+            .map(String::from),
+        );
+        a
+    };
+    let args = args_on("hip");
     let run = |env: &[(&str, &str)]| {
         std::process::Command::new(common::vmaf_bin())
             .args(&args)
@@ -648,21 +653,7 @@ fn cuda_work_queues_are_asked_for_on_request() {
         stderr.contains("CUDA_DEVICE_MAX_CONNECTIONS=16 for the process"),
         "{stderr}"
     );
-    let mut cpu = clip_args(G8);
-    cpu.extend(
-        [
-            "-q",
-            "--backend",
-            "cpu",
-            "--frame_cnt",
-            "3",
-            "--json",
-            "-o",
-            "/dev/stdout",
-        ]
-        .map(String::from),
-    );
-    let want = vmaf_ok(&cpu);
+    let want = vmaf_ok(&args_on("cpu"));
     let scores = |o: &std::process::Output| -> serde_json::Value {
         serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("JSON log")["pooled_metrics"]
             .clone()
