@@ -172,16 +172,17 @@ int vmaf_import_feature_score(VmafContext *vmaf,
 
 /**
  * Scores frame `index` of `ref` (reference) against `dist` (distorted). Takes over both
- * pictures: they are released and zeroed whether or not the call succeeds (except -EBUSY), so
- * the caller never unrefs them. Planes are read where `data[]` points, with `stride[]` (a
- * caller may point them at its own memory; they are copied then). Passing two NULL pictures
- * flushes (end of stream; needed before model scores are available); afterwards every call
- * returns -EINVAL. Returns 0; -EINVAL for exactly one NULL picture, released pictures, changed
- * size/format/depth fields, NULL plane pointers or strides below a row, pictures that differ
- * from each other or from the first pair, an `index` not below 2^26, or a call after the
- * flush; -EBUSY (pictures left untouched) while another thread is inside a call on the same
- * context; -ENOMEM when pictures or scores cannot be stored; or a negative errno from the GPU
- * (-EIO, -ENODEV, -ENOMEM) for this or an earlier queued frame.
+ * pictures: they are released and zeroed whether or not the call succeeds, so the caller never
+ * unrefs them, except where the call reads no pair: -EBUSY, exactly one NULL picture and a
+ * call after the flush leave them with the caller. Planes are read where `data[]` points, with
+ * `stride[]` (a caller may point them at its own memory; they are copied then). Passing two
+ * NULL pictures flushes (end of stream; needed before model scores are available); afterwards
+ * every call returns -EINVAL. Returns 0; -EINVAL for exactly one NULL picture, released
+ * pictures, changed size/format/depth fields, NULL plane pointers or strides below a row,
+ * pictures that differ from each other or from the first pair, an `index` not below 2^26, or a
+ * call after the flush; -EBUSY (pictures left untouched) while another thread is inside a call
+ * on the same context; -ENOMEM when pictures or scores cannot be stored; or a negative errno
+ * from the GPU (-EIO, -ENODEV, -ENOMEM) for this or an earlier queued frame.
  *
  * # Safety
  * `vmaf` is NULL or live; `ref` and `dist` are NULL or pictures filled by this library.
