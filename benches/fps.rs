@@ -517,13 +517,22 @@ fn copy_floor(
                         Transfer::LumaThenChroma | Transfer::Plane => {
                             let mut at = 0;
                             for pic in [&refs[k], &dists[k]] {
-                                let spans: Vec<&[u8]> = match how {
+                                // No allocation in the timed loop: at most three spans.
+                                let mut spans = [&[][..]; 3];
+                                let n = match how {
                                     Transfer::Plane => {
-                                        planes.iter().map(|&p| pic.plane_u8(p)).collect()
+                                        for (s, &p) in spans.iter_mut().zip(planes) {
+                                            *s = pic.plane_u8(p);
+                                        }
+                                        planes.len()
                                     }
-                                    _ => vec![pic.plane_u8(0), uv_span(pic)],
+                                    _ => {
+                                        spans[..2]
+                                            .copy_from_slice(&[pic.plane_u8(0), uv_span(pic)]);
+                                        2
+                                    }
                                 };
-                                for src in spans {
+                                for &src in &spans[..n] {
                                     buf.upload_registered_at_async(
                                         &stream,
                                         registration(pic),

@@ -558,8 +558,8 @@ impl Device {
     /// On NVIDIA: refuses device memory (not managed) of another GPU at `addr`, or of another
     /// CUDA context on this GPU (a context's allocations are not mapped in the others, so a
     /// kernel reading them would fault and poison the caller's context); memory that names no
-    /// context (virtual-memory mappings) or comes from a stream-ordered pool passes. HIP has no such query
-    /// in every ROCm we load, so AMD relies on the caller's contract there.
+    /// context (virtual-memory mappings) or comes from a stream-ordered pool passes. HIP has no
+    /// such query in every ROCm we load, so AMD relies on the caller's contract there.
     fn check_owner(&self, addr: u64) -> Result<()> {
         let Api::Cuda(c) = self.api else {
             return Ok(());
